@@ -1,0 +1,185 @@
+// The capture_process_scenario effect: spawn without a shell in the launch's
+// workspace, in its own process group, with an explicit environment; cap and
+// hash the output; end the whole group on timeout, cancel or exit.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { DossierError } from '../domain/errors.ts';
+import { KILL_GRACE_MS, type CaptureInput } from '../tools/capture.ts';
+import type { Effect, EffectResult } from './effect.ts';
+import { allowedExecutable } from './policy.ts';
+
+const HEAD_CHARS = 512;
+
+class CappedStream {
+  readonly chunks: Buffer[] = [];
+  retained = 0;
+  total = 0;
+  private readonly hash = createHash('sha256');
+  constructor(private readonly cap: number) {}
+
+  push(chunk: Buffer) {
+    this.total += chunk.length;
+    this.hash.update(chunk);
+    const room = this.cap - this.retained;
+    if (room > 0) {
+      const kept = chunk.length <= room ? chunk : chunk.subarray(0, room);
+      this.chunks.push(kept);
+      this.retained += kept.length;
+    }
+  }
+
+  describe() {
+    const text = Buffer.concat(this.chunks).toString('utf8');
+    return {
+      bytes: this.total,
+      retained_bytes: this.retained,
+      truncated: this.total > this.retained,
+      sha256: this.hash.digest('hex'),
+      text,
+    };
+  }
+}
+
+async function fileSha256(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false; // the group is already gone
+  }
+}
+
+export const captureProcess: Effect = async (raw, ctx) => {
+  const input = raw as CaptureInput;
+  const resolved = await allowedExecutable(input.executable, ctx.config.allowedRoots);
+  const [executableSha256, executableStat] = await Promise.all([fileSha256(resolved), stat(resolved)]);
+
+  await ctx.begin();
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const child = spawn(resolved, input.args, {
+    argv0: input.executable,
+    cwd: ctx.workspace,
+    env: input.env,
+    detached: true, // its own process group, so timeout and cancel can end all of it
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const stdout = new CappedStream(input.max_output_bytes);
+  const stderr = new CappedStream(input.max_output_bytes);
+  child.stdout.on('data', (c: Buffer) => stdout.push(c));
+  child.stderr.on('data', (c: Buffer) => stderr.push(c));
+  child.stdin.on('error', () => undefined); // the process may exit without reading its input
+  child.stdin.end(input.stdin ?? '');
+
+  let ending: 'timeout' | 'cancel' | undefined;
+  const endGroup = (why: 'timeout' | 'cancel') => {
+    if (ending || child.pid === undefined) return;
+    ending = why;
+    killGroup(child.pid, 'SIGTERM');
+    setTimeout(() => child.pid !== undefined && killGroup(child.pid, 'SIGKILL'), KILL_GRACE_MS).unref();
+  };
+  const timer = setTimeout(() => endGroup('timeout'), input.timeout_ms);
+  const onAbort = () => endGroup('cancel');
+  ctx.signal.addEventListener('abort', onAbort);
+  const ticker = setInterval(
+    () =>
+      ctx.progress({
+        phase: 'running',
+        pid: child.pid,
+        elapsed_ms: Math.round(performance.now() - t0),
+        stdout_bytes: stdout.total,
+        stderr_bytes: stderr.total,
+      }),
+    1_000,
+  );
+
+  const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: Error }>(
+    (resolve) => {
+      child.once('error', (spawnError) => resolve({ code: null, signal: null, spawnError }));
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+    },
+  );
+  const durationMs = Math.round(performance.now() - t0);
+  clearTimeout(timer);
+  clearInterval(ticker);
+  ctx.signal.removeEventListener('abort', onAbort);
+  // Whatever the leader left running in its group goes with it.
+  const strays = child.pid !== undefined && killGroup(child.pid, 'SIGKILL');
+  await new Promise<void>((resolve) => {
+    if (child.stdout.closed && child.stderr.closed) return resolve();
+    child.once('close', () => resolve());
+    setTimeout(resolve, 1_000).unref();
+  });
+
+  const out = stdout.describe();
+  const err = stderr.describe();
+  const limitations: string[] = [];
+  if (out.truncated) limitations.push(`stdout was capped at ${input.max_output_bytes} bytes`);
+  if (err.truncated) limitations.push(`stderr was capped at ${input.max_output_bytes} bytes`);
+  if (ending === 'timeout') limitations.push(`the process was ended after timeout_ms=${input.timeout_ms}`);
+  if (ending === 'cancel') limitations.push('the launch was cancelled; the process group was ended');
+
+  const document = {
+    executable: {
+      path: input.executable,
+      resolved_path: resolved,
+      sha256: executableSha256,
+      bytes: executableStat.size,
+    },
+    args: input.args,
+    env_names: Object.keys(input.env).sort(),
+    stdin:
+      input.stdin === undefined ? null : { bytes: Buffer.byteLength(input.stdin), sha256: sha(input.stdin) },
+    workspace: ctx.workspace,
+    pid: child.pid ?? null,
+    exit: { code: exit.code, signal: exit.signal },
+    ended_by: ending ?? 'exit',
+    stray_processes_killed: strays,
+    started_at: startedAt.toISOString(),
+    duration_ms: durationMs,
+    stdout: out,
+    stderr: err,
+  };
+  const summary = {
+    exit_code: exit.code,
+    signal: exit.signal,
+    ended_by: ending ?? 'exit',
+    duration_ms: durationMs,
+    stdout_bytes: out.bytes,
+    stderr_bytes: err.bytes,
+    stdout_truncated: out.truncated,
+    stderr_truncated: err.truncated,
+    stdout_head: out.text.slice(0, HEAD_CHARS),
+    stderr_head: err.text.slice(0, HEAD_CHARS),
+  };
+  const result: EffectResult = {
+    status: ending === 'cancel' ? 'cancelled' : exit.spawnError ? 'failed' : 'succeeded',
+    document,
+    collections: {},
+    summary,
+    truncated: out.truncated || err.truncated,
+    limitations,
+    target: { path: resolved, digest: `sha256:${executableSha256}` },
+  };
+  if (exit.spawnError) {
+    result.error = new DossierError(
+      'provider_unavailable',
+      `could not start ${resolved}: ${exit.spawnError.message}`,
+      'Check that the program can run on the worker host, then launch again with a new idempotency_key.',
+      { resolved },
+    ).toToolError();
+  }
+  return result;
+};
+
+function sha(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}

@@ -1,0 +1,35 @@
+// What every effectful tool implementation gets and gives back. The launch
+// machinery (journal, heartbeats, cancellation, retention) lives in
+// activities/index.ts, so an effect only does its own job.
+import type { Config } from '../config.ts';
+import type { ToolError } from '../domain/errors.ts';
+
+export interface EffectContext {
+  config: Config;
+  /** A fresh, empty directory that belongs to this launch alone. */
+  workspace: string;
+  /** Aborted when the launch is cancelled. */
+  signal: AbortSignal;
+  /**
+   * Journals that the effect begins now. Call it after validation and right
+   * before the first change to the world; it throws when an earlier attempt
+   * already began the effect, and nothing may then be done.
+   */
+  begin(): Promise<void>;
+  /** Small progress facts for heartbeats and MCP progress notifications. */
+  progress(facts: Record<string, unknown>): void;
+}
+
+export interface EffectResult {
+  /** `succeeded` when the tool did its job (a non-zero exit is still an observation). */
+  status: 'succeeded' | 'failed' | 'cancelled';
+  document: Record<string, unknown>;
+  collections: Record<string, unknown[]>;
+  summary: Record<string, unknown>;
+  truncated: boolean;
+  limitations: string[];
+  target: { digest?: string; path?: string } | null;
+  error?: ToolError;
+}
+
+export type Effect = (input: Record<string, unknown>, ctx: EffectContext) => Promise<EffectResult>;

@@ -1,0 +1,146 @@
+// `dossier <command>`: start (the embedded stack), worker, gateway, token, provision-temporal.
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { SqliteStore } from '../evidence/sqlite.ts';
+import { ROLES } from '../evidence/store.ts';
+import type { Role } from '../evidence/types.ts';
+import { startStack, writeDevJson, type DevJson, type StackParts } from '../dev/stack.ts';
+import { resolveTemporalCli } from '../dev/temporalCli.ts';
+
+const USAGE = `usage: dossier <command>
+
+  start                 run the embedded stack: Temporal dev server, worker, gateway (npm start)
+  gateway               run only the gateway (needs DOSSIER_TEMPORAL_ADDRESS)
+  worker                run only a worker for DOSSIER_WORKER_CAPABILITIES (needs DOSSIER_TEMPORAL_ADDRESS)
+  token create --principal NAME --team TEAM [--role viewer|operator|admin]
+                        make an API token (printed once; only its hash is kept)
+  provision-temporal    find or build the Temporal CLI and print its path
+
+Configuration: DOSSIER_* environment variables (see docs/operations.md).`;
+
+async function main(argv: string[]) {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'start':
+      return runStack(loadConfig(), {}, true);
+    case 'gateway':
+      return runStack(requireTemporal(loadConfig()), { temporal: false, workers: false }, false);
+    case 'worker':
+      return runStack(requireTemporal(loadConfig()), { temporal: false, gateway: false }, false);
+    case 'token':
+      return token(rest);
+    case 'provision-temporal': {
+      const cli = await resolveTemporalCli({ configured: loadConfig().temporalCli });
+      console.log(cli.kind === 'path' ? cli.path : 'sdk-download');
+      return;
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+      console.log(USAGE);
+      return;
+    default:
+      console.error(`dossier: unknown command "${command}"\n\n${USAGE}`);
+      process.exitCode = 2;
+  }
+}
+
+function requireTemporal(config: Config): Config {
+  if (!config.temporalAddress) {
+    throw new ConfigError([
+      'DOSSIER_TEMPORAL_ADDRESS is required for this command (host:port of the Temporal frontend)',
+    ]);
+  }
+  return config;
+}
+
+async function runStack(config: Config, parts: StackParts, embedded: boolean) {
+  const t0 = performance.now();
+  const stack = await startStack(config, parts);
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.error(`\ndossier: ${signal} received, stopping everything this command started…`);
+    stack.stop().then(
+      () => process.exit(0),
+      (err) => {
+        console.error(`dossier: stop failed: ${err}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  const seconds = ((performance.now() - t0) / 1000).toFixed(1);
+  if (parts.gateway !== false) {
+    if (embedded) writeDevJson(config, stack.devJson);
+    printReady(stack.devJson, seconds, embedded ? config.home : undefined);
+  } else {
+    console.error(
+      `dossier: worker ready in ${seconds}s, serving ${config.capabilities.join(', ')} on ${stack.devJson.temporal_address}`,
+    );
+  }
+}
+
+function printReady(dev: DevJson, seconds: string, home: string | undefined) {
+  console.log(`dossier is ready (${seconds}s)
+
+  MCP endpoint   ${dev.mcp_url}
+  token          ${dev.token}
+  Temporal       ${dev.temporal_address} (namespace ${dev.namespace})
+  Temporal UI    ${dev.ui_url}${home ? `\n  state         ${home} (connection details in ${home}/dev.json)` : ''}
+
+Connect a client:
+  claude mcp add --transport http dossier ${dev.mcp_url} --header "Authorization: Bearer ${dev.token}"
+
+  # Cursor (.cursor/mcp.json) / any JSON-configured client:
+  { "mcpServers": { "dossier": { "url": "${dev.mcp_url}", "headers": { "Authorization": "Bearer ${dev.token}" } } } }
+
+Press Ctrl-C to stop.`);
+}
+
+async function token(args: string[]) {
+  const [sub, ...rest] = args;
+  if (sub !== 'create') {
+    console.error('usage: dossier token create --principal NAME --team TEAM [--role viewer|operator|admin]');
+    process.exitCode = 2;
+    return;
+  }
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      principal: { type: 'string' },
+      team: { type: 'string' },
+      role: { type: 'string', default: 'operator' },
+      label: { type: 'string' },
+    },
+  });
+  const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+  const problems: string[] = [];
+  if (!values.principal || !NAME.test(values.principal))
+    problems.push('--principal: 1-63 of a-z 0-9 . _ - is required');
+  if (!values.team || !NAME.test(values.team)) problems.push('--team: 1-63 of a-z 0-9 . _ - is required');
+  if (!ROLES.includes(values.role as Role)) problems.push(`--role: one of ${ROLES.join(', ')}`);
+  if (problems.length) throw new ConfigError(problems);
+  const config = loadConfig();
+  const store = new SqliteStore(config.storePath);
+  try {
+    const created = await store.createToken(
+      { principal: values.principal!, team: values.team!, role: values.role as Role },
+      values.label,
+    );
+    console.error(
+      `Token for ${values.principal} (team ${values.team}, role ${values.role}); it is shown only this once:`,
+    );
+    console.log(created);
+  } finally {
+    await store.close();
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof ConfigError) console.error(`dossier: ${err.message}`);
+  else console.error(`dossier: ${(err as Error)?.stack ?? err}`);
+  process.exit(1);
+});

@@ -1,0 +1,126 @@
+// Configuration comes from DOSSIER_* environment variables only, validated once
+// at start-up. A bad value stops the process with one line per problem that
+// names the variable, what was given and what is accepted.
+import path from 'node:path';
+import { z } from 'zod';
+
+const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+function intIn(min: number, max: number, fallback: number) {
+  const error = `expected a whole number from ${min} to ${max}`;
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error }).default(fallback);
+}
+
+const port = (fallback: number) => intIn(0, 65535, fallback);
+const name = (fallback: string) =>
+  z
+    .string()
+    .regex(NAME, { error: 'expected 1-63 of a-z 0-9 . _ - starting with a letter or digit' })
+    .default(fallback);
+
+const schema = z.object({
+  DOSSIER_HOME: z.string().min(1).default('.dossier'),
+  DOSSIER_HOST: z.string().min(1).default('127.0.0.1'),
+  DOSSIER_PORT: port(7400),
+  DOSSIER_TEMPORAL_PORT: port(7233),
+  DOSSIER_UI_PORT: port(8233),
+  /** host:port of an existing Temporal frontend; unset means the embedded dev server. */
+  DOSSIER_TEMPORAL_ADDRESS: z
+    .string()
+    .regex(/^[^\s:]+:\d+$/, { error: 'expected host:port' })
+    .optional(),
+  DOSSIER_UI_URL: z.url({ error: 'expected an http(s) URL' }).optional(),
+  DOSSIER_NAMESPACE: name('dossier'),
+  DOSSIER_TEMPORAL_CLI: z.string().min(1).optional(),
+  /** Path of the SQLite file; relative paths resolve under DOSSIER_HOME. */
+  DOSSIER_STORE: z.string().min(1).default('dossier.db'),
+  DOSSIER_ALLOWED_ROOTS: z.string().min(1).default('/usr/bin:/bin:/usr/local/bin:/usr/sbin:/sbin'),
+  DOSSIER_REPLY_BUDGET_BYTES: intIn(4_096, 1_000_000, 40_000),
+  DOSSIER_MAX_REQUEST_BYTES: intIn(1_024, 16 * 1024 * 1024, 1024 * 1024),
+  DOSSIER_RETENTION_DAYS: intIn(1, 3650, 7),
+  DOSSIER_WORKER_CAPABILITIES: z.string().default('capture,extract,device,analysis'),
+  DOSSIER_WORKER_CONCURRENCY: intIn(1, 1000, 16),
+  DOSSIER_TEAM: name('local'),
+  DOSSIER_PRINCIPAL: name('local'),
+});
+
+export const CAPABILITIES = ['capture', 'extract', 'device', 'analysis'] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
+export interface Config {
+  home: string;
+  host: string;
+  port: number;
+  temporalPort: number;
+  uiPort: number;
+  temporalAddress: string | undefined;
+  uiUrl: string | undefined;
+  namespace: string;
+  temporalCli: string | undefined;
+  storePath: string;
+  allowedRoots: string[];
+  replyBudgetBytes: number;
+  maxRequestBytes: number;
+  retentionDays: number;
+  capabilities: Capability[];
+  workerConcurrency: number;
+  team: string;
+  principal: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const raw: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const parsed = schema.safeParse(raw);
+  const problems: string[] = [];
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const key = String(issue.path[0]);
+      problems.push(`${key}=${JSON.stringify(raw[key] ?? '')}: ${issue.message}`);
+    }
+    throw new ConfigError(problems);
+  }
+  const c = parsed.data;
+  const home = path.resolve(c.DOSSIER_HOME);
+  const allowedRoots = c.DOSSIER_ALLOWED_ROOTS.split(':').filter(Boolean);
+  for (const root of allowedRoots) {
+    if (!path.isAbsolute(root)) problems.push(`DOSSIER_ALLOWED_ROOTS: "${root}" is not an absolute path`);
+  }
+  const capabilities = c.DOSSIER_WORKER_CAPABILITIES.split(',').map((s) => s.trim());
+  for (const cap of capabilities) {
+    if (!(CAPABILITIES as readonly string[]).includes(cap)) {
+      problems.push(`DOSSIER_WORKER_CAPABILITIES: "${cap}" is not one of ${CAPABILITIES.join(', ')}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return {
+    home,
+    host: c.DOSSIER_HOST,
+    port: c.DOSSIER_PORT,
+    temporalPort: c.DOSSIER_TEMPORAL_PORT,
+    uiPort: c.DOSSIER_UI_PORT,
+    temporalAddress: c.DOSSIER_TEMPORAL_ADDRESS,
+    uiUrl: c.DOSSIER_UI_URL,
+    namespace: c.DOSSIER_NAMESPACE,
+    temporalCli: c.DOSSIER_TEMPORAL_CLI,
+    storePath: path.resolve(home, c.DOSSIER_STORE),
+    allowedRoots: allowedRoots.map((r) => path.resolve(r)),
+    replyBudgetBytes: c.DOSSIER_REPLY_BUDGET_BYTES,
+    maxRequestBytes: c.DOSSIER_MAX_REQUEST_BYTES,
+    retentionDays: c.DOSSIER_RETENTION_DAYS,
+    capabilities: capabilities as Capability[],
+    workerConcurrency: c.DOSSIER_WORKER_CONCURRENCY,
+    team: c.DOSSIER_TEAM,
+    principal: c.DOSSIER_PRINCIPAL,
+  };
+}

@@ -1,0 +1,141 @@
+// The embedded default behind `npm start`: Temporal dev server on a SQLite file
+// with its Web UI, one worker for every capability, and the HTTP gateway, all
+// under DOSSIER_HOME. Also used by the tests and benchmarks, so they exercise
+// exactly what users run.
+import { Client, Connection } from '@temporalio/client';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.ts';
+import { SqliteStore } from '../evidence/sqlite.ts';
+import type { EvidenceStore } from '../evidence/store.ts';
+import { Gateway } from '../gateway.ts';
+import { LaunchService } from '../launches/service.ts';
+import { startHttpGateway, type HttpGateway } from '../mcp/http.ts';
+import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
+import { startWorkers, workflowBundle, type RunningWorkers } from '../worker.ts';
+import { startDevServer, type DevServer } from './devServer.ts';
+import { resolveTemporalCli } from './temporalCli.ts';
+
+export interface DevJson {
+  mcp_url: string;
+  token: string;
+  temporal_address: string;
+  ui_url: string;
+  namespace: string;
+}
+
+export interface Stack {
+  devJson: DevJson;
+  config: Config;
+  store: EvidenceStore;
+  http: HttpGateway;
+  temporal: DevServer | undefined;
+  stop(): Promise<void>;
+}
+
+export interface StackParts {
+  /** Start the Temporal dev server (unless DOSSIER_TEMPORAL_ADDRESS names one). Default true. */
+  temporal?: boolean;
+  workers?: boolean;
+  gateway?: boolean;
+  log?: (line: string) => void;
+}
+
+export async function startStack(config: Config, parts: StackParts = {}): Promise<Stack> {
+  const log = parts.log ?? ((line: string) => console.error(line));
+  mkdirSync(config.home, { recursive: true });
+  const stoppers: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const s of stoppers.reverse()) await s().catch((err) => log(`dossier: while stopping: ${err}`));
+    stoppers.length = 0;
+  };
+  try {
+    const bundling = parts.workers === false ? undefined : workflowBundle(path.join(config.home, 'cache'));
+    bundling?.catch(() => undefined);
+
+    let temporal: DevServer | undefined;
+    let address = config.temporalAddress;
+    let uiUrl = config.uiUrl;
+    if (!address && parts.temporal !== false) {
+      const cli = await resolveTemporalCli({ configured: config.temporalCli, log });
+      temporal = await startDevServer({
+        cli,
+        dbFile: path.join(config.home, 'temporal.db'),
+        port: config.temporalPort,
+        uiPort: config.uiPort,
+        namespace: config.namespace,
+        logFile: path.join(config.home, 'temporal.log'),
+      });
+      stoppers.push(() => temporal!.stop());
+      address = temporal.address;
+      uiUrl ??= temporal.uiUrl;
+    }
+    if (!address)
+      throw new Error(
+        'No Temporal to connect to: set DOSSIER_TEMPORAL_ADDRESS or let dossier start its dev server.',
+      );
+    uiUrl ??= `http://${address.split(':')[0]}:8233`;
+
+    const connection: Connection = await connectWhenReady(address);
+    stoppers.push(() => connection.close());
+    await ensureNamespace(connection, config.namespace, config.retentionDays);
+
+    const store = new SqliteStore(config.storePath);
+    stoppers.push(() => store.close());
+
+    if (bundling) {
+      const workers: RunningWorkers = await startWorkers({ config, store, address, bundle: await bundling });
+      stoppers.push(() => workers.shutdown());
+    }
+
+    let http: HttpGateway | undefined;
+    if (parts.gateway !== false) {
+      const client = new Client({ connection, namespace: config.namespace });
+      const launches = new LaunchService({ store, client, namespace: config.namespace, uiUrl });
+      const gateway = new Gateway({ store, launches, namespace: config.namespace, uiUrl });
+      http = await startHttpGateway(gateway, store, {
+        host: config.host,
+        port: config.port,
+        maxRequestBytes: config.maxRequestBytes,
+      });
+      stoppers.push(() => http!.close());
+    }
+
+    const devJson: DevJson = {
+      mcp_url: http?.url ?? '',
+      token: http ? await localToken(config, store) : '',
+      temporal_address: address,
+      ui_url: uiUrl,
+      namespace: config.namespace,
+    };
+    return { devJson, config, store, http: http!, temporal, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The local principal's token: made on first start, kept in dev.json (0600) and reused while it resolves. */
+async function localToken(config: Config, store: EvidenceStore): Promise<string> {
+  const file = devJsonPath(config);
+  if (existsSync(file)) {
+    try {
+      const previous = JSON.parse(readFileSync(file, 'utf8')) as Partial<DevJson>;
+      if (previous.token && (await store.resolveToken(previous.token))) return previous.token;
+    } catch {
+      // unreadable dev.json: make a new token below
+    }
+  }
+  return store.createToken(
+    { principal: config.principal, team: config.team, role: 'admin' },
+    'npm start local token',
+  );
+}
+
+export function devJsonPath(config: Config): string {
+  return path.join(config.home, 'dev.json');
+}
+
+export function writeDevJson(config: Config, devJson: DevJson) {
+  writeFileSync(devJsonPath(config), `${JSON.stringify(devJson, null, 2)}\n`, { mode: 0o600 });
+}

@@ -1,0 +1,62 @@
+// Versioned schema. Each step runs once, in order, inside a transaction; the
+// applied versions are kept in schema_migrations. Written in the SQL subset
+// that SQLite and PostgreSQL share.
+
+export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'tokens, launches, evidence',
+    sql: `
+CREATE TABLE tokens (
+  token_hash TEXT PRIMARY KEY,
+  principal TEXT NOT NULL,
+  team TEXT NOT NULL,
+  role TEXT NOT NULL,
+  label TEXT,
+  created_at TEXT NOT NULL,
+  revoked_at TEXT
+);
+CREATE TABLE launches (
+  team TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  body_digest TEXT NOT NULL,
+  input TEXT NOT NULL,
+  workflow_id TEXT NOT NULL UNIQUE,
+  run_id TEXT,
+  status TEXT NOT NULL,
+  effect TEXT NOT NULL,
+  evidence_id TEXT,
+  summary TEXT,
+  error TEXT,
+  progress TEXT,
+  investigation TEXT,
+  created_at TEXT NOT NULL,
+  started_at TEXT,
+  finished_at TEXT,
+  PRIMARY KEY (team, principal, idempotency_key)
+);
+CREATE INDEX launches_by_team ON launches (team, created_at, workflow_id);
+CREATE TABLE evidence (
+  evidence_id TEXT PRIMARY KEY,
+  team TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  investigation TEXT,
+  workflow_id TEXT,
+  created_at TEXT NOT NULL,
+  record TEXT NOT NULL,
+  document TEXT NOT NULL
+);
+CREATE INDEX evidence_by_team ON evidence (team, created_at, evidence_id);
+CREATE TABLE evidence_rows (
+  evidence_id TEXT NOT NULL,
+  collection TEXT NOT NULL,
+  source_index INTEGER NOT NULL,
+  row TEXT NOT NULL,
+  PRIMARY KEY (evidence_id, collection, source_index)
+);
+`,
+  },
+];

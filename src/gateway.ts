@@ -1,0 +1,132 @@
+// The application behind the MCP layer: validates a call against its contract,
+// authorizes it, and routes it to launches or to the store. Transport-free, so
+// HTTP, stdio and tests drive exactly the same code.
+import { z } from 'zod';
+import { DossierError, toToolError, type ToolError } from './domain/errors.ts';
+import type { EvidenceStore } from './evidence/store.ts';
+import type { Principal } from './evidence/types.ts';
+import { idempotencyKeySchema, waitMsSchema } from './launches/keys.ts';
+import type { LaunchService, WaitOptions } from './launches/service.ts';
+import { TOOLS_BY_NAME } from './tools/catalog.ts';
+import { isLaunchTool, type ToolContract } from './tools/contract.ts';
+
+export interface CallOptions {
+  onProgress?: WaitOptions['onProgress'];
+}
+
+export type CallResult = { ok: true; value: Record<string, unknown> } | { ok: false; error: ToolError };
+
+const callSchemas = new Map<string, z.ZodObject>();
+
+/** The schema a call is validated against: launch tools add the key and wait_ms. Unknown fields are refused. */
+export function callSchema(contract: ToolContract): z.ZodObject {
+  let schema = callSchemas.get(contract.name);
+  if (!schema) {
+    schema = isLaunchTool(contract)
+      ? contract.input.extend({ idempotency_key: idempotencyKeySchema, wait_ms: waitMsSchema }).strict()
+      : contract.input.strict();
+    callSchemas.set(contract.name, schema);
+  }
+  return schema;
+}
+
+export class Gateway {
+  constructor(
+    private readonly deps: {
+      store: EvidenceStore;
+      launches: LaunchService;
+      namespace: string;
+      uiUrl: string;
+    },
+  ) {}
+
+  async callTool(
+    caller: Principal,
+    name: string,
+    args: unknown,
+    opts: CallOptions = {},
+  ): Promise<CallResult> {
+    try {
+      return { ok: true, value: await this.dispatch(caller, name, args ?? {}, opts) };
+    } catch (err) {
+      return { ok: false, error: toToolError(err) };
+    }
+  }
+
+  private async dispatch(caller: Principal, name: string, args: unknown, opts: CallOptions) {
+    const contract = TOOLS_BY_NAME.get(name);
+    if (!contract) {
+      throw new DossierError(
+        'not_found',
+        `There is no tool named "${name}".`,
+        'Call tools/list for the tools this gateway serves.',
+        {
+          tool: name,
+        },
+      );
+    }
+    const input = parseInput(contract, args);
+    authorize(caller, contract);
+    const wait = (waitMs: number): WaitOptions => ({ waitMs, onProgress: opts.onProgress });
+    if (isLaunchTool(contract)) {
+      return {
+        ...(await this.deps.launches.startOrAttach(caller, contract, input, wait(input.wait_ms as number))),
+      };
+    }
+    const { launches, store } = this.deps;
+    switch (name) {
+      case 'get_launch':
+        return { ...(await launches.get(caller, input.idempotency_key as string)) };
+      case 'await_launch':
+        return {
+          ...(await launches.await(caller, input.idempotency_key as string, wait(input.wait_ms as number))),
+        };
+      case 'cancel_launch':
+        return { ...(await launches.cancel(caller, input.idempotency_key as string, wait(10_000))) };
+      case 'list_launches':
+        return launches.list(caller, input as never);
+      case 'get_evidence': {
+        const record = await store.getEvidence(caller.team, input.evidence_id as string);
+        if (!record) {
+          throw new DossierError(
+            'not_found',
+            `No Evidence ${input.evidence_id as string} is visible to your team.`,
+            'Check the id; list_launches and launch replies carry the evidence_id of each result.',
+          );
+        }
+        return { evidence: record };
+      }
+      case 'whoami':
+        return { ...caller, namespace: this.deps.namespace, ui_url: this.deps.uiUrl };
+      default:
+        throw new Error(`tool ${name} is in the catalog but has no handler`);
+    }
+  }
+}
+
+function parseInput(contract: ToolContract, args: unknown): Record<string, unknown> {
+  const parsed = callSchema(contract).safeParse(args);
+  if (parsed.success) return parsed.data as Record<string, unknown>;
+  const issues = parsed.error.issues.slice(0, 20).map((i) => ({
+    path: i.path.join('.') || '(arguments)',
+    message: i.message,
+  }));
+  throw new DossierError(
+    'invalid_params',
+    `Invalid arguments for ${contract.name}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
+    'Fix the named fields and call again; tools/list shows the input schema with every default and limit. Nothing was run.',
+    { issues },
+  );
+}
+
+function authorize(caller: Principal, contract: ToolContract) {
+  const changesWorld = isLaunchTool(contract) || !contract.effect.readOnly;
+  if (changesWorld && caller.role === 'viewer') {
+    throw new DossierError(
+      'forbidden',
+      `Your role (viewer) may not call ${contract.name}, which changes the world.`,
+      'Ask an admin for an operator token.',
+      { role: caller.role, tool: contract.name },
+    );
+  }
+}

@@ -1,0 +1,264 @@
+// Start or attach to launches (brief §2). The store's launch record is the
+// arbiter of a key: it is claimed before Temporal is asked to start anything,
+// and a finished launch is answered from it without a Temporal round trip.
+import { Client, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
+import { DossierError } from '../domain/errors.ts';
+import type { EvidenceStore, LaunchFilter } from '../evidence/store.ts';
+import { isFinished, type LaunchRecord, type LaunchStatus, type Principal } from '../evidence/types.ts';
+import type { LaunchRequest } from '../activities/types.ts';
+import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
+import type { ToolContract } from '../tools/contract.ts';
+import { WORKFLOW_TASK_QUEUE } from '../workflows/launch.ts';
+import { bodyDigest, launchWorkflowId } from './keys.ts';
+
+export interface LaunchReply {
+  status: LaunchStatus;
+  launch: {
+    idempotency_key: string;
+    workflow_id: string;
+    run_id: string | null;
+    tool: string;
+    principal: string;
+    attached: boolean;
+    started_at: string;
+    finished_at?: string;
+    ui_url: string;
+  };
+  evidence_id?: string;
+  summary?: Record<string, unknown>;
+  error?: Record<string, unknown>;
+  progress?: Record<string, unknown>;
+}
+
+export interface WaitOptions {
+  waitMs: number;
+  /** Called about once a second while the call waits, with the launch's latest progress facts. */
+  onProgress?: (elapsedMs: number, facts: Record<string, unknown> | null) => Promise<void>;
+}
+
+const PROGRESS_POLL_MS = 1_000;
+
+export class LaunchService {
+  constructor(
+    private readonly deps: { store: EvidenceStore; client: Client; namespace: string; uiUrl: string },
+  ) {}
+
+  async startOrAttach(
+    caller: Principal,
+    contract: ToolContract,
+    args: Record<string, unknown>,
+    wait: WaitOptions,
+  ): Promise<LaunchReply> {
+    const {
+      idempotency_key: key,
+      wait_ms: _wait,
+      ...body
+    } = args as {
+      idempotency_key: string;
+      wait_ms: number;
+    } & Record<string, unknown>;
+    const digest = bodyDigest(contract.name, body);
+    const workflowId = launchWorkflowId(caller.team, caller.principal, key);
+    const investigation = typeof body.investigation === 'string' ? body.investigation : null;
+    const { created, record } = await this.deps.store.claimLaunch({
+      team: caller.team,
+      principal: caller.principal,
+      key,
+      tool: contract.name,
+      bodyDigest: digest,
+      input: body,
+      workflowId,
+      investigation,
+    });
+    if (record.tool !== contract.name || record.bodyDigest !== digest)
+      throw keyReused(record, contract.name, digest);
+    if (isFinished(record.status)) return this.reply(record, true);
+    const runId = record.runId ?? (await this.ensureStarted(record, contract));
+    return this.wait({ ...record, runId }, !created, wait);
+  }
+
+  async get(caller: Principal, key: string): Promise<LaunchReply> {
+    return this.reply(await this.find(caller, key), true);
+  }
+
+  async await(caller: Principal, key: string, wait: WaitOptions): Promise<LaunchReply> {
+    const record = await this.find(caller, key);
+    if (isFinished(record.status) || !record.runId) return this.reply(record, true);
+    return this.wait(record, true, wait);
+  }
+
+  async cancel(caller: Principal, key: string, wait: WaitOptions): Promise<LaunchReply> {
+    const record = await this.find(caller, key);
+    if (isFinished(record.status)) return this.reply(record, true);
+    const handle = this.deps.client.workflow.getHandle(record.workflowId);
+    await handle.cancel();
+    return this.wait(record, true, wait);
+  }
+
+  async list(caller: Principal, filter: LaunchFilter) {
+    const page = await this.deps.store.listLaunches(caller.team, filter);
+    return { launches: page.items.map((r) => this.reply(r, true)), next_cursor: page.nextCursor };
+  }
+
+  private async find(caller: Principal, key: string): Promise<LaunchRecord> {
+    const record = await this.deps.store.getLaunch(caller.team, caller.principal, key);
+    if (!record) {
+      throw new DossierError(
+        'not_found',
+        `You have no launch with idempotency_key "${key}".`,
+        'Check the key (keys are scoped to your principal); list_launches shows your team’s launches.',
+        { idempotency_key: key },
+      );
+    }
+    return record;
+  }
+
+  private async ensureStarted(record: LaunchRecord, contract: ToolContract): Promise<string> {
+    const input = record.input as Record<string, unknown>;
+    const request: LaunchRequest = {
+      workflowId: record.workflowId,
+      tool: record.tool,
+      capability: contract.runsOn,
+      input,
+      principal: record.principal,
+      team: record.team,
+      key: record.key,
+      bodyDigest: record.bodyDigest,
+      investigation: record.investigation,
+      maxRunMs: contract.maxRunMs?.(input as never) ?? 60_000,
+    };
+    let runId: string;
+    try {
+      const handle = await this.deps.client.workflow.start('launchWorkflow', {
+        taskQueue: WORKFLOW_TASK_QUEUE,
+        workflowId: record.workflowId,
+        args: [request],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        memo: {
+          tool: record.tool,
+          principal: record.principal,
+          team: record.team,
+          key: record.key,
+          body_digest: record.bodyDigest,
+        },
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.tool, value: record.tool },
+          { key: SEARCH_ATTRIBUTES.principal, value: record.principal },
+          { key: SEARCH_ATTRIBUTES.team, value: record.team },
+          { key: SEARCH_ATTRIBUTES.key, value: record.key },
+          { key: SEARCH_ATTRIBUTES.bodyDigest, value: record.bodyDigest },
+          ...(record.investigation
+            ? [{ key: SEARCH_ATTRIBUTES.investigation, value: record.investigation }]
+            : []),
+        ],
+      });
+      runId = handle.firstExecutionRunId;
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw unavailable(err);
+      // Closed already (REJECT_DUPLICATE): this key's one run exists; attach to it.
+      const described = await this.deps.client.workflow.getHandle(record.workflowId).describe();
+      runId = described.runId;
+    }
+    await this.deps.store.markLaunchRunning(record.workflowId, runId);
+    return runId;
+  }
+
+  private async wait(record: LaunchRecord, attached: boolean, wait: WaitOptions): Promise<LaunchReply> {
+    const { store, client } = this.deps;
+    if (wait.waitMs > 0) {
+      const started = Date.now();
+      const deadline = started + wait.waitMs;
+      const ticker = wait.onProgress
+        ? setInterval(() => {
+            store
+              .getLaunchByWorkflowId(record.workflowId)
+              .then((r) => wait.onProgress?.(Date.now() - started, r?.progress ?? null))
+              .catch(() => undefined);
+          }, PROGRESS_POLL_MS)
+        : undefined;
+      try {
+        const handle = client.workflow.getHandle(record.workflowId, record.runId ?? undefined);
+        await client.connection.withDeadline(deadline, () => handle.result());
+      } catch (err) {
+        if (Date.now() < deadline - 50) await this.settleAbnormalEnd(record, err);
+      } finally {
+        if (ticker) clearInterval(ticker);
+      }
+    }
+    const fresh = (await store.getLaunchByWorkflowId(record.workflowId)) ?? record;
+    return this.reply(fresh, attached);
+  }
+
+  /** A workflow that ended without recording its outcome (terminated, timed out) is recorded here. */
+  private async settleAbnormalEnd(record: LaunchRecord, err: unknown) {
+    if (!(err instanceof WorkflowFailedError)) return;
+    const current = await this.deps.store.getLaunchByWorkflowId(record.workflowId);
+    if (!current || isFinished(current.status)) return;
+    const cancelled = err.cause?.name === 'CancelledFailure';
+    await this.deps.store.finishLaunch(record.workflowId, {
+      status: cancelled ? 'cancelled' : 'interrupted',
+      evidenceId: null,
+      summary: null,
+      error: new DossierError(
+        cancelled ? 'cancelled' : 'interrupted',
+        `The launch workflow ended without an outcome: ${err.message}`,
+        'Inspect the workflow history in the Temporal UI; use a new idempotency_key to launch again.',
+      ).toToolError() as unknown as Record<string, unknown>,
+    });
+  }
+
+  reply(record: LaunchRecord, attached: boolean): LaunchReply {
+    const status: LaunchStatus = record.status === 'pending' ? 'running' : record.status;
+    const reply: LaunchReply = {
+      status,
+      launch: {
+        idempotency_key: record.key,
+        workflow_id: record.workflowId,
+        run_id: record.runId,
+        tool: record.tool,
+        principal: record.principal,
+        attached,
+        started_at: record.createdAt,
+        ui_url: this.uiUrl(record),
+      },
+    };
+    if (record.finishedAt) reply.launch.finished_at = record.finishedAt;
+    if (record.evidenceId) reply.evidence_id = record.evidenceId;
+    if (record.summary) reply.summary = record.summary;
+    if (record.error) reply.error = record.error;
+    if (status === 'running' && record.progress) reply.progress = record.progress;
+    return reply;
+  }
+
+  private uiUrl(record: LaunchRecord): string {
+    const base = `${this.deps.uiUrl}/namespaces/${encodeURIComponent(this.deps.namespace)}/workflows/${encodeURIComponent(record.workflowId)}`;
+    return record.runId ? `${base}/${record.runId}/history` : base;
+  }
+}
+
+function keyReused(first: LaunchRecord, tool: string, digest: string): DossierError {
+  const what = first.tool !== tool ? `tool ${first.tool}` : 'different arguments';
+  return new DossierError(
+    'idempotency_key_reused',
+    `idempotency_key "${first.key}" was already used at ${first.createdAt} for ${what}; nothing was launched.`,
+    'To reach the first launch, retry with exactly its arguments. For a new effect, choose a new idempotency_key.',
+    {
+      idempotency_key: first.key,
+      first_tool: first.tool,
+      first_body_digest: first.bodyDigest,
+      this_tool: tool,
+      this_body_digest: digest,
+      first_launched_at: first.createdAt,
+      workflow_id: first.workflowId,
+    },
+  );
+}
+
+function unavailable(err: unknown): DossierError {
+  return new DossierError(
+    'provider_unavailable',
+    `Temporal could not start the launch: ${(err as Error).message}`,
+    'Retry the same call with the same idempotency_key; it will start the launch once, or attach to it.',
+  );
+}

@@ -1,0 +1,239 @@
+// Streamable HTTP transport for the gateway. Checks, in order: route, Host and
+// Origin (DNS-rebinding protection), bearer token, body size; then hands the
+// request to the MCP session it belongs to.
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { EvidenceStore } from '../evidence/store.ts';
+import type { Principal } from '../evidence/types.ts';
+import type { Gateway } from '../gateway.ts';
+import { createMcpServer } from './server.ts';
+
+export interface HttpOptions {
+  host: string;
+  port: number;
+  maxRequestBytes: number;
+  /** Host header values accepted besides the bound address (e.g. a load balancer name). */
+  allowedHosts?: string[];
+  /** Origins accepted from browsers; requests without an Origin header are not browsers and pass. */
+  allowedOrigins?: string[];
+  /** Sessions idle this long are closed (default 30 minutes). */
+  sessionIdleMs?: number;
+  maxSessions?: number;
+}
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  principal: Principal;
+  lastSeen: number;
+}
+
+export interface HttpGateway {
+  url: string;
+  port: number;
+  sessions(): number;
+  close(): Promise<void>;
+}
+
+export async function startHttpGateway(
+  gateway: Gateway,
+  store: EvidenceStore,
+  opts: HttpOptions,
+): Promise<HttpGateway> {
+  const sessions = new Map<string, Session>();
+  const idleMs = opts.sessionIdleMs ?? 30 * 60_000;
+  const maxSessions = opts.maxSessions ?? 10_000;
+  let boundPort = opts.port;
+
+  const allowedHost = (host: string | undefined) => {
+    if (!host) return false;
+    const accepted = new Set([
+      `${opts.host}:${boundPort}`,
+      `localhost:${boundPort}`,
+      `127.0.0.1:${boundPort}`,
+      `[::1]:${boundPort}`,
+      ...(opts.allowedHosts ?? []),
+    ]);
+    return accepted.has(host.toLowerCase());
+  };
+  const allowedOrigin = (origin: string | undefined) => {
+    if (origin === undefined) return true;
+    const accepted = new Set([
+      `http://${opts.host}:${boundPort}`,
+      `http://localhost:${boundPort}`,
+      `http://127.0.0.1:${boundPort}`,
+      ...(opts.allowedOrigins ?? []),
+    ]);
+    return accepted.has(origin.toLowerCase());
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    if (url.pathname === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true });
+    if (url.pathname !== '/mcp') return sendJson(res, 404, { error: 'not found; the MCP endpoint is /mcp' });
+    if (!allowedHost(req.headers.host))
+      return rpcError(res, 403, -32000, `Host ${req.headers.host} is not allowed`);
+    if (!allowedOrigin(req.headers.origin))
+      return rpcError(res, 403, -32000, `Origin ${req.headers.origin} is not allowed`);
+
+    const principal = await authenticate(req, store);
+    if (!principal) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="dossier"');
+      return rpcError(
+        res,
+        401,
+        -32001,
+        'Missing or invalid bearer token: send Authorization: Bearer <token>',
+      );
+    }
+    (req as IncomingMessage & { auth?: unknown }).auth = {
+      token: 'redacted',
+      clientId: principal.principal,
+      scopes: [principal.role],
+      extra: { principal },
+    };
+
+    let body: unknown;
+    if (req.method === 'POST') {
+      const read = await readBody(req, opts.maxRequestBytes);
+      if (read === 'too_large') {
+        return rpcError(
+          res,
+          413,
+          -32600,
+          `Request body exceeds ${opts.maxRequestBytes} bytes (DOSSIER_MAX_REQUEST_BYTES)`,
+        );
+      }
+      try {
+        body = JSON.parse(read.toString('utf8'));
+      } catch {
+        return rpcError(res, 400, -32700, 'Parse error: the body is not valid JSON');
+      }
+    }
+
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId === 'string') {
+      const session = sessions.get(sessionId);
+      if (
+        !session ||
+        session.principal.principal !== principal.principal ||
+        session.principal.team !== principal.team
+      ) {
+        return rpcError(res, 404, -32001, 'Session not found; initialize a new session');
+      }
+      session.lastSeen = Date.now();
+      return session.transport.handleRequest(req, res, body);
+    }
+    if (req.method !== 'POST' || !isInitializeRequest(body)) {
+      return rpcError(
+        res,
+        400,
+        -32000,
+        'No session: send an initialize request first (without Mcp-Session-Id)',
+      );
+    }
+    if (sessions.size >= maxSessions) {
+      res.setHeader('Retry-After', '5');
+      return rpcError(
+        res,
+        503,
+        -32000,
+        `Too many open sessions (${maxSessions}); close idle clients and retry`,
+      );
+    }
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, principal, lastSeen: Date.now() });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+    };
+    const server = createMcpServer(gateway, (extra) => extra?.principal as Principal | undefined);
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  }
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      if (!res.headersSent) rpcError(res, 500, -32603, `Internal error: ${(err as Error).message}`);
+      else res.end();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 0; // launch waits may hold a request for up to 110 s
+
+  const reaper = setInterval(() => {
+    const cutoff = Date.now() - idleMs;
+    for (const [id, s] of sessions) {
+      if (s.lastSeen < cutoff) {
+        sessions.delete(id);
+        s.transport.close().catch(() => undefined);
+      }
+    }
+  }, 60_000);
+  reaper.unref();
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  boundPort = (server.address() as AddressInfo).port;
+  const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  return {
+    url: `http://${hostForUrl}:${boundPort}/mcp`,
+    port: boundPort,
+    sessions: () => sessions.size,
+    async close() {
+      clearInterval(reaper);
+      await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
+      sessions.clear();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function authenticate(req: IncomingMessage, store: EvidenceStore): Promise<Principal | undefined> {
+  const header = req.headers.authorization;
+  const match = header ? /^Bearer\s+(\S{1,512})$/i.exec(header) : null;
+  if (!match?.[1]) return undefined;
+  return store.resolveToken(match[1]);
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > limit) {
+      req.resume();
+      return resolve('too_large');
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        resolve('too_large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function rpcError(res: ServerResponse, status: number, code: number, message: string) {
+  sendJson(res, status, { jsonrpc: '2.0', error: { code, message }, id: null });
+}

@@ -1,0 +1,84 @@
+// The MCP layer: a thin translation between JSON-RPC and the Gateway. Tool
+// listings and annotations are derived from the contracts; no rules live here.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Gateway } from '../gateway.ts';
+import type { Principal } from '../evidence/types.ts';
+import { CATALOG } from '../tools/catalog.ts';
+import { isLaunchTool, type ToolContract } from '../tools/contract.ts';
+import { inputJsonSchema, outputJsonSchema } from '../tools/outputs.ts';
+
+export const SERVER_INFO = { name: 'dossier', version: '0.1.0' };
+
+const LAUNCH_CONTRACT =
+  ' Has effects: pass an idempotency_key; a retry with the same key and arguments attaches to the first launch and never runs it twice, another body with that key is refused.' +
+  ' The complete result is retained as Evidence; the reply carries its evidence_id and a small summary.';
+
+function describe(contract: ToolContract): string {
+  return isLaunchTool(contract) ? contract.description + LAUNCH_CONTRACT : contract.description;
+}
+
+let toolList: Tool[] | undefined;
+export function listTools(): Tool[] {
+  toolList ??= CATALOG.map((c) => ({
+    name: c.name,
+    title: c.title,
+    description: describe(c),
+    inputSchema: inputJsonSchema(c) as Tool['inputSchema'],
+    outputSchema: outputJsonSchema(c) as Tool['outputSchema'],
+    annotations: {
+      title: c.title,
+      readOnlyHint: c.effect.readOnly,
+      destructiveHint: c.effect.destructive,
+      // With the key required, repeating a launch call has no further effect (brief §2).
+      idempotentHint: isLaunchTool(c) ? true : c.effect.idempotent,
+      openWorldHint: c.effect.openWorld,
+    },
+  }));
+  return toolList;
+}
+
+/**
+ * One MCP server per session. `resolveCaller` maps the request's auth info to
+ * a principal: HTTP passes the bearer token's principal, stdio a fixed one.
+ */
+export function createMcpServer(
+  gateway: Gateway,
+  resolveCaller: (authExtra: Record<string, unknown> | undefined) => Principal | undefined,
+): Server {
+  const server = new Server(SERVER_INFO, {
+    capabilities: { tools: { listChanged: false }, logging: {} },
+    instructions:
+      'dossier runs reverse-engineering tools on a shared cluster. Tools with effects need an idempotency_key: retry with the same key after any failure to reach the same launch. Results are retained as Evidence and referenced by evidence_id.',
+  });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listTools() }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const caller = resolveCaller(extra.authInfo?.extra);
+    if (!caller) throw new Error('unauthenticated request reached the MCP server');
+    const progressToken = request.params._meta?.progressToken;
+    const onProgress =
+      progressToken === undefined
+        ? undefined
+        : async (elapsedMs: number, facts: Record<string, unknown> | null) => {
+            await extra.sendNotification({
+              method: 'notifications/progress',
+              params: {
+                progressToken,
+                progress: elapsedMs,
+                message: facts ? `running: ${JSON.stringify(facts)}` : 'running',
+              },
+            });
+          };
+    const result = await gateway.callTool(caller, request.params.name, request.params.arguments, {
+      onProgress,
+    });
+    const structured = result.ok ? result.value : { error: result.error };
+    return {
+      content: [{ type: 'text', text: JSON.stringify(structured) }],
+      structuredContent: structured,
+      // A failed launch is still a launch reply, but the tool could not do its job.
+      isError: !result.ok || result.value.status === 'failed',
+    };
+  });
+  return server;
+}

@@ -1,0 +1,12 @@
+// The custom search attributes that make every launch auditable in the Temporal
+// UI (who, what tool, which key, which target). All are Keyword: exact match.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const SEARCH_ATTRIBUTES = {
+  tool: defineSearchAttributeKey('DossierTool', SearchAttributeType.KEYWORD),
+  principal: defineSearchAttributeKey('DossierPrincipal', SearchAttributeType.KEYWORD),
+  team: defineSearchAttributeKey('DossierTeam', SearchAttributeType.KEYWORD),
+  key: defineSearchAttributeKey('DossierKey', SearchAttributeType.KEYWORD),
+  bodyDigest: defineSearchAttributeKey('DossierBodyDigest', SearchAttributeType.KEYWORD),
+  investigation: defineSearchAttributeKey('DossierInvestigation', SearchAttributeType.KEYWORD),
+} as const;

@@ -1,0 +1,72 @@
+// Prepares a Temporal namespace for dossier through the public APIs, so that a
+// fresh dev server, an existing SQLite file and a real cluster all end up alike:
+// the namespace exists with the configured retention (the dedup window) and
+// carries every custom search attribute the Temporal UI audit relies on.
+import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time.js';
+import proto from '@temporalio/proto';
+import { SEARCH_ATTRIBUTES } from './searchAttributes.ts';
+
+const { IndexedValueType } = proto.temporal.api.enums.v1;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export async function connectWhenReady(address: string, timeoutMs = 60_000): Promise<Connection> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      await connection.workflowService.getSystemInfo({});
+      return connection;
+    } catch (err) {
+      lastError = err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(
+    `Temporal at ${address} did not answer within ${timeoutMs} ms (${(lastError as Error)?.message}). Check that the server is running and the address is right.`,
+  );
+}
+
+export async function ensureNamespace(connection: Connection, namespace: string, retentionDays: number) {
+  const retention = msToTs(retentionDays * DAY_MS);
+  try {
+    const described = await connection.workflowService.describeNamespace({ namespace });
+    const current = Number(described.config?.workflowExecutionRetentionTtl?.seconds ?? 0);
+    if (current * 1000 !== retentionDays * DAY_MS) {
+      await connection.workflowService.updateNamespace({
+        namespace,
+        config: { workflowExecutionRetentionTtl: retention },
+      });
+    }
+  } catch (err) {
+    if ((err as { code?: number }).code !== 5 /* NOT_FOUND */) throw err;
+    await connection.workflowService.registerNamespace({
+      namespace,
+      workflowExecutionRetentionPeriod: retention,
+      description: 'dossier launches and analyses',
+    });
+  }
+  await ensureSearchAttributes(connection, namespace);
+}
+
+async function ensureSearchAttributes(connection: Connection, namespace: string) {
+  const wanted = Object.values(SEARCH_ATTRIBUTES).map((k) => k.name);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const listed = await connection.operatorService.listSearchAttributes({ namespace });
+      const missing = wanted.filter((name) => !(name in (listed.customAttributes ?? {})));
+      if (missing.length === 0) return;
+      await connection.operatorService.addSearchAttributes({
+        namespace,
+        searchAttributes: Object.fromEntries(
+          missing.map((name) => [name, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+        ),
+      });
+    } catch (err) {
+      // A namespace registered a moment ago may not be visible to every service yet.
+      if (attempt >= 50) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}

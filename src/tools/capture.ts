@@ -1,0 +1,73 @@
+// capture_process_scenario: launch one process without a shell and retain what
+// it did. The process may be hostile: every bound has a default and a ceiling.
+import { z } from 'zod';
+import { bounded, defineTool } from './contract.ts';
+
+export const CAPTURE_LIMITS = {
+  timeout_ms: { default: 30_000, max: 300_000, unit: 'ms' },
+  max_output_bytes: { default: 1024 * 1024, max: 16 * 1024 * 1024, unit: 'bytes per stream' },
+  args: { default: 0, max: 256, unit: 'arguments' },
+  arg_bytes: { default: 0, max: 4_096, unit: 'bytes per argument' },
+  env_vars: { default: 0, max: 64, unit: 'variables' },
+  stdin_bytes: { default: 0, max: 1024 * 1024, unit: 'bytes' },
+};
+
+/** Time the process group gets between SIGTERM and SIGKILL. */
+export const KILL_GRACE_MS = 2_000;
+
+const captureInput = z.object({
+  executable: z
+    .string()
+    .min(1)
+    .max(4_096)
+    .refine((p) => p.startsWith('/'), { error: 'executable must be an absolute path' })
+    .describe('Absolute path of the program to launch; it must lie under the configured allowed roots.'),
+  args: z
+    .array(z.string().max(CAPTURE_LIMITS.arg_bytes.max))
+    .max(CAPTURE_LIMITS.args.max)
+    .default([])
+    .describe(`Arguments, passed as they are (no shell; at most ${CAPTURE_LIMITS.args.max}).`),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/), z.string().max(4_096))
+    .refine((e) => Object.keys(e).length <= CAPTURE_LIMITS.env_vars.max, {
+      error: `at most ${CAPTURE_LIMITS.env_vars.max} environment variables`,
+    })
+    .default({})
+    .describe('The complete environment of the process; nothing is inherited from the worker.'),
+  stdin: z
+    .string()
+    .max(CAPTURE_LIMITS.stdin_bytes.max)
+    .optional()
+    .describe('Text written to the standard input, which is then closed (at most 1 MiB).'),
+  timeout_ms: bounded(
+    CAPTURE_LIMITS.timeout_ms,
+    'Wall-clock limit; then the process group gets SIGTERM and, 2 s later, SIGKILL',
+  ).refine((v) => v >= 100, { error: 'timeout_ms must be at least 100' }),
+  max_output_bytes: bounded(CAPTURE_LIMITS.max_output_bytes, 'Cap on retained stdout and stderr, each'),
+  investigation: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{1,128}$/)
+    .optional()
+    .describe('Optional investigation this capture belongs to, for grouping Evidence.'),
+});
+
+export type CaptureInput = z.infer<typeof captureInput>;
+
+export const captureProcessScenario = defineTool({
+  name: 'capture_process_scenario',
+  title: 'Capture a process run',
+  description:
+    'Launch one program (no shell) in a fresh workspace and retain its exit status, output and timings as Evidence.',
+  input: captureInput,
+  effect: {
+    idempotent: false,
+    readOnly: false,
+    destructive: false,
+    openWorld: true,
+    effects: ['executes a program on a worker host', 'writes files in the launch workspace'],
+  },
+  runsOn: 'capture',
+  limits: CAPTURE_LIMITS,
+  collections: {},
+  maxRunMs: (input) => input.timeout_ms + KILL_GRACE_MS + 5_000,
+});

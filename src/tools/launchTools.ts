@@ -1,0 +1,83 @@
+// The gateway-local launch tools (brief §2): read, wait for, cancel and list launches.
+import { z } from 'zod';
+import { idempotencyKeySchema, waitMsSchema } from '../launches/keys.ts';
+import { defineTool } from './contract.ts';
+
+const READ = { idempotent: true, readOnly: true, destructive: false, openWorld: false, effects: [] };
+export const LIST_LIMIT = { default: 50, max: 200, unit: 'launches' };
+
+const keyOnly = z.strictObject({
+  idempotency_key: idempotencyKeySchema.describe('The key you launched with.'),
+});
+
+export const getLaunch = defineTool({
+  name: 'get_launch',
+  title: 'Get a launch',
+  description:
+    'Status, progress and outcome of one of your launches, by its idempotency_key. Never starts anything.',
+  input: keyOnly,
+  effect: READ,
+  runsOn: 'gateway',
+  limits: {},
+  collections: {},
+});
+
+export const awaitLaunch = defineTool({
+  name: 'await_launch',
+  title: 'Wait for a launch',
+  description: 'Wait up to wait_ms for one of your launches to finish, then answer as get_launch does.',
+  input: z.strictObject({
+    idempotency_key: idempotencyKeySchema.describe('The key you launched with.'),
+    wait_ms: waitMsSchema,
+  }),
+  effect: READ,
+  runsOn: 'gateway',
+  limits: {},
+  collections: {},
+});
+
+export const cancelLaunch = defineTool({
+  name: 'cancel_launch',
+  title: 'Cancel a launch',
+  description:
+    'Cancel one of your running launches: its processes are ended and the outcome is retained as cancelled. A finished launch is left as it is.',
+  input: keyOnly,
+  effect: {
+    idempotent: true,
+    readOnly: false,
+    destructive: true,
+    openWorld: true,
+    effects: ['ends the process group of a running launch'],
+  },
+  runsOn: 'gateway',
+  limits: {},
+  collections: {},
+});
+
+export const listLaunches = defineTool({
+  name: 'list_launches',
+  title: 'List launches',
+  description:
+    "Your team's launches, newest first, filtered by status and tool; pass next_cursor to page on.",
+  input: z.strictObject({
+    status: z.enum(['running', 'succeeded', 'failed', 'interrupted', 'cancelled']).optional(),
+    tool: z.string().max(64).optional(),
+    cursor: z.string().max(1_024).optional(),
+    limit: z.number().int().min(1).max(LIST_LIMIT.max).default(LIST_LIMIT.default),
+  }),
+  effect: READ,
+  runsOn: 'gateway',
+  limits: { limit: LIST_LIMIT },
+  collections: {},
+});
+
+export const whoami = defineTool({
+  name: 'whoami',
+  title: 'Who am I',
+  description: 'The principal, team and role your token maps to, and where this cluster shows launches.',
+  input: z.strictObject({}),
+  effect: READ,
+  runsOn: 'gateway',
+  limits: {},
+  collections: {},
+});

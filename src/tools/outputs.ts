@@ -1,0 +1,53 @@
+// Output schemas. A reply is either the tool's result or `{error}` in the one
+// error shape of brief §6, so every schema admits an optional `error`.
+import { z } from 'zod';
+import { ERROR_CODES } from '../domain/errors.ts';
+import { callSchema } from '../gateway.ts';
+import { isLaunchTool, type ToolContract } from './contract.ts';
+
+export const toolErrorSchema = z.object({
+  code: z.enum(Object.keys(ERROR_CODES) as [string, ...string[]]),
+  category: z.string(),
+  message: z.string(),
+  retryable: z.boolean(),
+  remediation: z.string(),
+  details: z.record(z.string(), z.unknown()),
+});
+
+export const launchReplySchema = z.looseObject({
+  status: z.enum(['succeeded', 'failed', 'running', 'interrupted', 'cancelled']).optional(),
+  launch: z
+    .looseObject({
+      idempotency_key: z.string(),
+      workflow_id: z.string(),
+      run_id: z.string().nullable(),
+      tool: z.string(),
+      attached: z.boolean(),
+      started_at: z.string(),
+      finished_at: z.string().optional(),
+      ui_url: z.string(),
+    })
+    .optional(),
+  evidence_id: z.string().optional(),
+  summary: z.record(z.string(), z.unknown()).optional(),
+  progress: z.record(z.string(), z.unknown()).optional(),
+  error: toolErrorSchema.optional(),
+});
+
+const genericReplySchema = z.looseObject({ error: toolErrorSchema.optional() });
+
+const LAUNCH_REPLY_TOOLS = new Set(['get_launch', 'await_launch', 'cancel_launch']);
+
+export function outputSchemaFor(contract: ToolContract) {
+  return isLaunchTool(contract) || LAUNCH_REPLY_TOOLS.has(contract.name)
+    ? launchReplySchema
+    : genericReplySchema;
+}
+
+export function inputJsonSchema(contract: ToolContract) {
+  return z.toJSONSchema(callSchema(contract), { io: 'input', unrepresentable: 'any' });
+}
+
+export function outputJsonSchema(contract: ToolContract) {
+  return z.toJSONSchema(outputSchemaFor(contract), { io: 'output', unrepresentable: 'any' });
+}

@@ -1,0 +1,115 @@
+// The one place that wires a worker: a workflow worker on the shared `dossier`
+// queue (workflows and store bookkeeping) and one activity worker per
+// capability this host serves (`dossier-capture`, `dossier-extract`, …).
+import {
+  bundleWorkflowCode,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createActivities } from './activities/index.ts';
+import type { Config } from './config.ts';
+import type { EvidenceStore } from './evidence/store.ts';
+import { WORKFLOW_TASK_QUEUE } from './workflows/launch.ts';
+
+const SRC = path.dirname(fileURLToPath(import.meta.url));
+const WORKFLOWS_PATH = path.join(SRC, 'workflows', 'index.ts');
+
+export interface RunningWorkers {
+  shutdown(): Promise<void>;
+}
+
+function sourceFingerprint(): string {
+  const hash = createHash('sha256');
+  const require = createRequire(import.meta.url);
+  hash.update(readFileSync(require.resolve('@temporalio/workflow/package.json')));
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
+      a.name.localeCompare(b.name),
+    )) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.ts')) hash.update(full).update(readFileSync(full));
+    }
+  };
+  walk(SRC);
+  return hash.digest('hex').slice(0, 16);
+}
+
+/** Bundles the workflow code once per source version; later starts reuse the file. */
+export async function workflowBundle(cacheDir: string): Promise<WorkflowBundleWithSourceMap> {
+  const file = path.join(cacheDir, `workflows-${sourceFingerprint()}.js`);
+  if (existsSync(file)) return { code: readFileSync(file, 'utf8') } as WorkflowBundleWithSourceMap;
+  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  mkdirSync(cacheDir, { recursive: true });
+  writeFileSync(`${file}.tmp`, bundle.code);
+  renameSync(`${file}.tmp`, file);
+  return bundle;
+}
+
+const quietLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  // Activity-only workers say they poll no workflows; that is by design here.
+  warn: (message: string) => !message.startsWith('No workflows registered') && console.warn(message),
+  error: (message: string) => console.error(message),
+};
+
+let runtimeInstalled = false;
+function installRuntime() {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: quietLogger as never });
+  } catch {
+    // Already installed by the host process (tests); keep theirs.
+  }
+}
+
+export async function startWorkers(deps: {
+  config: Config;
+  store: EvidenceStore;
+  address: string;
+  bundle: WorkflowBundleWithSourceMap;
+}): Promise<RunningWorkers> {
+  installRuntime();
+  const { config, store } = deps;
+  const connection = await NativeConnection.connect({ address: deps.address });
+  const { effects, bookkeeping } = createActivities({ store, config });
+  const workers: Worker[] = [
+    await Worker.create({
+      connection,
+      namespace: config.namespace,
+      taskQueue: WORKFLOW_TASK_QUEUE,
+      workflowBundle: deps.bundle,
+      activities: bookkeeping,
+    }),
+  ];
+  for (const capability of config.capabilities) {
+    workers.push(
+      await Worker.create({
+        connection,
+        namespace: config.namespace,
+        taskQueue: `dossier-${capability}`,
+        activities: effects,
+        maxConcurrentActivityTaskExecutions: config.workerConcurrency,
+      }),
+    );
+  }
+  const running = workers.map((w) => w.run());
+  return {
+    async shutdown() {
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.allSettled(running);
+      await connection.close();
+    },
+  };
+}

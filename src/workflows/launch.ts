@@ -1,0 +1,124 @@
+// The launch workflow: runs one effectful tool at most once and records how it
+// ended. Deterministic: no I/O here, all of it is in the activities.
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  TimeoutFailure,
+} from '@temporalio/workflow';
+import type { BookkeepingActivities, EffectActivities, LaunchRequest } from '../activities/types.ts';
+import type { LaunchOutcome } from '../evidence/types.ts';
+
+export const WORKFLOW_TASK_QUEUE = 'dossier';
+
+/** How often a launch may be re-dispatched when the journal proves the effect never began. */
+const MAX_DISPATCHES = 3;
+
+// Bookkeeping only touches the store and is idempotent, so it may retry freely.
+const bookkeeping = proxyActivities<BookkeepingActivities>({
+  taskQueue: WORKFLOW_TASK_QUEUE,
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 ms', maximumInterval: '5 seconds', maximumAttempts: 20 },
+});
+
+export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome> {
+  const effects = proxyActivities<EffectActivities>({
+    taskQueue: `dossier-${req.capability}`,
+    // The effect must never run twice on its own: one attempt, and a dead worker
+    // is noticed through missed heartbeats rather than by waiting for the end.
+    retry: { maximumAttempts: 1 },
+    startToCloseTimeout: req.maxRunMs,
+    heartbeatTimeout: '10 seconds',
+    // Fail rather than wait forever when no worker serves the capability.
+    scheduleToStartTimeout: '10 minutes',
+    cancellationType: 'WAIT_CANCELLATION_COMPLETED',
+  });
+
+  let outcome: LaunchOutcome | undefined;
+  for (let dispatch = 1; !outcome; dispatch++) {
+    try {
+      outcome = await effects.runEffect(req);
+    } catch (err) {
+      if (isCancellation(err)) {
+        // Record, then let the workflow end as Canceled so the UI shows it so.
+        await CancellationScope.nonCancellable(() =>
+          bookkeeping.finishLaunch(req.workflowId, cancelledOutcome()),
+        );
+        throw err;
+      }
+      const journal = await bookkeeping.readJournal(req.workflowId);
+      if (journal.finished) {
+        // The activity recorded its own outcome before failing to report it.
+        outcome = journal.finished;
+      } else if (journal.effect === 'not_started' && dispatch < MAX_DISPATCHES && isLostWorker(err)) {
+        // The journal proves the effect never began: dispatching again is safe.
+        continue;
+      } else {
+        outcome = failureOutcome(err, journal.effect === 'started');
+      }
+    }
+  }
+  // Record even if a cancellation arrives at this very moment.
+  const recorded = outcome;
+  return CancellationScope.nonCancellable(() => bookkeeping.finishLaunch(req.workflowId, recorded));
+}
+
+function isLostWorker(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+}
+
+function cancelledOutcome(): LaunchOutcome {
+  return {
+    status: 'cancelled',
+    evidenceId: null,
+    summary: null,
+    error: {
+      code: 'cancelled',
+      category: 'lifecycle',
+      message: 'The launch was cancelled before it finished.',
+      retryable: false,
+      remediation: 'Start a new launch with a new idempotency_key if the effect is still wanted.',
+      details: {},
+    },
+  };
+}
+
+function failureOutcome(err: unknown, effectStarted: boolean): LaunchOutcome {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (effectStarted || cause instanceof TimeoutFailure) {
+    return {
+      status: 'interrupted',
+      evidenceId: null,
+      summary: null,
+      error: {
+        code: 'interrupted',
+        category: 'lifecycle',
+        message: effectStarted
+          ? 'The worker running this launch stopped after the effect began; what it did is unknown and it was not re-run.'
+          : 'No worker finished this launch in time; it was not re-run.',
+        retryable: false,
+        remediation:
+          'Inspect the target for the partial effect, then start a new launch with a new idempotency_key if you still want it.',
+        details: { timeout: cause instanceof TimeoutFailure ? cause.timeoutType : undefined },
+      },
+    };
+  }
+  const app = cause instanceof ApplicationFailure ? cause : undefined;
+  const detail = (app?.details?.[0] ?? undefined) as Record<string, unknown> | undefined;
+  return {
+    status: 'failed',
+    evidenceId: null,
+    summary: null,
+    error: detail ?? {
+      code: 'internal',
+      category: 'internal',
+      message: `The launch failed: ${(cause as Error)?.message ?? String(cause)}`,
+      retryable: false,
+      remediation:
+        'Check the workflow history in the Temporal UI; start a new launch with a new key once fixed.',
+      details: {},
+    },
+  };
+}
