@@ -4,6 +4,9 @@
 import path from 'node:path';
 import { z } from 'zod';
 
+export const CAPABILITIES = ['capture', 'extract', 'device', 'analysis'] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
 function intIn(min: number, max: number, fallback: number) {
@@ -34,18 +37,28 @@ const schema = z.object({
   DOSSIER_TEMPORAL_CLI: z.string().min(1).optional(),
   /** Path of the SQLite file; relative paths resolve under DOSSIER_HOME. */
   DOSSIER_STORE: z.string().min(1).default('dossier.db'),
-  DOSSIER_ALLOWED_ROOTS: z.string().min(1).default('/usr/bin:/bin:/usr/local/bin:/usr/sbin:/sbin'),
+  DOSSIER_ALLOWED_ROOTS: z
+    .string()
+    .refine(
+      (v) => v.split(':').filter(Boolean).length > 0 && v.split(':').every((r) => !r || r.startsWith('/')),
+      {
+        error: 'expected absolute paths separated by ":"',
+      },
+    )
+    .default('/usr/bin:/bin:/usr/local/bin:/usr/sbin:/sbin'),
   DOSSIER_REPLY_BUDGET_BYTES: intIn(4_096, 1_000_000, 40_000),
   DOSSIER_MAX_REQUEST_BYTES: intIn(1_024, 16 * 1024 * 1024, 1024 * 1024),
   DOSSIER_RETENTION_DAYS: intIn(1, 3650, 7),
-  DOSSIER_WORKER_CAPABILITIES: z.string().default('capture,extract,device,analysis'),
+  DOSSIER_WORKER_CAPABILITIES: z
+    .string()
+    .refine((v) => v.split(',').every((c) => (CAPABILITIES as readonly string[]).includes(c.trim())), {
+      error: 'expected a comma-separated list of capture, extract, device, analysis',
+    })
+    .default('capture,extract,device,analysis'),
   DOSSIER_WORKER_CONCURRENCY: intIn(1, 1000, 16),
   DOSSIER_TEAM: name('local'),
   DOSSIER_PRINCIPAL: name('local'),
 });
-
-export const CAPABILITIES = ['capture', 'extract', 'device', 'analysis'] as const;
-export type Capability = (typeof CAPABILITIES)[number];
 
 export interface Config {
   home: string;
@@ -93,16 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const c = parsed.data;
   const home = path.resolve(c.DOSSIER_HOME);
   const allowedRoots = c.DOSSIER_ALLOWED_ROOTS.split(':').filter(Boolean);
-  for (const root of allowedRoots) {
-    if (!path.isAbsolute(root)) problems.push(`DOSSIER_ALLOWED_ROOTS: "${root}" is not an absolute path`);
-  }
-  const capabilities = c.DOSSIER_WORKER_CAPABILITIES.split(',').map((s) => s.trim());
-  for (const cap of capabilities) {
-    if (!(CAPABILITIES as readonly string[]).includes(cap)) {
-      problems.push(`DOSSIER_WORKER_CAPABILITIES: "${cap}" is not one of ${CAPABILITIES.join(', ')}`);
-    }
-  }
-  if (problems.length) throw new ConfigError(problems);
+  const capabilities = [...new Set(c.DOSSIER_WORKER_CAPABILITIES.split(',').map((s) => s.trim()))];
   return {
     home,
     host: c.DOSSIER_HOST,

@@ -38,6 +38,8 @@ export interface StackParts {
   temporal?: boolean;
   workers?: boolean;
   gateway?: boolean;
+  /** Where the bundled workflow code is cached (default DOSSIER_HOME/cache). */
+  bundleCacheDir?: string;
   log?: (line: string) => void;
 }
 
@@ -50,7 +52,10 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     stoppers.length = 0;
   };
   try {
-    const bundling = parts.workers === false ? undefined : workflowBundle(path.join(config.home, 'cache'));
+    const bundling =
+      parts.workers === false
+        ? undefined
+        : workflowBundle(parts.bundleCacheDir ?? path.join(config.home, 'cache'));
     bundling?.catch(() => undefined);
 
     let temporal: DevServer | undefined;

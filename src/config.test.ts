@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.ts';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      port: 7400,
+      temporalPort: 7233,
+      uiPort: 8233,
+      namespace: 'dossier',
+      replyBudgetBytes: 40_000,
+      retentionDays: 7,
+      capabilities: ['capture', 'extract', 'device', 'analysis'],
+    });
+    expect(c.home.endsWith('.dossier')).toBe(true);
+    expect(c.storePath).toBe(`${c.home}/dossier.db`);
+  });
+
+  it('names every bad variable, what was given and what is accepted', () => {
+    try {
+      loadConfig({
+        DOSSIER_PORT: 'seventy',
+        DOSSIER_REPLY_BUDGET_BYTES: '10',
+        DOSSIER_WORKER_CAPABILITIES: 'capture,gpu',
+      });
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      const message = (err as Error).message;
+      expect(message).toContain('DOSSIER_PORT="seventy": expected a whole number from 0 to 65535');
+      expect(message).toContain(
+        'DOSSIER_REPLY_BUDGET_BYTES="10": expected a whole number from 4096 to 1000000',
+      );
+      expect(message).toContain(
+        'DOSSIER_WORKER_CAPABILITIES="capture,gpu": expected a comma-separated list of capture, extract, device, analysis',
+      );
+    }
+  });
+});

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { bodyDigest, idempotencyKeySchema, launchWorkflowId } from './keys.ts';
+
+describe('idempotency keys', () => {
+  it('accepts 1-128 characters of A-Z a-z 0-9 . _ : - and nothing else', () => {
+    expect(idempotencyKeySchema.safeParse('capture-true-1').success).toBe(true);
+    expect(idempotencyKeySchema.safeParse('a.b_c:d-E9').success).toBe(true);
+    expect(idempotencyKeySchema.safeParse('x'.repeat(128)).success).toBe(true);
+    for (const bad of ['', 'x'.repeat(129), 'with space', 'slash/inside', 'ünïcode', undefined, 42]) {
+      expect(idempotencyKeySchema.safeParse(bad).success).toBe(false);
+    }
+  });
+});
+
+describe('bodyDigest', () => {
+  it('ignores the key and wait_ms but not any other field', () => {
+    const base = bodyDigest('capture_process_scenario', { executable: '/usr/bin/true', args: [] });
+    expect(
+      bodyDigest('capture_process_scenario', {
+        args: [],
+        executable: '/usr/bin/true',
+        idempotency_key: 'k',
+        wait_ms: 5,
+      }),
+    ).toBe(base);
+    expect(bodyDigest('capture_process_scenario', { executable: '/usr/bin/true', args: ['x'] })).not.toBe(
+      base,
+    );
+    expect(bodyDigest('extract_artifact', { executable: '/usr/bin/true', args: [] })).not.toBe(base);
+  });
+});
+
+describe('launchWorkflowId', () => {
+  it('is readable and derived from team, principal and key', () => {
+    expect(launchWorkflowId('re-team', 'alice', 'capture-true-1')).toBe(
+      'launch/re-team/alice/capture-true-1',
+    );
+  });
+
+  it('refuses parts that could make two launches share an ID', () => {
+    expect(() => launchWorkflowId('re/team', 'alice', 'k')).toThrow(/team/);
+    expect(() => launchWorkflowId('team', 'Alice', 'k')).toThrow(/principal/);
+    expect(() => launchWorkflowId('team', 'alice', 'a/b')).toThrow(/key/);
+  });
+});

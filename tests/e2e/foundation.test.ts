@@ -1,0 +1,207 @@
+// The vertical slice, end to end: MCP client → HTTP gateway → Temporal → worker
+// → real process → SQLite Evidence, and back.
+import { Connection } from '@temporalio/client';
+import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, effectCounter } from '../helpers/mcp.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+
+let t: TestStack;
+beforeAll(async () => {
+  t = await startTestStack();
+});
+afterAll(async () => {
+  await t?.stop(true);
+});
+
+describe('authentication', () => {
+  it('answers 401 without a bearer token and with an unknown one', async () => {
+    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} };
+    const variants: Record<string, string>[] = [{}, { Authorization: 'Bearer dsr_not-a-real-token' }];
+    for (const headers of variants) {
+      const res = await fetch(t.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...headers,
+        },
+        body: JSON.stringify(init),
+      });
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    }
+  });
+
+  it('initializes and lists tools with the token from dev.json', async () => {
+    const client = await t.connect();
+    expect(client.getServerVersion()?.name).toBe('dossier');
+    const { tools } = await client.listTools();
+    const capture = tools.find((tool) => tool.name === 'capture_process_scenario');
+    expect(capture?.inputSchema.required).toContain('idempotency_key');
+    expect(capture?.annotations).toMatchObject({
+      idempotentHint: true,
+      readOnlyHint: false,
+      openWorldHint: true,
+    });
+    expect(tools.map((tool) => tool.name)).toEqual(
+      expect.arrayContaining([
+        'get_launch',
+        'await_launch',
+        'cancel_launch',
+        'list_launches',
+        'get_evidence',
+      ]),
+    );
+  });
+});
+
+describe('capture_process_scenario as a keyed launch', () => {
+  it('a second call with the same key and body launches nothing and returns the first evidence_id', async () => {
+    const client = await t.connect();
+    const effect = effectCounter();
+    const args = { ...effect.launch(), idempotency_key: 'slice-once-1' };
+
+    const first = await call(client, 'capture_process_scenario', args);
+    expect(first.status).toBe('succeeded');
+    expect(first.launch).toMatchObject({
+      idempotency_key: 'slice-once-1',
+      workflow_id: 'launch/local/local/slice-once-1',
+      tool: 'capture_process_scenario',
+      attached: false,
+    });
+    expect(first.evidence_id).toMatch(/^ev_[0-9a-f]{64}$/);
+    expect(first.summary).toMatchObject({ exit_code: 0, stdout_head: 'effect\n' });
+    expect(effect.count()).toBe(1);
+
+    const second = await call(client, 'capture_process_scenario', args);
+    expect(second.status).toBe('succeeded');
+    expect(second.launch.attached).toBe(true);
+    expect(second.evidence_id).toBe(first.evidence_id);
+    expect(effect.count()).toBe(1);
+  });
+
+  it('refuses the same key with a different body, with both digests and the first launch time', async () => {
+    const client = await t.connect();
+    const effect = effectCounter();
+    const first = await call(client, 'capture_process_scenario', {
+      ...effect.launch(),
+      idempotency_key: 'slice-body',
+    });
+    expect(first.status).toBe('succeeded');
+
+    const other = await call(client, 'capture_process_scenario', {
+      ...effect.launch({ stdin: 'something else\n' }),
+      idempotency_key: 'slice-body',
+    });
+    expect(other._isError).toBe(true);
+    expect(other.error).toMatchObject({ code: 'idempotency_key_reused', retryable: false });
+    expect(other.error.details.first_body_digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(other.error.details.this_body_digest).not.toBe(other.error.details.first_body_digest);
+    expect(other.error.details.first_launched_at).toBe(first.launch.started_at);
+    expect(effect.count()).toBe(1);
+  });
+
+  it('refuses a missing or malformed key as invalid input and runs nothing', async () => {
+    const client = await t.connect();
+    const effect = effectCounter();
+    const missing = await call(client, 'capture_process_scenario', effect.launch());
+    expect(missing.error.code).toBe('invalid_params');
+    expect(missing.error.message).toMatch(/idempotency_key/);
+    const malformed = await call(client, 'capture_process_scenario', {
+      ...effect.launch(),
+      idempotency_key: 'has spaces/and slashes',
+    });
+    expect(malformed.error.code).toBe('invalid_params');
+    expect(effect.count()).toBe(0);
+  });
+
+  it('records a non-zero exit as an observation: succeeded, with the exit status', async () => {
+    const client = await t.connect();
+    const reply = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/false',
+      idempotency_key: 'slice-false',
+    });
+    expect(reply.status).toBe('succeeded');
+    expect(reply.summary.exit_code).toBe(1);
+  });
+
+  it('fails a launch whose executable lies outside the allowed roots, with policy_denied', async () => {
+    const client = await t.connect();
+    const reply = await call(client, 'capture_process_scenario', {
+      executable: process.execPath.startsWith('/usr/bin') ? '/etc/passwd' : process.execPath,
+      idempotency_key: 'slice-policy',
+    });
+    expect(reply.status).toBe('failed');
+    expect(reply.error.code).toBe('policy_denied');
+    expect(reply._isError).toBe(true);
+  });
+
+  it('retains the Evidence in the store and shows it to the team only', async () => {
+    const client = await t.connect();
+    const reply = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/echo',
+      args: ['retained'],
+      idempotency_key: 'slice-evidence',
+    });
+    const evidence = await call(client, 'get_evidence', { evidence_id: reply.evidence_id });
+    expect(evidence.evidence).toMatchObject({
+      evidence_id: reply.evidence_id,
+      tool: 'capture_process_scenario',
+      principal: 'local',
+      team: 'local',
+      launch: { workflow_id: 'launch/local/local/slice-evidence', run_id: reply.launch.run_id },
+    });
+    const document = await t.stack.store.getEvidenceDocument('local', reply.evidence_id);
+    expect((document?.stdout as { text: string }).text).toBe('retained\n');
+
+    const outsider = await t.connect(await t.tokenFor('mallory', 'other-team'));
+    const hidden = await call(outsider, 'get_evidence', { evidence_id: reply.evidence_id });
+    expect(hidden.error.code).toBe('not_found');
+  });
+
+  it('makes the launch auditable in Temporal with its search attributes filled in', async () => {
+    const client = await t.connect();
+    const reply = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/true',
+      idempotency_key: 'slice-audit',
+      investigation: 'inv-audit',
+    });
+    const connection = await Connection.connect({ address: t.env.DOSSIER_TEMPORAL_ADDRESS! });
+    try {
+      const { Client: TemporalClient } = await import('@temporalio/client');
+      const temporal = new TemporalClient({ connection, namespace: t.namespace });
+      const description = await temporal.workflow.getHandle(reply.launch.workflow_id).describe();
+      const sa = description.typedSearchAttributes;
+      const attrs = Object.fromEntries(
+        Object.entries(SEARCH_ATTRIBUTES).map(([, key]) => [key.name, sa.get(key)]),
+      );
+      expect(attrs).toMatchObject({
+        DossierTool: 'capture_process_scenario',
+        DossierPrincipal: 'local',
+        DossierTeam: 'local',
+        DossierKey: 'slice-audit',
+        DossierInvestigation: 'inv-audit',
+      });
+      expect(attrs.DossierBodyDigest).toMatch(/^[0-9a-f]{64}$/);
+      expect(description.memo).toMatchObject({ key: 'slice-audit', tool: 'capture_process_scenario' });
+    } finally {
+      await connection.close();
+    }
+    expect(reply.launch.ui_url).toContain(encodeURIComponent(reply.launch.workflow_id));
+  });
+
+  it('finds every launch and Evidence record where it was after a restart', async () => {
+    const client = await t.connect();
+    const before = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/true',
+      idempotency_key: 'slice-restart',
+    });
+    await t.restart();
+    const after = await t.connect();
+    const launch = await call(after, 'get_launch', { idempotency_key: 'slice-restart' });
+    expect(launch).toMatchObject({ status: 'succeeded', evidence_id: before.evidence_id });
+    const evidence = await call(after, 'get_evidence', { evidence_id: before.evidence_id });
+    expect(evidence.evidence.evidence_id).toBe(before.evidence_id);
+  });
+});

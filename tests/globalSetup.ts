@@ -1,0 +1,54 @@
+// Starts one real Temporal dev server (the provisioned CLI, not a download) for
+// the whole test run and bundles the workflow code once.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startDevServer, type DevServer } from '../src/dev/devServer.ts';
+import { resolveTemporalCli } from '../src/dev/temporalCli.ts';
+import { workflowBundle } from '../src/worker.ts';
+import { freePort } from './helpers/ports.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    temporalAddress: string;
+    uiUrl: string;
+    temporalCli: string;
+    bundleCacheDir: string;
+  }
+}
+
+let server: DevServer | undefined;
+let dir: string | undefined;
+
+export async function setup(project: TestProject) {
+  const cli = await resolveTemporalCli({
+    configured: process.env.DOSSIER_TEMPORAL_CLI,
+    log: (line) => console.error(line),
+  });
+  if (cli.kind !== 'path')
+    throw new Error('the tests need a Temporal CLI binary (run `npm run provision:temporal`)');
+  dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-tests-'));
+  const bundleCacheDir = path.join(dir, 'bundles');
+  const [started] = await Promise.all([
+    startDevServer({
+      cli,
+      dbFile: path.join(dir, 'temporal.db'),
+      port: await freePort(),
+      uiPort: await freePort(),
+      namespace: 'dossier',
+      logFile: path.join(dir, 'temporal.log'),
+    }),
+    workflowBundle(bundleCacheDir),
+  ]);
+  server = started;
+  project.provide('temporalAddress', server.address);
+  project.provide('uiUrl', server.uiUrl);
+  project.provide('temporalCli', cli.path);
+  project.provide('bundleCacheDir', bundleCacheDir);
+}
+
+export async function teardown() {
+  await server?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}

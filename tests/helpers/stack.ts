@@ -1,0 +1,81 @@
+// A real dossier stack for one test file: its own DOSSIER_HOME (SQLite store,
+// workspaces), its own Temporal namespace on the shared dev server, a worker and
+// the HTTP gateway on a free port. MCP clients connect as agents do.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { inject } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { startStack, type Stack, type StackParts } from '../../src/dev/stack.ts';
+import type { Role } from '../../src/evidence/types.ts';
+
+export interface TestStack {
+  stack: Stack;
+  home: string;
+  namespace: string;
+  env: Record<string, string>;
+  token: string;
+  url: string;
+  connect(token?: string): Promise<Client>;
+  tokenFor(principal: string, team: string, role?: Role): Promise<string>;
+  /** Stops the stack; keeps DOSSIER_HOME unless `remove` is set. */
+  stop(remove?: boolean): Promise<void>;
+  /** Stops and starts again on the same home and namespace. */
+  restart(): Promise<void>;
+}
+
+export async function startTestStack(
+  opts: { env?: Record<string, string>; parts?: StackParts; home?: string; namespace?: string } = {},
+): Promise<TestStack> {
+  const home = opts.home ?? mkdtempSync(path.join(os.tmpdir(), 'dossier-stack-'));
+  const namespace = opts.namespace ?? `t-${randomUUID().slice(0, 8)}`;
+  const env: Record<string, string> = {
+    DOSSIER_HOME: home,
+    DOSSIER_TEMPORAL_ADDRESS: inject('temporalAddress'),
+    DOSSIER_UI_URL: inject('uiUrl'),
+    DOSSIER_NAMESPACE: namespace,
+    DOSSIER_PORT: '0',
+    ...opts.env,
+  };
+  const parts: StackParts = { bundleCacheDir: inject('bundleCacheDir'), log: () => undefined, ...opts.parts };
+  let stack = await startStack(loadConfig(env), parts);
+  const clients: Client[] = [];
+  const t: TestStack = {
+    get stack() {
+      return stack;
+    },
+    home,
+    namespace,
+    env,
+    get token() {
+      return stack.devJson.token;
+    },
+    get url() {
+      return stack.devJson.mcp_url;
+    },
+    async connect(token = stack.devJson.token) {
+      const client = new Client({ name: 'dossier-test', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(stack.devJson.mcp_url), {
+          requestInit: { headers: { Authorization: `Bearer ${token}` } },
+        }),
+      );
+      clients.push(client);
+      return client;
+    },
+    tokenFor: (principal, team, role = 'operator') => stack.store.createToken({ principal, team, role }),
+    async stop(remove = false) {
+      await Promise.allSettled(clients.splice(0).map((c) => c.close()));
+      await stack.stop();
+      if (remove) rmSync(home, { recursive: true, force: true });
+    },
+    async restart() {
+      await t.stop();
+      stack = await startStack(loadConfig(env), parts);
+    },
+  };
+  return t;
+}
