@@ -101,6 +101,9 @@ export async function startWorkers(deps: {
         taskQueue: `dossier-${capability}`,
         activities: effects,
         maxConcurrentActivityTaskExecutions: config.workerConcurrency,
+        // Heartbeats carry cancellation back to the activity: send them at
+        // least every second so cancel_launch ends a process within ~1-2 s.
+        maxHeartbeatThrottleInterval: '1 second',
       }),
     );
   }

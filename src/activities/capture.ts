@@ -9,6 +9,7 @@ import { DossierError } from '../domain/errors.ts';
 import { KILL_GRACE_MS, type CaptureInput } from '../tools/capture.ts';
 import type { Effect, EffectResult } from './effect.ts';
 import { allowedExecutable } from './policy.ts';
+import { liveGroupMembers, signalGroup } from './processes.ts';
 
 const HEAD_CHARS = 512;
 
@@ -48,15 +49,6 @@ async function fileSha256(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-function killGroup(pid: number, signal: NodeJS.Signals): boolean {
-  try {
-    process.kill(-pid, signal);
-    return true;
-  } catch {
-    return false; // the group is already gone
-  }
-}
-
 export const captureProcess: Effect = async (raw, ctx) => {
   const input = raw as CaptureInput;
   const resolved = await allowedExecutable(input.executable, ctx.config.allowedRoots);
@@ -83,8 +75,8 @@ export const captureProcess: Effect = async (raw, ctx) => {
   const endGroup = (why: 'timeout' | 'cancel') => {
     if (ending || child.pid === undefined) return;
     ending = why;
-    killGroup(child.pid, 'SIGTERM');
-    setTimeout(() => child.pid !== undefined && killGroup(child.pid, 'SIGKILL'), KILL_GRACE_MS).unref();
+    signalGroup(child.pid, 'SIGTERM');
+    setTimeout(() => child.pid !== undefined && signalGroup(child.pid, 'SIGKILL'), KILL_GRACE_MS).unref();
   };
   const timer = setTimeout(() => endGroup('timeout'), input.timeout_ms);
   const onAbort = () => endGroup('cancel');
@@ -112,7 +104,8 @@ export const captureProcess: Effect = async (raw, ctx) => {
   clearInterval(ticker);
   ctx.signal.removeEventListener('abort', onAbort);
   // Whatever the leader left running in its group goes with it.
-  const strays = child.pid !== undefined && killGroup(child.pid, 'SIGKILL');
+  const strays = child.pid === undefined ? [] : liveGroupMembers(child.pid);
+  if (strays.length > 0) signalGroup(child.pid!, 'SIGKILL');
   await new Promise<void>((resolve) => {
     if (child.stdout.closed && child.stderr.closed) return resolve();
     child.once('close', () => resolve());
@@ -142,7 +135,7 @@ export const captureProcess: Effect = async (raw, ctx) => {
     pid: child.pid ?? null,
     exit: { code: exit.code, signal: exit.signal },
     ended_by: ending ?? 'exit',
-    stray_processes_killed: strays,
+    stray_processes_killed: strays.length,
     started_at: startedAt.toISOString(),
     duration_ms: durationMs,
     stdout: out,

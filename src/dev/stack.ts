@@ -14,7 +14,7 @@ import { startHttpGateway, type HttpGateway } from '../mcp/http.ts';
 import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
 import { startWorkers, workflowBundle, type RunningWorkers } from '../worker.ts';
 import { startDevServer, type DevServer } from './devServer.ts';
-import { resolveTemporalCli } from './temporalCli.ts';
+import { resolveTemporalCli, userCacheDir } from './temporalCli.ts';
 
 export interface DevJson {
   mcp_url: string;
@@ -38,7 +38,7 @@ export interface StackParts {
   temporal?: boolean;
   workers?: boolean;
   gateway?: boolean;
-  /** Where the bundled workflow code is cached (default DOSSIER_HOME/cache). */
+  /** Where the bundled workflow code is cached (default: the per-user cache, shared by every DOSSIER_HOME). */
   bundleCacheDir?: string;
   log?: (line: string) => void;
 }
@@ -55,7 +55,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     const bundling =
       parts.workers === false
         ? undefined
-        : workflowBundle(parts.bundleCacheDir ?? path.join(config.home, 'cache'));
+        : workflowBundle(parts.bundleCacheDir ?? path.join(userCacheDir(), 'workflow-bundles'));
     bundling?.catch(() => undefined);
 
     let temporal: DevServer | undefined;

@@ -24,9 +24,13 @@ export interface ResolveOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/** dossier's per-user cache folder: built tools and bundles that any DOSSIER_HOME may reuse. */
+export function userCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'dossier');
+}
+
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  return path.join(base, 'dossier', 'temporal-cli');
+  return path.join(userCacheDir(env), 'temporal-cli');
 }
 
 function isExecutable(file: string): boolean {

@@ -35,3 +35,15 @@ export function effectCounter() {
     },
   };
 }
+
+/**
+ * A launch that counts itself when it starts, then runs for `seconds`: the
+ * line is appended before the sleep, so a second effect would show at once.
+ */
+export function slowEffect(counter: ReturnType<typeof effectCounter>, seconds: number) {
+  return {
+    executable: '/usr/bin/sh',
+    args: ['-c', `echo started >> "$COUNTER"; sleep ${seconds}; echo done`],
+    env: { COUNTER: counter.file, PATH: '/usr/bin:/bin' },
+  };
+}
