@@ -49,7 +49,9 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
         throw err;
       }
       const journal = await bookkeeping.readJournal(req.workflowId);
-      if (journal.finished) {
+      if (noWorkerServes(err) && journal.effect === 'not_started') {
+        outcome = noWorkerOutcome(req.capability);
+      } else if (journal.finished) {
         // The activity recorded its own outcome before failing to report it.
         outcome = journal.finished;
       } else if (journal.effect === 'not_started' && dispatch < MAX_DISPATCHES && isLostWorker(err)) {
@@ -67,6 +69,29 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
 
 function isLostWorker(err: unknown): boolean {
   return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+}
+
+function noWorkerServes(err: unknown): boolean {
+  return (
+    isLostWorker(err) &&
+    (err as ActivityFailure & { cause: TimeoutFailure }).cause.timeoutType === 'SCHEDULE_TO_START'
+  );
+}
+
+function noWorkerOutcome(capability: string): LaunchOutcome {
+  return {
+    status: 'failed',
+    evidenceId: null,
+    summary: null,
+    error: {
+      code: 'provider_unavailable',
+      category: 'provider',
+      message: `No worker picked up this launch: none serves the "${capability}" capability (task queue dossier-${capability}). Nothing was run.`,
+      retryable: true,
+      remediation: `Start a worker with DOSSIER_WORKER_CAPABILITIES including ${capability}, then launch again with a new idempotency_key.`,
+      details: { capability },
+    },
+  };
 }
 
 function cancelledOutcome(): LaunchOutcome {

@@ -1,0 +1,144 @@
+// "Nothing runs twice" when the parts around a launch fail: a dropped client
+// connection, a restarted gateway, a worker killed with SIGKILL, a restarted
+// Temporal server. Workers run as separate processes so they can really die.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { signalGroup } from '../../src/activities/processes.ts';
+import { startDevServer, type DevServer } from '../../src/dev/devServer.ts';
+import { call, effectCounter, slowEffect } from '../helpers/mcp.ts';
+import { freePort } from '../helpers/ports.ts';
+import { spawnDossier, type Proc } from '../helpers/processes.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { eventually } from '../helpers/wait.ts';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-failures-'));
+let temporal: DevServer;
+let temporalPort: number;
+let uiPort: number;
+let gateway: TestStack;
+let worker: Proc;
+let env: Record<string, string>;
+const leftovers: number[] = [];
+
+async function startTemporal() {
+  temporal = await startDevServer({
+    cli: { kind: 'path', path: inject('temporalCli'), source: 'env' },
+    dbFile: path.join(dir, 'temporal.db'),
+    port: temporalPort,
+    uiPort,
+    namespace: 'dossier',
+  });
+}
+
+const startWorker = () => spawnDossier('worker', env, 'worker ready');
+
+beforeAll(async () => {
+  temporalPort = await freePort();
+  uiPort = await freePort();
+  await startTemporal();
+  env = {
+    DOSSIER_HOME: path.join(dir, 'home'),
+    DOSSIER_TEMPORAL_ADDRESS: temporal.address,
+    DOSSIER_UI_URL: temporal.uiUrl,
+    DOSSIER_NAMESPACE: 'dossier',
+  };
+  gateway = await startTestStack({ env, parts: { workers: false } });
+  worker = await startWorker();
+});
+
+afterAll(async () => {
+  for (const pid of leftovers) signalGroup(pid, 'SIGKILL');
+  await gateway?.stop();
+  await worker?.kill();
+  await temporal?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a launch survives what fails around it', () => {
+  it('the client’s HTTP connection is cut mid-wait; a new client retries with the key and gets the same launch', async () => {
+    const effect = effectCounter();
+    const args = { ...slowEffect(effect, 2), idempotency_key: 'cut-connection' };
+    const first = await gateway.connect();
+    const pending = call(first, 'capture_process_scenario', args).catch((err: Error) => err);
+    await eventually('the effect to begin', () => effect.count() === 1);
+    await first.close(); // drops the HTTP connection while the gateway waits
+    expect(await pending).toBeInstanceOf(Error);
+
+    const second = await gateway.connect();
+    const retry = await call(second, 'capture_process_scenario', args);
+    expect(retry).toMatchObject({ status: 'succeeded', launch: { attached: true } });
+    expect(effect.count()).toBe(1);
+  });
+
+  it('the gateway process is restarted between a call and its retry: the retry attaches', async () => {
+    const effect = effectCounter();
+    const args = { ...slowEffect(effect, 3), idempotency_key: 'gateway-restart', wait_ms: 300 };
+    const before = await call(await gateway.connect(), 'capture_process_scenario', args);
+    expect(before.status).toBe('running');
+    await gateway.restart();
+    const retry = await call(await gateway.connect(), 'capture_process_scenario', {
+      ...args,
+      wait_ms: 20_000,
+    });
+    expect(retry).toMatchObject({
+      status: 'succeeded',
+      launch: { attached: true, run_id: before.launch.run_id },
+    });
+    expect(effect.count()).toBe(1);
+  });
+
+  it('a worker killed with SIGKILL mid-launch leaves it interrupted, never re-run; a new worker serves new launches', async () => {
+    const client = await gateway.connect();
+    const effect = effectCounter();
+    const args = { ...slowEffect(effect, 120), idempotency_key: 'worker-killed', wait_ms: 0 };
+    await call(client, 'capture_process_scenario', args);
+    const pid = await eventually('the process to report its pid', async () => {
+      const r = await call(client, 'get_launch', { idempotency_key: 'worker-killed' });
+      return r.progress?.pid as number;
+    });
+    leftovers.push(pid); // the target outlives its worker; the test cleans it up
+    expect(effect.count()).toBe(1);
+
+    await worker.kill('SIGKILL');
+    worker = await startWorker();
+    const outcome = await call(client, 'await_launch', { idempotency_key: 'worker-killed', wait_ms: 60_000 });
+    expect(outcome.status).toBe('interrupted');
+    expect(outcome.error.code).toBe('interrupted');
+    const retry = await call(client, 'capture_process_scenario', { ...args, wait_ms: 1_000 });
+    expect(retry).toMatchObject({ status: 'interrupted', launch: { attached: true } });
+    expect(effect.count()).toBe(1);
+
+    const fresh = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/true',
+      idempotency_key: 'after-worker-killed',
+    });
+    expect(fresh.status).toBe('succeeded');
+  });
+
+  it('the Temporal server is restarted on the same SQLite file mid-launch: no second effect, the outcome is retained', async () => {
+    const client = await gateway.connect();
+    const effect = effectCounter();
+    const args = { ...slowEffect(effect, 4), idempotency_key: 'temporal-restart', wait_ms: 0 };
+    await call(client, 'capture_process_scenario', args);
+    await eventually('the effect to begin', () => effect.count() === 1);
+
+    await temporal.stop();
+    await startTemporal();
+
+    let outcome = await call(client, 'await_launch', { idempotency_key: 'temporal-restart', wait_ms: 30_000 });
+    for (let i = 0; i < 6 && outcome.status === 'running'; i++) {
+      outcome = await call(client, 'await_launch', { idempotency_key: 'temporal-restart', wait_ms: 10_000 });
+    }
+    expect(outcome.status).toBe('succeeded');
+    expect(outcome.evidence_id).toMatch(/^ev_/);
+    const retry = await call(client, 'capture_process_scenario', args);
+    expect(retry).toMatchObject({
+      status: 'succeeded',
+      evidence_id: outcome.evidence_id,
+      launch: { attached: true },
+    });
+    expect(effect.count()).toBe(1);
+  });
+});
