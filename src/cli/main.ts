@@ -122,7 +122,7 @@ async function token(args: string[]) {
     problems.push('--principal: 1-63 of a-z 0-9 . _ - is required');
   if (!values.team || !NAME.test(values.team)) problems.push('--team: 1-63 of a-z 0-9 . _ - is required');
   if (!ROLES.includes(values.role as Role)) problems.push(`--role: one of ${ROLES.join(', ')}`);
-  if (problems.length) throw new ConfigError(problems);
+  if (problems.length) throw new ConfigError(problems, 'Invalid arguments to `dossier token create`');
   const config = loadConfig();
   const store = new SqliteStore(config.storePath);
   try {

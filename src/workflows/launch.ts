@@ -39,7 +39,9 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
   let outcome: LaunchOutcome | undefined;
   for (let dispatch = 1; !outcome; dispatch++) {
     try {
-      outcome = await effects.runEffect(req);
+      // runEffect records its own outcome in the store before returning it,
+      // so the happy path needs no further bookkeeping round trip.
+      return await effects.runEffect(req);
     } catch (err) {
       if (isCancellation(err)) {
         // Record, then let the workflow end as Canceled so the UI shows it so.

@@ -1,6 +1,7 @@
 // The vertical slice, end to end: MCP client → HTTP gateway → Temporal → worker
 // → real process → SQLite Evidence, and back.
 import { Connection } from '@temporalio/client';
+import { execFileSync } from 'node:child_process';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, effectCounter } from '../helpers/mcp.ts';
@@ -53,6 +54,28 @@ describe('authentication', () => {
         'get_evidence',
       ]),
     );
+  });
+});
+
+describe('npx dossier token create', () => {
+  it('prints a new token once; it authenticates as that principal and team', async () => {
+    const out = execFileSync(
+      process.execPath,
+      ['bin/dossier.js', 'token', 'create', '--principal', 'alice', '--team', 're-team', '--role', 'viewer'],
+      { env: { ...process.env, ...t.env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+    ).trim();
+    expect(out).toMatch(/^dsr_[A-Za-z0-9_-]{43}$/);
+    const client = await t.connect(out);
+    expect(await call(client, 'whoami')).toMatchObject({
+      principal: 'alice',
+      team: 're-team',
+      role: 'viewer',
+    });
+    const refused = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/true',
+      idempotency_key: 'viewer-1',
+    });
+    expect(refused.error.code).toBe('forbidden');
   });
 });
 

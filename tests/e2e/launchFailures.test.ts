@@ -127,7 +127,10 @@ describe('a launch survives what fails around it', () => {
     await temporal.stop();
     await startTemporal();
 
-    let outcome = await call(client, 'await_launch', { idempotency_key: 'temporal-restart', wait_ms: 30_000 });
+    let outcome = await call(client, 'await_launch', {
+      idempotency_key: 'temporal-restart',
+      wait_ms: 30_000,
+    });
     for (let i = 0; i < 6 && outcome.status === 'running'; i++) {
       outcome = await call(client, 'await_launch', { idempotency_key: 'temporal-restart', wait_ms: 10_000 });
     }

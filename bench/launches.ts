@@ -1,0 +1,135 @@
+// Launch figures (issues 2 and 3): stack start, fresh launch vs direct spawn,
+// retry of a finished key vs a no-op gateway call, 100 concurrent duplicates,
+// sustained launches per second. Everything runs on this machine, on loopback.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { benchEnv, benchStack, callTool, connect, median, ms, percentile, timed } from './lib.ts';
+
+const RUNS = 20;
+
+async function startOnce(env: Record<string, string>): Promise<number> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, ['bin/dossier.js', 'start'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('dossier is ready')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`start exited ${code}: ${out}`)));
+  });
+  const elapsed = performance.now() - t0;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGINT');
+  await exited;
+  return elapsed;
+}
+
+function spawnTrue(): Promise<number> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/true', [], { stdio: 'ignore' });
+    child.once('error', reject);
+    child.once('exit', () => resolve(performance.now() - t0));
+  });
+}
+
+export async function benchLaunches(): Promise<string[]> {
+  const lines: string[] = [];
+
+  // Stack start, CLI cached: a fresh DOSSIER_HOME each time, then restarts on an existing one.
+  const fresh: number[] = [];
+  const restart: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const env = await benchEnv();
+    fresh.push(await startOnce(env));
+    restart.push(await startOnce(env));
+  }
+  lines.push(`| \`npm start\` to ready, fresh DOSSIER_HOME (5 runs) | ${ms(median(fresh))} |`);
+  lines.push(`| \`npm start\` to ready, existing DOSSIER_HOME (5 runs) | ${ms(median(restart))} |`);
+
+  const stack = await benchStack({ DOSSIER_WORKER_CONCURRENCY: '16' });
+  try {
+    const client = await connect(stack);
+    for (let i = 0; i < 5; i++) {
+      await callTool(client, 'capture_process_scenario', { executable: '/usr/bin/true', idempotency_key: `warm-${i}` });
+      await callTool(client, 'whoami', {});
+    }
+
+    const direct: number[] = [];
+    for (let i = 0; i < RUNS; i++) direct.push(await spawnTrue());
+
+    const launches: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const [t, r] = await timed(() =>
+        callTool(client, 'capture_process_scenario', { executable: '/usr/bin/true', idempotency_key: `fresh-${i}` }),
+      );
+      if (r.status !== 'succeeded') throw new Error(`launch ${i} ended ${r.status}`);
+      launches.push(t);
+    }
+
+    const retries: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const [t, r] = await timed(() =>
+        callTool(client, 'capture_process_scenario', { executable: '/usr/bin/true', idempotency_key: 'fresh-0' }),
+      );
+      if (!r.launch.attached) throw new Error('retry did not attach');
+      retries.push(t);
+    }
+
+    const noops: number[] = [];
+    for (let i = 0; i < RUNS; i++) noops.push((await timed(() => callTool(client, 'whoami', {})))[0]);
+
+    lines.push(`| direct \`spawn\` of /usr/bin/true (${RUNS} runs) | ${ms(median(direct))} |`);
+    lines.push(`| fresh launch of /usr/bin/true through the gateway (${RUNS} runs) | ${ms(median(launches))} |`);
+    lines.push(`| fresh launch overhead over direct spawn | ${ms(median(launches) - median(direct))} |`);
+    lines.push(`| retry of a finished key (${RUNS} runs) | ${ms(median(retries))} |`);
+    lines.push(`| no-op gateway tool call (\`whoami\`, ${RUNS} runs) | ${ms(median(noops))} |`);
+    lines.push(`| retry ÷ no-op (target ≤ 2×) | ${(median(retries) / median(noops)).toFixed(2)}× |`);
+
+    // 100 concurrent duplicates from 100 separate clients; the effect counts itself.
+    const counter = path.join(mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-effect-')), 'effects.log');
+    const clients = await Promise.all(Array.from({ length: 100 }, () => connect(stack)));
+    const args = { executable: '/usr/bin/tee', args: ['-a', counter], stdin: 'effect\n', idempotency_key: 'dup-100' };
+    const [allAnswered, replies] = await timed(() =>
+      Promise.all(clients.map((c) => callTool(c, 'capture_process_scenario', args))),
+    );
+    const effects = readFileSync(counter, 'utf8').split('\n').filter(Boolean).length;
+    const ids = new Set(replies.map((r) => r.evidence_id));
+    lines.push(`| 100 concurrent duplicates: all answered | ${ms(allAnswered)} |`);
+    lines.push(`| 100 concurrent duplicates: effects / distinct evidence_ids | ${effects} / ${ids.size} |`);
+    await Promise.all(clients.map((c) => c.close()));
+
+    // Sustained launches: 8 clients launching back to back for 20 s.
+    const workers = await Promise.all(Array.from({ length: 8 }, () => connect(stack)));
+    const deadline = performance.now() + 20_000;
+    const latencies: number[] = [];
+    let n = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      workers.map(async (c, w) => {
+        while (performance.now() < deadline) {
+          const [t, r] = await timed(() =>
+            callTool(c, 'capture_process_scenario', { executable: '/usr/bin/true', idempotency_key: `sustained-${w}-${n++}` }),
+          );
+          if (r.status !== 'succeeded') throw new Error(`sustained launch ended ${r.status}`);
+          latencies.push(t);
+        }
+      }),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    lines.push(
+      `| sustained launches/s (8 concurrent callers, 20 s; 1 worker process, activity concurrency 16) | ${(latencies.length / seconds).toFixed(1)}/s (p50 ${ms(median(latencies))}, p99 ${ms(percentile(latencies, 99))}) |`,
+    );
+    await Promise.all(workers.map((c) => c.close()));
+    await client.close();
+  } finally {
+    await stack.stop();
+  }
+  return lines;
+}

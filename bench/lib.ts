@@ -1,0 +1,69 @@
+// Shared helpers for benchmarks: statistics, a real embedded stack, MCP clients.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { mkdtempSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../src/config.ts';
+import { startStack, type Stack } from '../src/dev/stack.ts';
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+export function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+}
+
+export const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const t0 = performance.now();
+  const value = await fn();
+  return [performance.now() - t0, value];
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function benchEnv(extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  return {
+    DOSSIER_HOME: mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-')),
+    DOSSIER_PORT: String(await freePort()),
+    DOSSIER_TEMPORAL_PORT: String(await freePort()),
+    DOSSIER_UI_PORT: String(await freePort()),
+    ...extra,
+  };
+}
+
+/** The embedded stack exactly as `npm start` runs it, in this process. */
+export async function benchStack(extra: Record<string, string> = {}): Promise<Stack> {
+  return startStack(loadConfig(await benchEnv(extra)), { log: () => undefined });
+}
+
+export async function connect(stack: Stack): Promise<Client> {
+  const client = new Client({ name: 'dossier-bench', version: '1' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(stack.devJson.mcp_url), {
+      requestInit: { headers: { Authorization: `Bearer ${stack.devJson.token}` } },
+    }),
+  );
+  return client;
+}
+
+export async function callTool(client: Client, name: string, args: Record<string, unknown>) {
+  const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 130_000 });
+  return r.structuredContent as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+}

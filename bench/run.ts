@@ -1,0 +1,16 @@
+// `npm run bench`: runs every benchmark in one process, one after another, and
+// prints Markdown rows for docs/benchmarks.md. Medians and ratios only ever
+// compare figures measured in the same run.
+import { benchLaunches } from './launches.ts';
+
+const suites: Record<string, () => Promise<string[]>> = { launches: benchLaunches };
+const only = process.argv.slice(2);
+
+console.log(`# dossier benchmarks, ${new Date().toISOString()} (${process.platform}, node ${process.version})\n`);
+for (const [name, run] of Object.entries(suites)) {
+  if (only.length && !only.includes(name)) continue;
+  console.log(`## ${name}\n\n| figure | value |\n|---|---|`);
+  for (const line of await run()) console.log(line);
+  console.log();
+}
+process.exit(0);
