@@ -57,7 +57,10 @@ export async function benchLaunches(): Promise<string[]> {
   try {
     const client = await connect(stack);
     for (let i = 0; i < 5; i++) {
-      await callTool(client, 'capture_process_scenario', { executable: '/usr/bin/true', idempotency_key: `warm-${i}` });
+      await callTool(client, 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        idempotency_key: `warm-${i}`,
+      });
       await callTool(client, 'whoami', {});
     }
 
@@ -67,7 +70,10 @@ export async function benchLaunches(): Promise<string[]> {
     const launches: number[] = [];
     for (let i = 0; i < RUNS; i++) {
       const [t, r] = await timed(() =>
-        callTool(client, 'capture_process_scenario', { executable: '/usr/bin/true', idempotency_key: `fresh-${i}` }),
+        callTool(client, 'capture_process_scenario', {
+          executable: '/usr/bin/true',
+          idempotency_key: `fresh-${i}`,
+        }),
       );
       if (r.status !== 'succeeded') throw new Error(`launch ${i} ended ${r.status}`);
       launches.push(t);
@@ -76,7 +82,10 @@ export async function benchLaunches(): Promise<string[]> {
     const retries: number[] = [];
     for (let i = 0; i < RUNS; i++) {
       const [t, r] = await timed(() =>
-        callTool(client, 'capture_process_scenario', { executable: '/usr/bin/true', idempotency_key: 'fresh-0' }),
+        callTool(client, 'capture_process_scenario', {
+          executable: '/usr/bin/true',
+          idempotency_key: 'fresh-0',
+        }),
       );
       if (!r.launch.attached) throw new Error('retry did not attach');
       retries.push(t);
@@ -86,7 +95,9 @@ export async function benchLaunches(): Promise<string[]> {
     for (let i = 0; i < RUNS; i++) noops.push((await timed(() => callTool(client, 'whoami', {})))[0]);
 
     lines.push(`| direct \`spawn\` of /usr/bin/true (${RUNS} runs) | ${ms(median(direct))} |`);
-    lines.push(`| fresh launch of /usr/bin/true through the gateway (${RUNS} runs) | ${ms(median(launches))} |`);
+    lines.push(
+      `| fresh launch of /usr/bin/true through the gateway (${RUNS} runs) | ${ms(median(launches))} |`,
+    );
     lines.push(`| fresh launch overhead over direct spawn | ${ms(median(launches) - median(direct))} |`);
     lines.push(`| retry of a finished key (${RUNS} runs) | ${ms(median(retries))} |`);
     lines.push(`| no-op gateway tool call (\`whoami\`, ${RUNS} runs) | ${ms(median(noops))} |`);
@@ -95,7 +106,12 @@ export async function benchLaunches(): Promise<string[]> {
     // 100 concurrent duplicates from 100 separate clients; the effect counts itself.
     const counter = path.join(mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-effect-')), 'effects.log');
     const clients = await Promise.all(Array.from({ length: 100 }, () => connect(stack)));
-    const args = { executable: '/usr/bin/tee', args: ['-a', counter], stdin: 'effect\n', idempotency_key: 'dup-100' };
+    const args = {
+      executable: '/usr/bin/tee',
+      args: ['-a', counter],
+      stdin: 'effect\n',
+      idempotency_key: 'dup-100',
+    };
     const [allAnswered, replies] = await timed(() =>
       Promise.all(clients.map((c) => callTool(c, 'capture_process_scenario', args))),
     );
@@ -115,7 +131,10 @@ export async function benchLaunches(): Promise<string[]> {
       workers.map(async (c, w) => {
         while (performance.now() < deadline) {
           const [t, r] = await timed(() =>
-            callTool(c, 'capture_process_scenario', { executable: '/usr/bin/true', idempotency_key: `sustained-${w}-${n++}` }),
+            callTool(c, 'capture_process_scenario', {
+              executable: '/usr/bin/true',
+              idempotency_key: `sustained-${w}-${n++}`,
+            }),
           );
           if (r.status !== 'succeeded') throw new Error(`sustained launch ended ${r.status}`);
           latencies.push(t);

@@ -6,7 +6,9 @@ import { benchLaunches } from './launches.ts';
 const suites: Record<string, () => Promise<string[]>> = { launches: benchLaunches };
 const only = process.argv.slice(2);
 
-console.log(`# dossier benchmarks, ${new Date().toISOString()} (${process.platform}, node ${process.version})\n`);
+console.log(
+  `# dossier benchmarks, ${new Date().toISOString()} (${process.platform}, node ${process.version})\n`,
+);
 for (const [name, run] of Object.entries(suites)) {
   if (only.length && !only.includes(name)) continue;
   console.log(`## ${name}\n\n| figure | value |\n|---|---|`);
