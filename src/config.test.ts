@@ -14,7 +14,8 @@ describe('loadConfig', () => {
       capabilities: ['capture', 'extract', 'device', 'analysis'],
     });
     expect(c.home.endsWith('.dossier')).toBe(true);
-    expect(c.storePath).toBe(`${c.home}/dossier.db`);
+    expect(c.store).toBe(`${c.home}/dossier.db`);
+    expect(loadConfig({ DOSSIER_STORE: 'postgres://u@db/dossier' }).store).toBe('postgres://u@db/dossier');
   });
 
   it('names every bad variable, what was given and what is accepted', () => {

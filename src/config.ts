@@ -35,7 +35,7 @@ const schema = z.object({
   DOSSIER_UI_URL: z.url({ error: 'expected an http(s) URL' }).optional(),
   DOSSIER_NAMESPACE: name('dossier'),
   DOSSIER_TEMPORAL_CLI: z.string().min(1).optional(),
-  /** Path of the SQLite file; relative paths resolve under DOSSIER_HOME. */
+  /** A SQLite file path (relative paths resolve under DOSSIER_HOME) or a postgres:// URL. */
   DOSSIER_STORE: z.string().min(1).default('dossier.db'),
   DOSSIER_ALLOWED_ROOTS: z
     .string()
@@ -70,7 +70,8 @@ export interface Config {
   uiUrl: string | undefined;
   namespace: string;
   temporalCli: string | undefined;
-  storePath: string;
+  /** The SQLite file, or the PostgreSQL URL, of the evidence store. */
+  store: string;
   allowedRoots: string[];
   replyBudgetBytes: number;
   maxRequestBytes: number;
@@ -120,7 +121,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uiUrl: c.DOSSIER_UI_URL,
     namespace: c.DOSSIER_NAMESPACE,
     temporalCli: c.DOSSIER_TEMPORAL_CLI,
-    storePath: path.resolve(home, c.DOSSIER_STORE),
+    store: /^postgres(ql)?:\/\//.test(c.DOSSIER_STORE)
+      ? c.DOSSIER_STORE
+      : path.resolve(home, c.DOSSIER_STORE),
     allowedRoots: allowedRoots.map((r) => path.resolve(r)),
     replyBudgetBytes: c.DOSSIER_REPLY_BUDGET_BYTES,
     maxRequestBytes: c.DOSSIER_MAX_REQUEST_BYTES,

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { DossierError, toToolError, type ToolError } from './domain/errors.ts';
 import type { EvidenceStore } from './evidence/store.ts';
+import { replyBytes, type Ledger } from './evidence/ledger.ts';
 import type { Principal } from './evidence/types.ts';
 import { idempotencyKeySchema, waitMsSchema } from './launches/keys.ts';
 import type { LaunchService, WaitOptions } from './launches/service.ts';
@@ -35,6 +36,7 @@ export class Gateway {
     private readonly deps: {
       store: EvidenceStore;
       launches: LaunchService;
+      ledger: Ledger;
       namespace: string;
       uiUrl: string;
     },
@@ -47,10 +49,27 @@ export class Gateway {
     opts: CallOptions = {},
   ): Promise<CallResult> {
     try {
-      return { ok: true, value: await this.dispatch(caller, name, args ?? {}, opts) };
+      const value = await this.dispatch(caller, name, args ?? {}, opts);
+      const bytes = replyBytes(value);
+      if (bytes > this.deps.ledger.replyBudgetBytes) {
+        // Never cut a reply: say so, and how to ask for less.
+        throw new DossierError(
+          'resource_constraint',
+          `The reply of ${name} would be ${bytes} bytes, over the reply budget of ${this.deps.ledger.replyBudgetBytes}.`,
+          'Ask for less: a smaller limit, a narrower filter, or detail "summary".',
+          { bytes, budget: this.deps.ledger.replyBudgetBytes },
+        );
+      }
+      return { ok: true, value };
     } catch (err) {
       return { ok: false, error: toToolError(err) };
     }
+  }
+
+  /** Launch replies carry their result within the reply budget: complete when it fits, else summary + continuation. */
+  private async deliver(caller: Principal, reply: Record<string, unknown>, detail: Detail = 'summary') {
+    if (reply.status === 'running' || !reply.evidence_id) return reply;
+    return this.deps.ledger.deliver(caller, reply, detail);
   }
 
   private async dispatch(caller: Principal, name: string, args: unknown, opts: CallOptions) {
@@ -103,6 +122,8 @@ export class Gateway {
     }
   }
 }
+
+type Detail = 'complete' | 'summary';
 
 function parseInput(contract: ToolContract, args: unknown): Record<string, unknown> {
   const parsed = callSchema(contract).safeParse(args);

@@ -1,5 +1,6 @@
 // Starts one real Temporal dev server (the provisioned CLI, not a download) for
-// the whole test run and bundles the workflow code once.
+// the whole test run, one PostgreSQL cluster (Debian's binaries) for the
+// store suites, and bundles the workflow code once.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import { startDevServer, type DevServer } from '../src/dev/devServer.ts';
 import { resolveTemporalCli } from '../src/dev/temporalCli.ts';
 import { workflowBundle } from '../src/worker.ts';
 import { freePort } from './helpers/ports.ts';
+import { startPostgres, type Postgres } from './helpers/postgres.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -15,10 +17,12 @@ declare module 'vitest' {
     uiUrl: string;
     temporalCli: string;
     bundleCacheDir: string;
+    postgresUrl: string;
   }
 }
 
 let server: DevServer | undefined;
+let postgres: Postgres | undefined;
 let dir: string | undefined;
 
 export async function setup(project: TestProject) {
@@ -30,7 +34,7 @@ export async function setup(project: TestProject) {
     throw new Error('the tests need a Temporal CLI binary (run `npm run provision:temporal`)');
   dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-tests-'));
   const bundleCacheDir = path.join(dir, 'bundles');
-  const [started] = await Promise.all([
+  const [started, pgStarted] = await Promise.all([
     startDevServer({
       cli,
       dbFile: path.join(dir, 'temporal.db'),
@@ -39,9 +43,12 @@ export async function setup(project: TestProject) {
       namespace: 'dossier',
       logFile: path.join(dir, 'temporal.log'),
     }),
+    startPostgres(await freePort()),
     workflowBundle(bundleCacheDir),
   ]);
   server = started;
+  postgres = pgStarted;
+  project.provide('postgresUrl', postgres.url);
   project.provide('temporalAddress', server.address);
   project.provide('uiUrl', server.uiUrl);
   project.provide('temporalCli', cli.path);
@@ -50,5 +57,6 @@ export async function setup(project: TestProject) {
 
 export async function teardown() {
   await server?.stop();
+  postgres?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 }

@@ -12,6 +12,7 @@ import { allowedExecutable } from './policy.ts';
 import { liveGroupMembers, signalGroup } from './processes.ts';
 
 const HEAD_CHARS = 512;
+const LINE_PART_CHARS = 4_096;
 
 class CappedStream {
   readonly chunks: Buffer[] = [];
@@ -32,15 +33,31 @@ class CappedStream {
   }
 
   describe() {
-    const text = Buffer.concat(this.chunks).toString('utf8');
     return {
       bytes: this.total,
       retained_bytes: this.retained,
       truncated: this.total > this.retained,
       sha256: this.hash.digest('hex'),
-      text,
     };
   }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+/** Output as rows: one per line, long lines split into parts so no row is huge. */
+export function lineRows(text: string): { line: number; part: number; text: string }[] {
+  if (text === '') return [];
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  const rows: { line: number; part: number; text: string }[] = [];
+  lines.forEach((line, i) => {
+    for (let part = 0, at = 0; part === 0 || at < line.length; part++, at += LINE_PART_CHARS) {
+      rows.push({ line: i + 1, part, text: line.slice(at, at + LINE_PART_CHARS) });
+    }
+  });
+  return rows;
 }
 
 async function fileSha256(file: string): Promise<string> {
@@ -114,6 +131,8 @@ export const captureProcess: Effect = async (raw, ctx) => {
 
   const out = stdout.describe();
   const err = stderr.describe();
+  const outText = stdout.text();
+  const errText = stderr.text();
   const limitations: string[] = [];
   if (out.truncated) limitations.push(`stdout was capped at ${input.max_output_bytes} bytes`);
   if (err.truncated) limitations.push(`stderr was capped at ${input.max_output_bytes} bytes`);
@@ -150,17 +169,28 @@ export const captureProcess: Effect = async (raw, ctx) => {
     stderr_bytes: err.bytes,
     stdout_truncated: out.truncated,
     stderr_truncated: err.truncated,
-    stdout_head: out.text.slice(0, HEAD_CHARS),
-    stderr_head: err.text.slice(0, HEAD_CHARS),
+    stdout_head: outText.slice(0, HEAD_CHARS),
+    stderr_head: errText.slice(0, HEAD_CHARS),
   };
   const result: EffectResult = {
     status: ending === 'cancel' ? 'cancelled' : exit.spawnError ? 'failed' : 'succeeded',
     document,
-    collections: {},
+    collections: { stdout: lineRows(outText), stderr: lineRows(errText) },
     summary,
     truncated: out.truncated || err.truncated,
     limitations,
     target: { path: resolved, digest: `sha256:${executableSha256}` },
+    unknowns: [
+      ...(out.truncated
+        ? [{ question: 'What did stdout contain past the retained cap?', scope: `${ctx.launchId} stdout` }]
+        : []),
+      ...(err.truncated
+        ? [{ question: 'What did stderr contain past the retained cap?', scope: `${ctx.launchId} stderr` }]
+        : []),
+      ...(ending === 'timeout'
+        ? [{ question: 'What would the process have done after the timeout?', scope: `${ctx.launchId} run` }]
+        : []),
+    ],
   };
   if (exit.spawnError) {
     result.error = new DossierError(

@@ -3,9 +3,12 @@
 // activities/index.ts, so an effect only does its own job.
 import type { Config } from '../config.ts';
 import type { ToolError } from '../domain/errors.ts';
+import type { NewUnknown } from '../evidence/types.ts';
 
 export interface EffectContext {
   config: Config;
+  /** The launch's workflow ID: scope for the unknowns it leaves. */
+  launchId: string;
   /** A fresh, empty directory that belongs to this launch alone. */
   workspace: string;
   /** Aborted when the launch is cancelled. */
@@ -30,6 +33,8 @@ export interface EffectResult {
   limitations: string[];
   target: { digest?: string; path?: string } | null;
   error?: ToolError;
+  /** What the run leaves unresolved, one unknown per item. */
+  unknowns?: NewUnknown[];
 }
 
 export type Effect = (input: Record<string, unknown>, ctx: EffectContext) => Promise<EffectResult>;

@@ -12,6 +12,7 @@ import { toToolError } from '../domain/errors.ts';
 import type { EvidenceStore } from '../evidence/store.ts';
 import type { LaunchOutcome } from '../evidence/types.ts';
 import { isFinished } from '../evidence/types.ts';
+import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { captureProcess } from './capture.ts';
 import type { Effect, EffectContext } from './effect.ts';
 import type { BookkeepingActivities, EffectActivities, JournalView, LaunchRequest } from './types.ts';
@@ -24,6 +25,11 @@ export const EFFECTS: Record<string, Effect> = {
 };
 
 const PROGRESS_WRITE_INTERVAL_MS = 1_000;
+
+function filterableOf(tool: string): Record<string, string[]> {
+  const collections = TOOLS_BY_NAME.get(tool)?.collections ?? {};
+  return Object.fromEntries(Object.entries(collections).map(([name, spec]) => [name, spec.filterable]));
+}
 
 export function createActivities(deps: { store: EvidenceStore; config: Config }) {
   const { store, config } = deps;
@@ -50,6 +56,7 @@ export function createActivities(deps: { store: EvidenceStore; config: Config })
     const beat = setInterval(() => activity.heartbeat(latest), 1_000);
     const ctx: EffectContext = {
       config,
+      launchId: req.workflowId,
       workspace,
       signal: activity.cancellationSignal,
       begin: async () => {
@@ -92,6 +99,8 @@ export function createActivities(deps: { store: EvidenceStore; config: Config })
         },
         document: result.document,
         collections: result.collections,
+        filterable: filterableOf(req.tool),
+        unknowns: result.unknowns,
       });
       outcome = {
         status: result.status,

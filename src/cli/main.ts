@@ -1,7 +1,7 @@
 // `dossier <command>`: start (the embedded stack), worker, gateway, token, provision-temporal.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { SqliteStore } from '../evidence/sqlite.ts';
+import { openStore } from '../evidence/open.ts';
 import { ROLES } from '../evidence/store.ts';
 import type { Role } from '../evidence/types.ts';
 import { startStack, writeDevJson, type DevJson, type StackParts } from '../dev/stack.ts';
@@ -124,7 +124,7 @@ async function token(args: string[]) {
   if (!ROLES.includes(values.role as Role)) problems.push(`--role: one of ${ROLES.join(', ')}`);
   if (problems.length) throw new ConfigError(problems, 'Invalid arguments to `dossier token create`');
   const config = loadConfig();
-  const store = new SqliteStore(config.storePath);
+  const store = await openStore(config.store);
   try {
     const created = await store.createToken(
       { principal: values.principal!, team: values.team!, role: values.role as Role },

@@ -6,8 +6,9 @@ import { Client, Connection } from '@temporalio/client';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.ts';
-import { SqliteStore } from '../evidence/sqlite.ts';
+import { openStore } from '../evidence/open.ts';
 import type { EvidenceStore } from '../evidence/store.ts';
+import { Ledger } from '../evidence/ledger.ts';
 import { Gateway } from '../gateway.ts';
 import { LaunchService } from '../launches/service.ts';
 import { startHttpGateway, type HttpGateway } from '../mcp/http.ts';
@@ -85,7 +86,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     stoppers.push(() => connection.close());
     await ensureNamespace(connection, config.namespace, config.retentionDays);
 
-    const store = new SqliteStore(config.storePath);
+    const store = await openStore(config.store);
     stoppers.push(() => store.close());
 
     if (bundling) {
@@ -97,7 +98,8 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     if (parts.gateway !== false) {
       const client = new Client({ connection, namespace: config.namespace });
       const launches = new LaunchService({ store, client, namespace: config.namespace, uiUrl });
-      const gateway = new Gateway({ store, launches, namespace: config.namespace, uiUrl });
+      const ledger = new Ledger(store, config.replyBudgetBytes);
+      const gateway = new Gateway({ store, launches, ledger, namespace: config.namespace, uiUrl });
       http = await startHttpGateway(gateway, store, {
         host: config.host,
         port: config.port,

@@ -36,6 +36,17 @@ export function sha256Hex(data: string | Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
+/** An incremental SHA-256, for content too large to concatenate first. */
+sha256Hex.stream = () => {
+  const hash = createHash('sha256');
+  return {
+    update(data: string | Uint8Array) {
+      hash.update(data);
+    },
+    digest: () => hash.digest('hex'),
+  };
+};
+
 export function digestOf(value: unknown): string {
   return sha256Hex(canonicalJson(value));
 }

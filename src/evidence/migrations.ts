@@ -5,7 +5,7 @@
 export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
   {
     version: 1,
-    name: 'tokens, launches, evidence',
+    name: 'tokens, launches, evidence with collection rows and filter keys, residual unknowns',
     sql: `
 CREATE TABLE tokens (
   token_hash TEXT PRIMARY KEY,
@@ -38,18 +38,6 @@ CREATE TABLE launches (
   PRIMARY KEY (team, principal, idempotency_key)
 );
 CREATE INDEX launches_by_team ON launches (team, created_at, workflow_id);
-CREATE TABLE evidence (
-  evidence_id TEXT PRIMARY KEY,
-  team TEXT NOT NULL,
-  principal TEXT NOT NULL,
-  tool TEXT NOT NULL,
-  investigation TEXT,
-  workflow_id TEXT,
-  created_at TEXT NOT NULL,
-  record TEXT NOT NULL,
-  document TEXT NOT NULL
-);
-CREATE INDEX evidence_by_team ON evidence (team, created_at, evidence_id);
 CREATE TABLE evidence_rows (
   evidence_id TEXT NOT NULL,
   collection TEXT NOT NULL,
@@ -57,6 +45,53 @@ CREATE TABLE evidence_rows (
   row TEXT NOT NULL,
   PRIMARY KEY (evidence_id, collection, source_index)
 );
+CREATE TABLE evidence (
+  team TEXT NOT NULL,
+  evidence_id TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  investigation TEXT,
+  workflow_id TEXT,
+  created_at TEXT NOT NULL,
+  record TEXT NOT NULL,
+  document TEXT NOT NULL,
+  PRIMARY KEY (team, evidence_id)
+);
+CREATE INDEX evidence_by_team ON evidence (team, created_at, evidence_id);
+CREATE TABLE evidence_row_keys (
+  evidence_id TEXT NOT NULL,
+  collection TEXT NOT NULL,
+  field TEXT NOT NULL,
+  value TEXT NOT NULL,
+  ordinal INTEGER NOT NULL,
+  source_index INTEGER NOT NULL,
+  PRIMARY KEY (evidence_id, collection, field, value, ordinal)
+);
+CREATE TABLE evidence_key_counts (
+  evidence_id TEXT NOT NULL,
+  collection TEXT NOT NULL,
+  field TEXT NOT NULL,
+  value TEXT NOT NULL,
+  rows INTEGER NOT NULL,
+  PRIMARY KEY (evidence_id, collection, field, value)
+);
+CREATE TABLE unknowns (
+  team TEXT NOT NULL,
+  unknown_id TEXT NOT NULL,
+  question TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  status TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  investigation TEXT,
+  evidence_ids TEXT NOT NULL,
+  settled_by TEXT,
+  note TEXT,
+  created_by TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (team, unknown_id)
+);
+CREATE INDEX unknowns_by_status ON unknowns (team, status, created_at, unknown_id);
 `,
   },
 ];

@@ -1,14 +1,19 @@
 // The one interface the gateway and the workers use to reach retained state.
-// Every read that returns launches or Evidence takes the caller's team.
+// Every read that returns launches, Evidence or unknowns takes the caller's team.
 import type {
   EvidenceRecord,
   LaunchOutcome,
   LaunchRecord,
   LaunchStatus,
   NewEvidence,
+  NewUnknown,
   Page,
+  PageRow,
   Principal,
   Role,
+  UnknownRecord,
+  UnknownStatus,
+  Where,
 } from './types.ts';
 
 export interface NewLaunch {
@@ -29,7 +34,39 @@ export interface LaunchFilter {
   limit: number;
 }
 
+export interface EvidenceFilter {
+  tool?: string;
+  investigation?: string;
+  workflowId?: string;
+  cursor?: string;
+  limit: number;
+}
+
+export interface UnknownFilter {
+  status?: UnknownStatus;
+  investigation?: string;
+  cursor?: string;
+  limit: number;
+}
+
+export interface PageQuery {
+  evidenceId: string;
+  collection: string;
+  /** The collection's row count, from the Evidence record. */
+  total: number;
+  where?: Where;
+  offset: number;
+  limit: number;
+}
+
+export interface PageResult {
+  rows: PageRow[];
+  matched: number;
+}
+
 export interface EvidenceStore {
+  readonly dialect: 'sqlite' | 'postgres';
+
   /** Creates a token for a principal; the plain token is returned once and only its hash is kept. */
   createToken(principal: Principal, label?: string): Promise<string>;
   resolveToken(token: string): Promise<Principal | undefined>;
@@ -50,10 +87,31 @@ export interface EvidenceStore {
   finishLaunch(workflowId: string, outcome: LaunchOutcome): Promise<LaunchRecord | undefined>;
   listLaunches(team: string, filter: LaunchFilter): Promise<Page<LaunchRecord>>;
 
-  /** Retains a complete result; idempotent because the id is content-addressed. */
-  putEvidence(evidence: NewEvidence): Promise<EvidenceRecord>;
+  /** Retains a complete result (for `team`, by default the record's); idempotent because the id is content-addressed. */
+  putEvidence(evidence: NewEvidence, team?: string): Promise<EvidenceRecord>;
   getEvidence(team: string, evidenceId: string): Promise<EvidenceRecord | undefined>;
   getEvidenceDocument(team: string, evidenceId: string): Promise<Record<string, unknown> | undefined>;
+  listEvidence(team: string, filter: EvidenceFilter): Promise<Page<EvidenceRecord>>;
+  /** One page of a collection; the caller has checked the team can see the Evidence. */
+  page(query: PageQuery): Promise<PageResult>;
+  /** Every row of a collection in source order (bundles; bounded by the caller). */
+  allRows(evidenceId: string, collection: string): Promise<unknown[]>;
+
+  recordUnknown(
+    team: string,
+    principal: string,
+    unknown: NewUnknown & { unknown_id: string },
+    investigation: string | null,
+    evidenceIds: string[],
+  ): Promise<{ created: boolean; unknown: UnknownRecord }>;
+  getUnknown(team: string, unknownId: string): Promise<UnknownRecord | undefined>;
+  updateUnknown(
+    team: string,
+    unknownId: string,
+    expectedRevision: number,
+    change: { status?: UnknownStatus; note?: string | null; settledBy?: string[] | null },
+  ): Promise<{ applied: boolean; unknown: UnknownRecord | undefined }>;
+  listUnknowns(team: string, filter: UnknownFilter): Promise<Page<UnknownRecord>>;
 
   close(): Promise<void>;
 }

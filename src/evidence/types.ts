@@ -61,17 +61,62 @@ export interface EvidenceRecord {
   launch: { workflow_id: string; run_id: string } | null;
   created_at: string;
   summary: Record<string, unknown>;
-  collections: Record<string, { rows: number }>;
+  collections: Record<string, CollectionInfo>;
   truncated: boolean;
   limitations: string[];
   document: { bytes: number; digest: string };
 }
 
+export interface CollectionInfo {
+  rows: number;
+  /** Bytes of the rows as canonical JSON, so a reply's size is known before it is built. */
+  bytes: number;
+  /** SHA-256 of the rows' canonical JSON, one row per line. */
+  digest: string;
+  /** Fields that exact `where` filters may use. */
+  filterable: string[];
+}
+
+export interface NewUnknown {
+  question: string;
+  scope: string;
+}
+
 export interface NewEvidence {
   record: Omit<EvidenceRecord, 'evidence_id' | 'collections' | 'document'>;
+  /** The result without its collections, which are stored row by row. */
   document: Record<string, unknown>;
   collections: Record<string, unknown[]>;
+  filterable?: Record<string, string[]>;
+  /** What the tool left unresolved: one residual unknown each, with its own identity. */
+  unknowns?: NewUnknown[];
 }
+
+export const UNKNOWN_STATUSES = ['open', 'resolved', 'refuted', 'superseded'] as const;
+export type UnknownStatus = (typeof UNKNOWN_STATUSES)[number];
+
+export interface UnknownRecord {
+  unknown_id: string;
+  question: string;
+  scope: string;
+  status: UnknownStatus;
+  revision: number;
+  investigation: string | null;
+  evidence_ids: string[];
+  settled_by: string[] | null;
+  note: string | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface PageRow {
+  source_index: number;
+  row: unknown;
+}
+
+/** Exact filters: a row matches when, for every field, one of the values equals the row's value (or an element of it). */
+export type Where = Record<string, (string | number | boolean | null)[]>;
 
 export interface Page<T> {
   items: T[];

@@ -44,6 +44,12 @@ const captureInput = z.object({
     'Wall-clock limit; then the process group gets SIGTERM and, 2 s later, SIGKILL',
   ).refine((v) => v >= 100, { error: 'timeout_ms must be at least 100' }),
   max_output_bytes: bounded(CAPTURE_LIMITS.max_output_bytes, 'Cap on retained stdout and stderr, each'),
+  detail: z
+    .enum(['complete', 'summary'])
+    .default('complete')
+    .describe(
+      'complete: the whole result when it fits the reply budget, else summary + continuation; summary: always the summary.',
+    ),
   investigation: z
     .string()
     .regex(/^[A-Za-z0-9._:-]{1,128}$/)
@@ -68,6 +74,9 @@ export const captureProcessScenario = defineTool({
   },
   runsOn: 'capture',
   limits: CAPTURE_LIMITS,
-  collections: {},
+  collections: {
+    stdout: { description: 'Standard output, one row per line: {line, part, text}', filterable: ['line'] },
+    stderr: { description: 'Standard error, one row per line: {line, part, text}', filterable: ['line'] },
+  },
   maxRunMs: (input) => input.timeout_ms + KILL_GRACE_MS + 5_000,
 });

@@ -2,7 +2,14 @@
 import { captureProcessScenario } from './capture.ts';
 import type { ToolContract } from './contract.ts';
 import { awaitLaunch, cancelLaunch, getLaunch, listLaunches, whoami } from './launchTools.ts';
-import { getEvidence } from './ledgerTools.ts';
+import {
+  getEvidence,
+  inspectAnalysisView,
+  listEvidence,
+  listUnknowns,
+  recordUnknown,
+  updateUnknown,
+} from './ledgerTools.ts';
 
 export const CATALOG: readonly ToolContract[] = [
   captureProcessScenario,
@@ -10,7 +17,12 @@ export const CATALOG: readonly ToolContract[] = [
   awaitLaunch,
   cancelLaunch,
   listLaunches,
+  inspectAnalysisView,
   getEvidence,
+  listEvidence,
+  recordUnknown,
+  updateUnknown,
+  listUnknowns,
   whoami,
 ] as unknown as readonly ToolContract[];
 

@@ -1,19 +1,156 @@
-// Ledger tools served by the gateway from the evidence store.
+// Ledger tools, served by the gateway from the evidence store (brief §3, §4).
 import { z } from 'zod';
+import { PAGE_LIMIT, WHERE_LIMITS } from '../evidence/views.ts';
+import { UNKNOWN_STATUSES } from '../evidence/types.ts';
 import { defineTool } from './contract.ts';
 
 export const EVIDENCE_ID = /^ev_[0-9a-f]{64}$/;
+export const UNKNOWN_ID = /^unk_[0-9a-f]{32}$/;
+export const LEDGER_LIST_LIMIT = { default: 50, max: 200, unit: 'items' };
+
+const READ = { idempotent: true, readOnly: true, destructive: false, openWorld: false, effects: [] };
+const LEDGER_WRITE = {
+  idempotent: true,
+  readOnly: false,
+  destructive: false,
+  openWorld: false,
+  effects: ['writes dossier’s own ledger'],
+};
+
+export const evidenceIdSchema = z
+  .string()
+  .regex(EVIDENCE_ID, { error: 'evidence_id is "ev_" followed by 64 hex digits' })
+  .describe('An Evidence id (ev_…) from a launch reply or list_evidence.');
+const investigation = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/);
+const cursor = z
+  .string()
+  .max(1_024)
+  .optional()
+  .describe('next_cursor from the previous page; omit for the first.');
+const limit = z.number().int().min(1).max(LEDGER_LIST_LIMIT.max).default(LEDGER_LIST_LIMIT.default);
+
+const filterValue = z.union([z.string().max(WHERE_LIMITS.valueChars), z.number(), z.boolean(), z.null()]);
+export const whereSchema = z
+  .record(z.string().max(128), z.array(filterValue).max(WHERE_LIMITS.values))
+  .refine((w) => Object.keys(w).length <= WHERE_LIMITS.fields, {
+    error: `at most ${WHERE_LIMITS.fields} fields`,
+  })
+  .describe(
+    'Exact filters: {field: [values]}. A row matches when every field equals one of its values (or, for a list field, contains one). No normalization: "0x10" does not match "0X10".',
+  );
+
+export const viewSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('summary') }),
+  z.strictObject({
+    kind: z.literal('page'),
+    collection: z.string().min(1).max(128),
+    where: whereSchema.optional(),
+    offset: z.number().int().min(0).max(2_147_483_647).default(0),
+    limit: z.number().int().min(1).max(PAGE_LIMIT.max).default(PAGE_LIMIT.default),
+  }),
+]);
+
+export const inspectAnalysisView = defineTool({
+  name: 'inspect_analysis_view',
+  title: 'Inspect retained Evidence',
+  description:
+    'Read retained Evidence without moving it whole: {kind:"summary"}, or {kind:"page", collection, where?, offset, limit} (limit ≤ 256). Pages carry rows with their source_index and coverage {offset, returned, matched, total, next_offset, exhausted}; an empty page never means a row is absent.',
+  input: z.strictObject({ evidence_id: evidenceIdSchema, view: viewSchema }),
+  effect: READ,
+  runsOn: 'gateway',
+  limits: { limit: PAGE_LIMIT },
+  collections: {},
+});
 
 export const getEvidence = defineTool({
   name: 'get_evidence',
   title: 'Get an Evidence record',
   description:
-    'One retained Evidence record of your team: provenance, summary, collections with row counts, truncation and limitations. The complete document stays in the store.',
-  input: z.strictObject({
-    evidence_id: z.string().regex(EVIDENCE_ID, { error: 'evidence_id is "ev_" followed by 64 hex digits' }),
-  }),
-  effect: { idempotent: true, readOnly: true, destructive: false, openWorld: false, effects: [] },
+    'One retained Evidence record of your team: provenance, summary, collections with row counts and filterable fields, truncation and limitations. Rows are read with inspect_analysis_view.',
+  input: z.strictObject({ evidence_id: evidenceIdSchema }),
+  effect: READ,
   runsOn: 'gateway',
   limits: {},
+  collections: {},
+});
+
+export const listEvidence = defineTool({
+  name: 'list_evidence',
+  title: 'List Evidence',
+  description:
+    "Your team's retained Evidence records, newest first, by tool, investigation or launch workflow.",
+  input: z.strictObject({
+    tool: z.string().max(64).optional(),
+    investigation: investigation.optional(),
+    workflow_id: z.string().max(512).optional().describe('Only Evidence retained by this launch.'),
+    cursor,
+    limit,
+  }),
+  effect: READ,
+  runsOn: 'gateway',
+  limits: { limit: LEDGER_LIST_LIMIT },
+  collections: {},
+});
+
+export const recordUnknown = defineTool({
+  name: 'record_unknown',
+  title: 'Record a residual unknown',
+  description:
+    'Record a question the evidence leaves open. Its id derives from question and scope, so recording it again returns the same unknown unchanged.',
+  input: z.strictObject({
+    question: z.string().min(1).max(4_096),
+    scope: z
+      .string()
+      .min(1)
+      .max(1_024)
+      .describe('What the question is about: a target, address, component, launch.'),
+    evidence_ids: z
+      .array(evidenceIdSchema)
+      .max(64)
+      .default([])
+      .describe('Evidence that raised the question.'),
+    investigation: investigation.optional(),
+  }),
+  effect: LEDGER_WRITE,
+  runsOn: 'gateway',
+  limits: {},
+  collections: {},
+});
+
+export const updateUnknown = defineTool({
+  name: 'update_unknown',
+  title: 'Update a residual unknown',
+  description:
+    'Change an unknown’s status (open, resolved, refuted, superseded), note or settling evidence, only if its revision is still expected_revision; otherwise revision_conflict and nothing changes.',
+  input: z.strictObject({
+    unknown_id: z.string().regex(UNKNOWN_ID, { error: 'unknown_id is "unk_" followed by 32 hex digits' }),
+    expected_revision: z.number().int().min(1),
+    status: z.enum(UNKNOWN_STATUSES).optional(),
+    note: z.string().max(4_096).nullable().optional(),
+    settled_by: z
+      .array(evidenceIdSchema)
+      .max(64)
+      .optional()
+      .describe('Evidence that resolves, refutes or supersedes it (required for those statuses).'),
+  }),
+  effect: LEDGER_WRITE,
+  runsOn: 'gateway',
+  limits: {},
+  collections: {},
+});
+
+export const listUnknowns = defineTool({
+  name: 'list_unknowns',
+  title: 'List residual unknowns',
+  description: "Your team's residual unknowns, newest first, by status and investigation.",
+  input: z.strictObject({
+    status: z.enum(UNKNOWN_STATUSES).optional(),
+    investigation: investigation.optional(),
+    cursor,
+    limit,
+  }),
+  effect: READ,
+  runsOn: 'gateway',
+  limits: { limit: LEDGER_LIST_LIMIT },
   collections: {},
 });

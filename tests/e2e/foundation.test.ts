@@ -175,8 +175,9 @@ describe('capture_process_scenario as a keyed launch', () => {
       team: 'local',
       launch: { workflow_id: 'launch/local/local/slice-evidence', run_id: reply.launch.run_id },
     });
-    const document = await t.stack.store.getEvidenceDocument('local', reply.evidence_id);
-    expect((document?.stdout as { text: string }).text).toBe('retained\n');
+    expect(await t.stack.store.allRows(reply.evidence_id, 'stdout')).toEqual([
+      { line: 1, part: 0, text: 'retained' },
+    ]);
 
     const outsider = await t.connect(await t.tokenFor('mallory', 'other-team'));
     const hidden = await call(outsider, 'get_evidence', { evidence_id: reply.evidence_id });

@@ -1,21 +1,7 @@
-// The store's launch journal on a real SQLite file.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+// The store's suite, run on SQLite and on PostgreSQL alike.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SqliteStore } from './sqlite.ts';
-import type { NewLaunch } from './store.ts';
-
-let dir: string;
-let store: SqliteStore;
-beforeEach(() => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-store-'));
-  store = new SqliteStore(path.join(dir, 'dossier.db'));
-});
-afterEach(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+import type { EvidenceStore, NewLaunch } from '../../src/evidence/store.ts';
+import { BACKENDS, freshStore } from '../helpers/backends.ts';
 
 const launch = (over: Partial<NewLaunch> = {}): NewLaunch => ({
   team: 't',
@@ -29,13 +15,30 @@ const launch = (over: Partial<NewLaunch> = {}): NewLaunch => ({
   ...over,
 });
 
-describe('SqliteStore launches', () => {
+describe.each(BACKENDS)('store on %s', (backend) => {
+  let store: EvidenceStore;
+  let close: () => Promise<void>;
+  beforeEach(async () => {
+    ({ store, close } = await freshStore(backend));
+  });
+  afterEach(async () => {
+    await close();
+  });
+
   it('claims a key once; a second claim returns the first record unchanged', async () => {
     const a = await store.claimLaunch(launch());
     const b = await store.claimLaunch(launch({ bodyDigest: 'd2' }));
     expect(a.created).toBe(true);
     expect(b.created).toBe(false);
     expect(b.record.bodyDigest).toBe('d1');
+  });
+
+  it('gives exactly one of many concurrent claims of a key the win', async () => {
+    const claims = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => store.claimLaunch(launch({ bodyDigest: `d${i}` }))),
+    );
+    expect(claims.filter((c) => c.created)).toHaveLength(1);
+    expect(new Set(claims.map((c) => c.record.bodyDigest)).size).toBe(1);
   });
 
   it('scopes keys to the principal', async () => {

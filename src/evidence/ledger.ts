@@ -1,0 +1,162 @@
+// The ledger behind the gateway's read and unknown tools, and the delivery of
+// producing tools' results within the reply budget.
+import { DossierError } from '../domain/errors.ts';
+import { unknownId } from './evidence.ts';
+import type { EvidenceStore, EvidenceFilter, UnknownFilter } from './store.ts';
+import type { EvidenceRecord, Principal, UnknownStatus } from './types.ts';
+import { findEvidence, fitPage, PAGE_LIMIT, pageView, summaryView, type ViewRequest } from './views.ts';
+
+/** Bytes a reply takes on the wire as MCP text content (its JSON). */
+export const replyBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+
+export class Ledger {
+  constructor(
+    private readonly store: EvidenceStore,
+    readonly replyBudgetBytes: number,
+  ) {}
+
+  async inspect(caller: Principal, evidenceId: string, view: ViewRequest) {
+    const record = await findEvidence(this.store, caller.team, evidenceId);
+    if (view.kind === 'summary') return { ...summaryView(record) };
+    const page = await pageView(this.store, record, view);
+    return { ...fitPage(page, (p) => replyBytes(p) <= this.replyBudgetBytes) };
+  }
+
+  async get(caller: Principal, evidenceId: string) {
+    return { evidence: await findEvidence(this.store, caller.team, evidenceId) };
+  }
+
+  async list(caller: Principal, filter: EvidenceFilter) {
+    const page = await this.store.listEvidence(caller.team, filter);
+    return { evidence: page.items, next_cursor: page.nextCursor };
+  }
+
+  async recordUnknown(
+    caller: Principal,
+    input: { question: string; scope: string; evidence_ids: string[]; investigation?: string },
+  ) {
+    await this.requireEvidence(caller, input.evidence_ids);
+    const id = unknownId(input);
+    const { created, unknown } = await this.store.recordUnknown(
+      caller.team,
+      caller.principal,
+      { unknown_id: id, question: input.question, scope: input.scope },
+      input.investigation ?? null,
+      input.evidence_ids,
+    );
+    return { created, unknown };
+  }
+
+  async updateUnknown(
+    caller: Principal,
+    input: {
+      unknown_id: string;
+      expected_revision: number;
+      status?: UnknownStatus;
+      note?: string | null;
+      settled_by?: string[];
+    },
+  ) {
+    const current = await this.store.getUnknown(caller.team, input.unknown_id);
+    if (!current) {
+      throw new DossierError(
+        'not_found',
+        `No unknown ${input.unknown_id} is visible to your team.`,
+        'list_unknowns shows your team’s unknowns.',
+        {
+          unknown_id: input.unknown_id,
+        },
+      );
+    }
+    const settles = input.status !== undefined && input.status !== 'open';
+    if (settles && !(input.settled_by?.length || current.settled_by?.length)) {
+      throw new DossierError(
+        'invalid_params',
+        `Status "${input.status}" needs the Evidence that settles it.`,
+        'Pass settled_by with the evidence_id(s) that resolve, refute or supersede the unknown.',
+      );
+    }
+    await this.requireEvidence(caller, input.settled_by ?? []);
+    const { applied, unknown } = await this.store.updateUnknown(
+      caller.team,
+      input.unknown_id,
+      input.expected_revision,
+      {
+        status: input.status,
+        note: input.note,
+        settledBy: input.settled_by,
+      },
+    );
+    if (!applied) {
+      throw new DossierError(
+        'revision_conflict',
+        `Unknown ${input.unknown_id} is at revision ${unknown?.revision}, not ${input.expected_revision}; nothing was changed.`,
+        'Read it again (list_unknowns), reconcile with the newer revision, and retry with its revision as expected_revision.',
+        {
+          unknown_id: input.unknown_id,
+          expected_revision: input.expected_revision,
+          current_revision: unknown?.revision,
+        },
+      );
+    }
+    return { unknown };
+  }
+
+  async listUnknowns(caller: Principal, filter: UnknownFilter) {
+    const page = await this.store.listUnknowns(caller.team, filter);
+    return { unknowns: page.items, next_cursor: page.nextCursor };
+  }
+
+  private async requireEvidence(caller: Principal, ids: string[]) {
+    for (const id of ids) await findEvidence(this.store, caller.team, id);
+  }
+
+  /**
+   * Delivers a producing tool's result: complete when it fits the reply budget,
+   * otherwise its summary plus a continuation page request that fits. Never cut.
+   */
+  async deliver(caller: Principal, reply: Record<string, unknown>, detail: 'complete' | 'summary') {
+    const evidenceId = reply.evidence_id as string | undefined;
+    if (!evidenceId) return reply;
+    const record = await findEvidence(this.store, caller.team, evidenceId);
+    const collections = Object.entries(record.collections);
+    const estimate =
+      replyBytes(reply) +
+      record.document.bytes +
+      collections.reduce((n, [name, c]) => n + c.bytes + name.length + 8, 64);
+    if (detail === 'complete' && estimate <= this.replyBudgetBytes) {
+      const document = await this.store.getEvidenceDocument(caller.team, evidenceId);
+      const rows: Record<string, unknown[]> = {};
+      for (const [name] of collections) rows[name] = await this.store.allRows(evidenceId, name);
+      const complete = { ...reply, detail: 'complete', result: { document, collections: rows } };
+      if (replyBytes(complete) <= this.replyBudgetBytes) return complete;
+    }
+    const summarized = {
+      ...reply,
+      detail: 'summary',
+      collections: Object.fromEntries(
+        collections.map(([name, c]) => [name, { rows: c.rows, filterable: c.filterable }]),
+      ),
+      truncated: record.truncated,
+      limitations: record.limitations,
+    };
+    const continuation = await this.continuation(record);
+    return continuation ? { ...summarized, complete_bytes: estimate, continuation } : summarized;
+  }
+
+  /** The first page request of the largest collection whose reply fits the budget. */
+  private async continuation(record: EvidenceRecord) {
+    const largest = Object.entries(record.collections).sort((a, b) => b[1].rows - a[1].rows)[0];
+    if (!largest || largest[1].rows === 0) return undefined;
+    const [collection] = largest;
+    const page = await pageView(this.store, record, {
+      kind: 'page',
+      collection,
+      offset: 0,
+      limit: PAGE_LIMIT.default,
+    });
+    const fitted = fitPage(page, (p) => replyBytes(p) <= this.replyBudgetBytes);
+    // Pass it as `view` to inspect_analysis_view with this reply's evidence_id.
+    return { kind: 'page' as const, collection, offset: 0, limit: Math.max(1, fitted.rows.length) };
+  }
+}
