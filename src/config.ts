@@ -46,6 +46,13 @@ const schema = z.object({
       },
     )
     .default('/usr/bin:/bin:/usr/local/bin:/usr/sbin:/sbin'),
+  /** Folders import_evidence_bundle may read from; default DOSSIER_HOME/exports. */
+  DOSSIER_BUNDLE_ROOTS: z
+    .string()
+    .refine((v) => v.split(':').every((r) => !r || r.startsWith('/')), {
+      error: 'expected absolute paths separated by ":"',
+    })
+    .optional(),
   DOSSIER_REPLY_BUDGET_BYTES: intIn(4_096, 1_000_000, 40_000),
   DOSSIER_MAX_REQUEST_BYTES: intIn(1_024, 16 * 1024 * 1024, 1024 * 1024),
   DOSSIER_RETENTION_DAYS: intIn(1, 3650, 7),
@@ -73,6 +80,7 @@ export interface Config {
   /** The SQLite file, or the PostgreSQL URL, of the evidence store. */
   store: string;
   allowedRoots: string[];
+  bundleRoots: string[];
   replyBudgetBytes: number;
   maxRequestBytes: number;
   retentionDays: number;
@@ -125,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ? c.DOSSIER_STORE
       : path.resolve(home, c.DOSSIER_STORE),
     allowedRoots: allowedRoots.map((r) => path.resolve(r)),
+    bundleRoots: (c.DOSSIER_BUNDLE_ROOTS ?? path.join(home, 'exports')).split(':').filter(Boolean),
     replyBudgetBytes: c.DOSSIER_REPLY_BUDGET_BYTES,
     maxRequestBytes: c.DOSSIER_MAX_REQUEST_BYTES,
     retentionDays: c.DOSSIER_RETENTION_DAYS,

@@ -3,7 +3,6 @@
 // HTTP, stdio and tests drive exactly the same code.
 import { z } from 'zod';
 import { DossierError, toToolError, type ToolError } from './domain/errors.ts';
-import type { EvidenceStore } from './evidence/store.ts';
 import { replyBytes, type Ledger } from './evidence/ledger.ts';
 import type { Principal } from './evidence/types.ts';
 import { idempotencyKeySchema, waitMsSchema } from './launches/keys.ts';
@@ -34,7 +33,6 @@ export function callSchema(contract: ToolContract): z.ZodObject {
 export class Gateway {
   constructor(
     private readonly deps: {
-      store: EvidenceStore;
       launches: LaunchService;
       ledger: Ledger;
       namespace: string;
@@ -87,34 +85,39 @@ export class Gateway {
     const input = parseInput(contract, args);
     authorize(caller, contract);
     const wait = (waitMs: number): WaitOptions => ({ waitMs, onProgress: opts.onProgress });
+    const { launches, ledger } = this.deps;
     if (isLaunchTool(contract)) {
-      return {
-        ...(await this.deps.launches.startOrAttach(caller, contract, input, wait(input.wait_ms as number))),
-      };
+      const reply = await launches.startOrAttach(caller, contract, input, wait(input.wait_ms as number));
+      return this.deliver(caller, { ...reply }, input.detail as Detail | undefined);
     }
-    const { launches, store } = this.deps;
+    const i = input as never;
     switch (name) {
       case 'get_launch':
-        return { ...(await launches.get(caller, input.idempotency_key as string)) };
+        return this.deliver(caller, { ...(await launches.get(caller, input.idempotency_key as string)) });
       case 'await_launch':
-        return {
+        return this.deliver(caller, {
           ...(await launches.await(caller, input.idempotency_key as string, wait(input.wait_ms as number))),
-        };
+        });
       case 'cancel_launch':
         return { ...(await launches.cancel(caller, input.idempotency_key as string, wait(10_000))) };
       case 'list_launches':
-        return launches.list(caller, input as never);
-      case 'get_evidence': {
-        const record = await store.getEvidence(caller.team, input.evidence_id as string);
-        if (!record) {
-          throw new DossierError(
-            'not_found',
-            `No Evidence ${input.evidence_id as string} is visible to your team.`,
-            'Check the id; list_launches and launch replies carry the evidence_id of each result.',
-          );
-        }
-        return { evidence: record };
+        return launches.list(caller, i);
+      case 'inspect_analysis_view':
+        return ledger.inspect(caller, input.evidence_id as string, input.view as never);
+      case 'get_evidence':
+        return ledger.get(caller, input.evidence_id as string);
+      case 'list_evidence': {
+        const { workflow_id: workflowId, ...rest } = input as { workflow_id?: string; limit: number };
+        return ledger.list(caller, { ...rest, workflowId });
       }
+      case 'record_unknown':
+        return ledger.recordUnknown(caller, i);
+      case 'update_unknown':
+        return ledger.updateUnknown(caller, i);
+      case 'list_unknowns':
+        return ledger.listUnknowns(caller, i);
+      case 'import_evidence_bundle':
+        return ledger.importBundle(caller, input.path as string);
       case 'whoami':
         return { ...caller, namespace: this.deps.namespace, ui_url: this.deps.uiUrl };
       default:

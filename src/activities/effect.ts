@@ -3,12 +3,16 @@
 // activities/index.ts, so an effect only does its own job.
 import type { Config } from '../config.ts';
 import type { ToolError } from '../domain/errors.ts';
+import type { EvidenceStore } from '../evidence/store.ts';
 import type { NewUnknown } from '../evidence/types.ts';
 
 export interface EffectContext {
   config: Config;
   /** The launch's workflow ID: scope for the unknowns it leaves. */
   launchId: string;
+  /** Who launched it; effects that read the ledger read only this team's. */
+  caller: { principal: string; team: string };
+  store: EvidenceStore;
   /** A fresh, empty directory that belongs to this launch alone. */
   workspace: string;
   /** Aborted when the launch is cancelled. */

@@ -13,6 +13,7 @@ import type { EvidenceStore } from '../evidence/store.ts';
 import type { LaunchOutcome } from '../evidence/types.ts';
 import { isFinished } from '../evidence/types.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
+import { exportEvidenceBundle } from './bundle.ts';
 import { captureProcess } from './capture.ts';
 import type { Effect, EffectContext } from './effect.ts';
 import type { BookkeepingActivities, EffectActivities, JournalView, LaunchRequest } from './types.ts';
@@ -22,6 +23,7 @@ export const PROVIDER = { name: 'dossier', version: '0.1.0' };
 /** Effect implementations by tool name; a tool's contract says which capability serves it. */
 export const EFFECTS: Record<string, Effect> = {
   capture_process_scenario: captureProcess,
+  export_evidence_bundle: exportEvidenceBundle,
 };
 
 const PROGRESS_WRITE_INTERVAL_MS = 1_000;
@@ -57,6 +59,8 @@ export function createActivities(deps: { store: EvidenceStore; config: Config })
     const ctx: EffectContext = {
       config,
       launchId: req.workflowId,
+      caller: { principal: req.principal, team: req.team },
+      store,
       workspace,
       signal: activity.cancellationSignal,
       begin: async () => {

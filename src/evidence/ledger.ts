@@ -1,6 +1,8 @@
 // The ledger behind the gateway's read and unknown tools, and the delivery of
 // producing tools' results within the reply budget.
+import { readFile, realpath, stat } from 'node:fs/promises';
 import { DossierError } from '../domain/errors.ts';
+import { BUNDLE_LIMITS, verifyBundle } from './bundles.ts';
 import { unknownId } from './evidence.ts';
 import type { EvidenceStore, EvidenceFilter, UnknownFilter } from './store.ts';
 import type { EvidenceRecord, Principal, UnknownStatus } from './types.ts';
@@ -13,7 +15,40 @@ export class Ledger {
   constructor(
     private readonly store: EvidenceStore,
     readonly replyBudgetBytes: number,
+    private readonly bundleRoots: string[] = [],
   ) {}
+
+  async importBundle(caller: Principal, file: string) {
+    const resolved = await realpath(file).catch(() => {
+      throw new DossierError(
+        'not_found',
+        `No bundle file at ${file}.`,
+        'Pass the path export_evidence_bundle reported.',
+        { path: file },
+      );
+    });
+    const roots = await Promise.all(this.bundleRoots.map((r) => realpath(r).catch(() => r)));
+    if (!roots.some((root) => resolved.startsWith(`${root}/`))) {
+      throw new DossierError(
+        'policy_denied',
+        `${file} is outside the folders bundles are imported from.`,
+        `Copy the bundle under one of ${this.bundleRoots.join(', ')} (DOSSIER_BUNDLE_ROOTS).`,
+        { path: file, bundle_roots: this.bundleRoots },
+      );
+    }
+    const info = await stat(resolved);
+    if (!info.isFile() || info.size > BUNDLE_LIMITS.bytes.max) {
+      throw new DossierError(
+        'resource_constraint',
+        `${file} is not a regular file of at most ${BUNDLE_LIMITS.bytes.max} bytes.`,
+        'Export smaller bundles.',
+        { bytes: info.size },
+      );
+    }
+    const built = verifyBundle(await readFile(resolved, 'utf8'));
+    const { imported, present } = await this.store.importEvidence(caller.team, built);
+    return { imported, already_present: present, evidence_ids: built.map((b) => b.record.evidence_id) };
+  }
 
   async inspect(caller: Principal, evidenceId: string, view: ViewRequest) {
     const record = await findEvidence(this.store, caller.team, evidenceId);
@@ -115,7 +150,11 @@ export class Ledger {
    * Delivers a producing tool's result: complete when it fits the reply budget,
    * otherwise its summary plus a continuation page request that fits. Never cut.
    */
-  async deliver(caller: Principal, reply: Record<string, unknown>, detail: 'complete' | 'summary') {
+  async deliver(
+    caller: Principal,
+    reply: Record<string, unknown>,
+    detail: 'complete' | 'summary',
+  ): Promise<Record<string, unknown>> {
     const evidenceId = reply.evidence_id as string | undefined;
     if (!evidenceId) return reply;
     const record = await findEvidence(this.store, caller.team, evidenceId);

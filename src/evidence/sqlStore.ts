@@ -1,7 +1,7 @@
 // The evidence store, written once over the SQL surface both backends share:
 // SQLite (embedded default) and PostgreSQL (cluster).
 import { DossierError } from '../domain/errors.ts';
-import { buildEvidence, keyOf } from './evidence.ts';
+import { buildEvidence, keyOf, type BuiltEvidence } from './evidence.ts';
 import { MIGRATIONS } from './migrations.ts';
 import type { SqlDriver, SqlExecutor } from './sql.ts';
 import type {
@@ -35,8 +35,8 @@ const now = () => new Date().toISOString();
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
 const parse = <T>(v: unknown): T | null => (typeof v === 'string' ? (JSON.parse(v) as T) : null);
 
-/** Rows per multi-row INSERT: SQLite binds at most 32,766 parameters, PostgreSQL 65,535. */
-const CHUNK = { sqlite: 2_000, postgres: 5_000 };
+/** Parameters per multi-row INSERT: SQLite binds at most 32,766, PostgreSQL 65,535. */
+const CHUNK = { sqlite: 2_000, postgres: 30_000 };
 /** Candidates a multi-value or multi-field filter may scan before it is refused. */
 export const MAX_FILTER_SCAN = 1_000_000;
 
@@ -81,7 +81,7 @@ function toUnknown(r: Row): UnknownRecord {
 }
 
 async function insertMany(tx: SqlExecutor, head: string, width: number, rows: unknown[][], chunk: number) {
-  const per = Math.max(1, Math.floor(chunk / width) * 1);
+  const per = Math.max(1, Math.floor(chunk / width));
   for (let i = 0; i < rows.length; i += per) {
     const slice = rows.slice(i, i + per);
     const tuple = `(${new Array(width).fill('?').join(', ')})`;
@@ -250,58 +250,69 @@ export class SqlStore implements EvidenceStore {
 
   async putEvidence(e: NewEvidence, team = e.record.team): Promise<EvidenceRecord> {
     const built = buildEvidence(e);
+    await this.db.transaction((tx) => this.retain(tx, built, team));
+    return built.record;
+  }
+
+  /** Retains several Evidence records in one transaction: all of them, or none. */
+  async importEvidence(team: string, items: BuiltEvidence[]): Promise<{ imported: number; present: number }> {
+    let imported = 0;
+    await this.db.transaction(async (tx) => {
+      for (const built of items) if (await this.retain(tx, built, team)) imported++;
+    });
+    return { imported, present: items.length - imported };
+  }
+
+  private async retain(tx: SqlExecutor, built: BuiltEvidence, team: string): Promise<boolean> {
     const r = built.record;
     const chunk = CHUNK[this.db.dialect];
-    await this.db.transaction(async (tx) => {
-      const inserted = await tx.run(
-        `INSERT INTO evidence (team, evidence_id, principal, tool, investigation, workflow_id, created_at, record, document)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-        [
-          team,
-          r.evidence_id,
-          r.principal,
-          r.tool,
-          r.investigation,
-          r.launch?.workflow_id ?? null,
-          r.created_at,
-          JSON.stringify(r),
-          built.documentJson,
-        ],
-      );
-      if (inserted.changes === 0) return;
-      // Rows are content-addressed by evidence_id: another team's copy already holds them.
-      const present = await tx.get('SELECT 1 AS present FROM evidence_rows WHERE evidence_id = ? LIMIT 1', [
+    const inserted = await tx.run(
+      `INSERT INTO evidence (team, evidence_id, principal, tool, investigation, workflow_id, created_at, record, document)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [
+        team,
         r.evidence_id,
-      ]);
-      const hasRows = built.rows.length > 0;
-      if (hasRows && !present) {
-        const id = r.evidence_id;
-        await insertMany(
-          tx,
-          'INSERT INTO evidence_rows (evidence_id, collection, source_index, row)',
-          4,
-          built.rows.map((x) => [id, x.collection, x.sourceIndex, x.json]),
-          chunk,
-        );
-        await insertMany(
-          tx,
-          'INSERT INTO evidence_row_keys (evidence_id, collection, field, value, ordinal, source_index)',
-          6,
-          built.keys.map((k) => [id, k.collection, k.field, k.value, k.ordinal, k.sourceIndex]),
-          chunk,
-        );
-        await insertMany(
-          tx,
-          'INSERT INTO evidence_key_counts (evidence_id, collection, field, value, rows)',
-          5,
-          built.counts.map((c) => [id, c.collection, c.field, c.value, c.rows]),
-          chunk,
-        );
-      }
-      for (const u of built.unknowns)
-        await this.recordUnknownIn(tx, team, r.principal, u, r.investigation, r.evidence_id);
-    });
-    return r;
+        r.principal,
+        r.tool,
+        r.investigation,
+        r.launch?.workflow_id ?? null,
+        r.created_at,
+        JSON.stringify(r),
+        built.documentJson,
+      ],
+    );
+    if (inserted.changes === 0) return false;
+    // Rows are content-addressed by evidence_id: another team's copy may already hold them.
+    const present = await tx.get('SELECT 1 AS present FROM evidence_rows WHERE evidence_id = ? LIMIT 1', [
+      r.evidence_id,
+    ]);
+    if (built.rows.length > 0 && !present) {
+      const id = r.evidence_id;
+      await insertMany(
+        tx,
+        'INSERT INTO evidence_rows (evidence_id, collection, source_index, row)',
+        4,
+        built.rows.map((x) => [id, x.collection, x.sourceIndex, x.json]),
+        chunk,
+      );
+      await insertMany(
+        tx,
+        'INSERT INTO evidence_row_keys (evidence_id, collection, field, value, ordinal, source_index)',
+        6,
+        built.keys.map((k) => [id, k.collection, k.field, k.value, k.ordinal, k.sourceIndex]),
+        chunk,
+      );
+      await insertMany(
+        tx,
+        'INSERT INTO evidence_key_counts (evidence_id, collection, field, value, rows)',
+        5,
+        built.counts.map((c) => [id, c.collection, c.field, c.value, c.rows]),
+        chunk,
+      );
+    }
+    for (const u of built.unknowns)
+      await this.recordUnknownIn(tx, team, r.principal, u, r.investigation, r.evidence_id);
+    return true;
   }
 
   async getEvidence(team: string, evidenceId: string) {

@@ -1,5 +1,6 @@
 // The one interface the gateway and the workers use to reach retained state.
 // Every read that returns launches, Evidence or unknowns takes the caller's team.
+import type { BuiltEvidence } from './evidence.ts';
 import type {
   EvidenceRecord,
   LaunchOutcome,
@@ -89,6 +90,8 @@ export interface EvidenceStore {
 
   /** Retains a complete result (for `team`, by default the record's); idempotent because the id is content-addressed. */
   putEvidence(evidence: NewEvidence, team?: string): Promise<EvidenceRecord>;
+  /** Retains several built Evidence records in one transaction (bundle import): all or none. */
+  importEvidence(team: string, items: BuiltEvidence[]): Promise<{ imported: number; present: number }>;
   getEvidence(team: string, evidenceId: string): Promise<EvidenceRecord | undefined>;
   getEvidenceDocument(team: string, evidenceId: string): Promise<Record<string, unknown> | undefined>;
   listEvidence(team: string, filter: EvidenceFilter): Promise<Page<EvidenceRecord>>;

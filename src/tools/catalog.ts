@@ -3,7 +3,9 @@ import { captureProcessScenario } from './capture.ts';
 import type { ToolContract } from './contract.ts';
 import { awaitLaunch, cancelLaunch, getLaunch, listLaunches, whoami } from './launchTools.ts';
 import {
+  exportEvidenceBundle,
   getEvidence,
+  importEvidenceBundle,
   inspectAnalysisView,
   listEvidence,
   listUnknowns,
@@ -23,6 +25,8 @@ export const CATALOG: readonly ToolContract[] = [
   recordUnknown,
   updateUnknown,
   listUnknowns,
+  exportEvidenceBundle,
+  importEvidenceBundle,
   whoami,
 ] as unknown as readonly ToolContract[];
 

@@ -1,5 +1,6 @@
 // Ledger tools, served by the gateway from the evidence store (brief §3, §4).
 import { z } from 'zod';
+import { BUNDLE_LIMITS } from '../evidence/bundles.ts';
 import { PAGE_LIMIT, WHERE_LIMITS } from '../evidence/views.ts';
 import { UNKNOWN_STATUSES } from '../evidence/types.ts';
 import { defineTool } from './contract.ts';
@@ -152,5 +153,51 @@ export const listUnknowns = defineTool({
   effect: READ,
   runsOn: 'gateway',
   limits: { limit: LEDGER_LIST_LIMIT },
+  collections: {},
+});
+
+export const exportEvidenceBundle = defineTool({
+  name: 'export_evidence_bundle',
+  title: 'Export Evidence as a bundle',
+  description:
+    'Write your team’s Evidence (records, documents, every row) into one canonical JSON bundle file with digests, in the exports folder; the reply names the file.',
+  input: z.strictObject({
+    evidence_ids: z.array(evidenceIdSchema).min(1).max(BUNDLE_LIMITS.evidence.max),
+    investigation: investigation.optional(),
+    detail: z.enum(['complete', 'summary']).default('complete'),
+  }),
+  effect: {
+    idempotent: false,
+    readOnly: false,
+    destructive: false,
+    openWorld: true,
+    effects: ['writes a bundle file under DOSSIER_HOME/exports'],
+  },
+  runsOn: 'analysis',
+  limits: { evidence: BUNDLE_LIMITS.evidence, bytes: BUNDLE_LIMITS.bytes },
+  collections: {
+    entries: { description: 'The exported Evidence ids in order', filterable: ['evidence_id'] },
+  },
+  maxRunMs: () => 10 * 60_000,
+});
+
+export const importEvidenceBundle = defineTool({
+  name: 'import_evidence_bundle',
+  title: 'Import an Evidence bundle',
+  description:
+    'Verify a bundle file and retain its Evidence for your team, atomically: if any digest does not match, the whole bundle is refused and nothing changes. Importing again changes nothing.',
+  input: z.strictObject({
+    path: z
+      .string()
+      .min(1)
+      .max(4_096)
+      .refine((p) => p.startsWith('/'), { error: 'path must be absolute' })
+      .describe(
+        'Absolute path of the bundle file, under the configured bundle roots (DOSSIER_BUNDLE_ROOTS).',
+      ),
+  }),
+  effect: LEDGER_WRITE,
+  runsOn: 'gateway',
+  limits: { bytes: BUNDLE_LIMITS.bytes },
   collections: {},
 });

@@ -1,0 +1,154 @@
+// The Evidence ledger end to end over MCP, on a stack whose store is
+// PostgreSQL (the other e2e files use the SQLite default).
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshStoreLocation } from '../helpers/backends.ts';
+import { call, type Reply } from '../helpers/mcp.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+
+const inbox = mkdtempSync(path.join(os.tmpdir(), 'dossier-bundles-'));
+let t: TestStack;
+let client: Client;
+beforeAll(async () => {
+  const { location } = await freshStoreLocation('postgres');
+  t = await startTestStack({ env: { DOSSIER_STORE: location, DOSSIER_BUNDLE_ROOTS: inbox } });
+  client = await t.connect();
+});
+afterAll(async () => {
+  await t?.stop(true);
+});
+
+async function follow(evidenceId: string, view: Reply) {
+  const rows: Reply[] = [];
+  for (let v = view; ;) {
+    const page = await call(client, 'inspect_analysis_view', { evidence_id: evidenceId, view: v });
+    expect(page._isError).toBe(false);
+    rows.push(...page.rows);
+    if (page.coverage.exhausted) return rows;
+    v = { ...v, offset: page.coverage.next_offset };
+  }
+}
+
+describe('producing tools deliver within the reply budget', () => {
+  it('a small result comes complete; an oversized one comes as summary + a continuation that reaches every row', async () => {
+    const small = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/seq',
+      args: ['3'],
+      idempotency_key: 'seq-3',
+    });
+    expect(small.detail).toBe('complete');
+    expect(small.result.collections.stdout.map((r: Reply) => r.text)).toEqual(['1', '2', '3']);
+
+    const big = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/seq',
+      args: ['5000'],
+      idempotency_key: 'seq-5000',
+    });
+    expect(big.status).toBe('succeeded');
+    expect(big.detail).toBe('summary');
+    expect(big.result).toBeUndefined();
+    expect(big.continuation).toMatchObject({ kind: 'page', collection: 'stdout', offset: 0 });
+    expect(Buffer.byteLength(JSON.stringify(big))).toBeLessThanOrEqual(40_000);
+    const rows = await follow(big.evidence_id, big.continuation);
+    expect(rows.map((r) => r.row.text)).toEqual(Array.from({ length: 5000 }, (_, i) => String(i + 1)));
+    expect(rows.map((r) => r.source_index)).toEqual([...Array(5000).keys()]);
+
+    const summaryOnly = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/seq',
+      args: ['3'],
+      detail: 'summary',
+      idempotency_key: 'seq-3-summary',
+    });
+    expect(summaryOnly.detail).toBe('summary');
+    expect(summaryOnly.collections.stdout.rows).toBe(3);
+  });
+
+  it('filters a real capture’s rows exactly and says how many matched', async () => {
+    const big = await call(client, 'get_launch', { idempotency_key: 'seq-5000' });
+    const page = await call(client, 'inspect_analysis_view', {
+      evidence_id: big.evidence_id,
+      view: { kind: 'page', collection: 'stdout', where: { line: [42, 4242] } },
+    });
+    expect(page.rows.map((r: Reply) => r.row.text)).toEqual(['42', '4242']);
+    expect(page.coverage).toMatchObject({ matched: 2, total: 5000, exhausted: true });
+  });
+});
+
+describe('malformed requests and other teams', () => {
+  it('answers malformed views with invalid_params and other teams’ ids with not_found', async () => {
+    const { evidence_id } = await call(client, 'get_launch', { idempotency_key: 'seq-3' });
+    for (const view of [
+      {},
+      { kind: 'everything' },
+      { kind: 'page', collection: 'stdout', limit: 1000 },
+      { kind: 'page', collection: 'stdout', offset: -1 },
+      { kind: 'page', collection: 'stdout', where: { line: [{ nested: true }] } },
+      { kind: 'page', collection: 'stdout', where: { text: ['1'] } },
+      { kind: 'page', collection: 'no_such_collection' },
+    ]) {
+      const reply = await call(client, 'inspect_analysis_view', { evidence_id, view });
+      expect(reply.error?.code, JSON.stringify(view)).toBe('invalid_params');
+    }
+    expect(
+      (await call(client, 'inspect_analysis_view', { evidence_id: 'ev_123', view: { kind: 'summary' } }))
+        .error.code,
+    ).toBe('invalid_params');
+    const outsider = await t.connect(await t.tokenFor('mallory', 'elsewhere'));
+    for (const [tool, args] of [
+      ['inspect_analysis_view', { evidence_id, view: { kind: 'summary' } }],
+      ['get_evidence', { evidence_id }],
+      ['export_evidence_bundle', { evidence_ids: [evidence_id], idempotency_key: 'steal-1' }],
+    ] as const) {
+      const reply = await call(outsider, tool, args);
+      expect(reply.error?.code ?? reply.status, tool).toMatch(/not_found|failed/);
+      if (reply.status === 'failed') expect(reply.error.code).toBe('not_found');
+    }
+  });
+
+  it('lists Evidence by tool and by launch, team by team', async () => {
+    const launch = await call(client, 'get_launch', { idempotency_key: 'seq-3' });
+    const byLaunch = await call(client, 'list_evidence', { workflow_id: launch.launch.workflow_id });
+    expect(byLaunch.evidence.map((e: Reply) => e.evidence_id)).toEqual([launch.evidence_id]);
+    const byTool = await call(client, 'list_evidence', { tool: 'capture_process_scenario', limit: 2 });
+    expect(byTool.evidence).toHaveLength(2);
+    expect(byTool.next_cursor).toEqual(expect.any(String));
+  });
+});
+
+describe('evidence bundles', () => {
+  it('exports a bundle file, imports it atomically for another team, and refuses a tampered one whole', async () => {
+    const big = await call(client, 'get_launch', { idempotency_key: 'seq-5000' });
+    const small = await call(client, 'get_launch', { idempotency_key: 'seq-3' });
+    const exported = await call(client, 'export_evidence_bundle', {
+      evidence_ids: [big.evidence_id, small.evidence_id],
+      idempotency_key: 'export-1',
+    });
+    expect(exported.status).toBe('succeeded');
+    const file = exported.summary.path as string;
+    expect(file).toContain(path.join(t.home, 'exports', 'local'));
+    const copy = path.join(inbox, 'bundle.json');
+    writeFileSync(copy, readFileSync(file));
+
+    const bob = await t.connect(await t.tokenFor('bob', 'partner-team'));
+    const tampered = path.join(inbox, 'tampered.json');
+    writeFileSync(tampered, readFileSync(file, 'utf8').replace('"text":"4242"', '"text":"4243"'));
+    const refused = await call(bob, 'import_evidence_bundle', { path: tampered });
+    expect(refused.error.code).toBe('invalid_params');
+    expect(refused.error.message).toMatch(/refused whole/);
+    expect((await call(bob, 'list_evidence', {})).evidence).toEqual([]);
+
+    const imported = await call(bob, 'import_evidence_bundle', { path: copy });
+    expect(imported).toMatchObject({ imported: 2, already_present: 0 });
+    const rows = await call(bob, 'inspect_analysis_view', {
+      evidence_id: big.evidence_id,
+      view: { kind: 'page', collection: 'stdout', offset: 4998, limit: 5 },
+    });
+    expect(rows.rows.map((r: Reply) => r.row.text)).toEqual(['4999', '5000']);
+    expect((await call(bob, 'import_evidence_bundle', { path: copy })).imported).toBe(0);
+    const outside = await call(bob, 'import_evidence_bundle', { path: '/etc/hostname' });
+    expect(outside.error.code).toBe('policy_denied');
+  });
+});
