@@ -1,9 +1,10 @@
 // `npm run bench`: runs every benchmark in one process, one after another, and
 // prints Markdown rows for docs/benchmarks.md. Medians and ratios only ever
 // compare figures measured in the same run.
+import { benchEvidence } from './evidence.ts';
 import { benchLaunches } from './launches.ts';
 
-const suites: Record<string, () => Promise<string[]>> = { launches: benchLaunches };
+const suites: Record<string, () => Promise<string[]>> = { launches: benchLaunches, evidence: benchEvidence };
 const only = process.argv.slice(2);
 
 console.log(
@@ -11,7 +12,8 @@ console.log(
 );
 for (const [name, run] of Object.entries(suites)) {
   if (only.length && !only.includes(name)) continue;
-  console.log(`## ${name}\n\n| figure | value |\n|---|---|`);
+  console.log(`## ${name}\n`);
+  if (name === 'launches') console.log('| figure | value |\n|---|---|');
   for (const line of await run()) console.log(line);
   console.log();
 }

@@ -25,6 +25,10 @@ const schema = z.object({
   DOSSIER_HOME: z.string().min(1).default('.dossier'),
   DOSSIER_HOST: z.string().min(1).default('127.0.0.1'),
   DOSSIER_PORT: port(7400),
+  /** Extra Host header values (host:port) the gateway accepts, comma-separated, e.g. a load balancer's name. */
+  DOSSIER_ALLOWED_HOSTS: z.string().default(''),
+  /** Browser Origins the gateway accepts, comma-separated; requests without Origin are not browsers. */
+  DOSSIER_ALLOWED_ORIGINS: z.string().default(''),
   DOSSIER_TEMPORAL_PORT: port(7233),
   DOSSIER_UI_PORT: port(8233),
   /** host:port of an existing Temporal frontend; unset means the embedded dev server. */
@@ -71,6 +75,8 @@ export interface Config {
   home: string;
   host: string;
   port: number;
+  allowedHosts: string[];
+  allowedOrigins: string[];
   temporalPort: number;
   uiPort: number;
   temporalAddress: string | undefined;
@@ -100,6 +106,12 @@ export class ConfigError extends Error {
   }
 }
 
+const list = (v: string) =>
+  v
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const raw: Record<string, string> = {};
   for (const key of Object.keys(schema.shape)) {
@@ -123,6 +135,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     home,
     host: c.DOSSIER_HOST,
     port: c.DOSSIER_PORT,
+    allowedHosts: list(c.DOSSIER_ALLOWED_HOSTS),
+    allowedOrigins: list(c.DOSSIER_ALLOWED_ORIGINS),
     temporalPort: c.DOSSIER_TEMPORAL_PORT,
     uiPort: c.DOSSIER_UI_PORT,
     temporalAddress: c.DOSSIER_TEMPORAL_ADDRESS,

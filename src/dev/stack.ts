@@ -104,6 +104,8 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         host: config.host,
         port: config.port,
         maxRequestBytes: config.maxRequestBytes,
+        allowedHosts: config.allowedHosts,
+        allowedOrigins: config.allowedOrigins,
       });
       stoppers.push(() => http!.close());
     }

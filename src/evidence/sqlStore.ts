@@ -80,14 +80,24 @@ function toUnknown(r: Row): UnknownRecord {
   };
 }
 
-async function insertMany(tx: SqlExecutor, head: string, width: number, rows: unknown[][], chunk: number) {
+async function insertMany(
+  tx: SqlExecutor,
+  head: string,
+  width: number,
+  rows: unknown[][],
+  chunk: number,
+  tail = '',
+) {
   const per = Math.max(1, Math.floor(chunk / width));
   for (let i = 0; i < rows.length; i += per) {
     const slice = rows.slice(i, i + per);
     const tuple = `(${new Array(width).fill('?').join(', ')})`;
-    await tx.run(`${head} VALUES ${slice.map(() => tuple).join(', ')}`, slice.flat());
+    await tx.run(`${head} VALUES ${slice.map(() => tuple).join(', ')} ${tail}`, slice.flat());
   }
 }
+
+/** Above this many filter keys in one retention, PostgreSQL gets fresh statistics. */
+const ANALYZE_AFTER_KEYS = 50_000;
 
 export class SqlStore implements EvidenceStore {
   private constructor(private readonly db: SqlDriver) {}
@@ -310,8 +320,34 @@ export class SqlStore implements EvidenceStore {
         chunk,
       );
     }
-    for (const u of built.unknowns)
-      await this.recordUnknownIn(tx, team, r.principal, u, r.investigation, r.evidence_id);
+    if (built.unknowns.length > 0) {
+      const at = now();
+      const evidenceIds = JSON.stringify([r.evidence_id]);
+      await insertMany(
+        tx,
+        'INSERT INTO unknowns (team, unknown_id, question, scope, status, revision, investigation, evidence_ids, created_by, created_at, updated_at)',
+        11,
+        built.unknowns.map((u) => [
+          team,
+          u.unknown_id,
+          u.question,
+          u.scope,
+          'open',
+          1,
+          r.investigation,
+          evidenceIds,
+          r.principal,
+          at,
+          at,
+        ]),
+        chunk,
+        'ON CONFLICT DO NOTHING',
+      );
+    }
+    if (this.db.dialect === 'postgres' && built.keys.length > ANALYZE_AFTER_KEYS) {
+      // Fresh bulk loads leave the planner without statistics; it would then scan instead of seeking.
+      await tx.run('ANALYZE evidence_rows, evidence_row_keys, evidence_key_counts');
+    }
     return true;
   }
 

@@ -10,6 +10,15 @@ export const CAPTURE_LIMITS = {
   arg_bytes: { default: 0, max: 4_096, unit: 'bytes per argument' },
   env_vars: { default: 0, max: 64, unit: 'variables' },
   stdin_bytes: { default: 0, max: 1024 * 1024, unit: 'bytes' },
+  max_events: { default: 100_000, max: 1_000_000, unit: 'syscall events' },
+  max_files: { default: 10_000, max: 100_000, unit: 'workspace entries' },
+  address_space_mb: { default: 4_096, max: 65_536, unit: 'MiB of virtual memory (RLIMIT_AS)' },
+  open_files: { default: 1_024, max: 65_536, unit: 'file descriptors (RLIMIT_NOFILE)' },
+  processes: {
+    default: 256,
+    max: 4_096,
+    unit: 'processes of the user (RLIMIT_NPROC; not enforced for root)',
+  },
 };
 
 /** Time the process group gets between SIGTERM and SIGKILL. */
@@ -44,6 +53,33 @@ const captureInput = z.object({
     'Wall-clock limit; then the process group gets SIGTERM and, 2 s later, SIGKILL',
   ).refine((v) => v >= 100, { error: 'timeout_ms must be at least 100' }),
   max_output_bytes: bounded(CAPTURE_LIMITS.max_output_bytes, 'Cap on retained stdout and stderr, each'),
+  trace_syscalls: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Trace system calls of the process and its children with strace -f into the `events` collection.',
+    ),
+  trace_filter: z
+    .array(z.string().regex(/^[a-z0-9_]{1,32}$/))
+    .max(64)
+    .optional()
+    .describe('Only these syscalls (strace -e trace=…), e.g. ["openat", "execve"].'),
+  max_events: bounded(CAPTURE_LIMITS.max_events, 'Cap on retained syscall events'),
+  max_files: bounded(CAPTURE_LIMITS.max_files, 'Cap on workspace entries listed (and hashed) after the run'),
+  limits: z
+    .strictObject({
+      address_space_mb: bounded(CAPTURE_LIMITS.address_space_mb, 'Virtual memory limit').refine(
+        (v) => v >= 16,
+      ),
+      open_files: bounded(CAPTURE_LIMITS.open_files, 'Open file limit').refine((v) => v >= 16),
+      processes: bounded(CAPTURE_LIMITS.processes, 'Process limit').refine((v) => v >= 1),
+    })
+    .prefault({})
+    .describe('Resource limits applied with prlimit before the program starts.'),
+  isolation: z
+    .enum(['none', 'bubblewrap'])
+    .default('none')
+    .describe('bubblewrap: no network, read-only system, private /tmp, only the workspace writable.'),
   detail: z
     .enum(['complete', 'summary'])
     .default('complete')
@@ -75,6 +111,14 @@ export const captureProcessScenario = defineTool({
   runsOn: 'capture',
   limits: CAPTURE_LIMITS,
   collections: {
+    events: {
+      description: 'System calls (trace_syscalls): {seq, pid, syscall, args, result}',
+      filterable: ['syscall', 'pid'],
+    },
+    files: {
+      description: 'Entries the process left in its workspace: {path, type, size, sha256, link_target}',
+      filterable: ['type', 'path'],
+    },
     stdout: { description: 'Standard output, one row per line: {line, part, text}', filterable: ['line'] },
     stderr: { description: 'Standard error, one row per line: {line, part, text}', filterable: ['line'] },
   },

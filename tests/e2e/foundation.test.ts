@@ -34,6 +34,31 @@ describe('authentication', () => {
     }
   });
 
+  it('refuses foreign Host and Origin headers (DNS rebinding) before looking at the token', async () => {
+    const { request } = await import('node:http');
+    const status = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const url = new URL(t.url);
+        const req = request(
+          {
+            host: url.hostname,
+            port: url.port,
+            path: url.pathname,
+            method: 'POST',
+            headers: { Authorization: `Bearer ${t.token}`, 'content-type': 'application/json', ...headers },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end('{}');
+      });
+    expect(await status({ Host: 'evil.example:7400' })).toBe(403);
+    expect(await status({ Origin: 'http://evil.example' })).toBe(403);
+  });
+
   it('initializes and lists tools with the token from dev.json', async () => {
     const client = await t.connect();
     expect(client.getServerVersion()?.name).toBe('dossier');

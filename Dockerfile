@@ -1,0 +1,12 @@
+# One image for the gateway and the workers; the command picks the part.
+FROM node:20-bookworm
+RUN apt-get update && apt-get install -y --no-install-recommends \
+      binutils strace ltrace file binwalk squashfs-tools 7zip zip unzip bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+COPY bin bin
+COPY src src
+ENV DOSSIER_HOME=/var/lib/dossier DOSSIER_HOST=0.0.0.0
+CMD ["node", "bin/dossier.js", "gateway"]

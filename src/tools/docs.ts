@@ -1,0 +1,73 @@
+// Renders docs/tools.md from the contracts, so the reference cannot drift from the code.
+import { z } from 'zod';
+import { callSchema } from '../gateway.ts';
+import { CATALOG } from './catalog.ts';
+import { isLaunchTool } from './contract.ts';
+
+type JsonSchema = {
+  properties?: Record<string, JsonSchema & { description?: string; default?: unknown }>;
+  required?: string[];
+  type?: string | string[];
+  enum?: unknown[];
+  anyOf?: JsonSchema[];
+};
+
+function typeOf(s: JsonSchema): string {
+  if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(' \\| ');
+  if (s.anyOf) return s.anyOf.map(typeOf).join(' \\| ');
+  return Array.isArray(s.type) ? s.type.join(' \\| ') : (s.type ?? 'object');
+}
+
+export function renderToolsDoc(): string {
+  const out = [
+    '# Tools',
+    '',
+    '<!-- Generated from src/tools by `npm run docs:tools`; `npm run check` fails when it is stale. -->',
+    '',
+    'Every tool is one contract object in `src/tools`. Tools with effects (`idempotent: false`) are launches: they require an `idempotency_key` and accept `wait_ms` (see [idempotency.md](idempotency.md)).',
+    '',
+    '| tool | runs on | effects | annotations |',
+    '|---|---|---|---|',
+  ];
+  for (const c of CATALOG) {
+    const hints = [
+      c.effect.readOnly ? 'readOnly' : '',
+      c.effect.destructive ? 'destructive' : '',
+      isLaunchTool(c) || c.effect.idempotent ? 'idempotent' : '',
+      c.effect.openWorld ? 'openWorld' : '',
+    ]
+      .filter(Boolean)
+      .join(', ');
+    out.push(
+      `| [\`${c.name}\`](#${c.name}) | ${c.runsOn} | ${c.effect.effects.join('; ') || 'none'} | ${hints} |`,
+    );
+  }
+  for (const c of CATALOG) {
+    out.push('', `## ${c.name}`, '', `**${c.title}.** ${c.description}`, '');
+    if (isLaunchTool(c))
+      out.push('A launch: keyed by `idempotency_key`, run at most once on a `' + c.runsOn + '` worker.', '');
+    const schema = z.toJSONSchema(callSchema(c), { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+    const required = new Set(schema.required ?? []);
+    out.push('| input | type | required | default | description |', '|---|---|---|---|---|');
+    for (const [name, p] of Object.entries(schema.properties ?? {})) {
+      const def = p.default === undefined ? '' : `\`${JSON.stringify(p.default)}\``;
+      out.push(
+        `| \`${name}\` | ${typeOf(p)} | ${required.has(name) ? 'yes' : ''} | ${def} | ${(p.description ?? '').replace(/\|/g, '\\|')} |`,
+      );
+    }
+    const limits = Object.entries(c.limits);
+    if (limits.length) {
+      out.push('', '| bound | default | ceiling | unit |', '|---|---|---|---|');
+      for (const [name, b] of limits) out.push(`| ${name} | ${b.default} | ${b.max} | ${b.unit} |`);
+    }
+    const collections = Object.entries(c.collections);
+    if (collections.length) {
+      out.push('', '| collection | rows | filterable fields |', '|---|---|---|');
+      for (const [name, spec] of collections)
+        out.push(
+          `| \`${name}\` | ${spec.description} | ${spec.filterable.map((f) => `\`${f}\``).join(', ') || '—'} |`,
+        );
+    }
+  }
+  return `${out.join('\n')}\n`;
+}
