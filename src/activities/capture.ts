@@ -4,11 +4,13 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
 import { KILL_GRACE_MS, type CaptureInput } from '../tools/capture.ts';
 import type { Effect, EffectResult } from './effect.ts';
 import { allowedExecutable } from './policy.ts';
+import { helper, listTree, readStrace } from './observe.ts';
 import { liveGroupMembers, signalGroup } from './processes.ts';
 
 const HEAD_CHARS = 512;
@@ -71,11 +73,15 @@ export const captureProcess: Effect = async (raw, ctx) => {
   const resolved = await allowedExecutable(input.executable, ctx.config.allowedRoots);
   const [executableSha256, executableStat] = await Promise.all([fileSha256(resolved), stat(resolved)]);
 
+  const traceDir = `${ctx.workspace}.trace`;
+  const traceFile = path.join(traceDir, 'strace.txt');
+  const argv = commandLine(input, resolved, ctx.workspace, traceDir, traceFile);
+  if (input.trace_syscalls) await mkdir(traceDir);
+
   await ctx.begin();
   const startedAt = new Date();
   const t0 = performance.now();
-  const child = spawn(resolved, input.args, {
-    argv0: input.executable,
+  const child = spawn(argv[0]!, argv.slice(1), {
     cwd: ctx.workspace,
     env: input.env,
     detached: true, // its own process group, so timeout and cancel can end all of it
@@ -129,6 +135,10 @@ export const captureProcess: Effect = async (raw, ctx) => {
     setTimeout(resolve, 1_000).unref();
   });
 
+  const [trace, tree] = await Promise.all([
+    input.trace_syscalls ? readStrace(traceFile, input.max_events) : undefined,
+    listTree(ctx.workspace, input.max_files, FILE_HASH_BUDGET),
+  ]);
   const out = stdout.describe();
   const err = stderr.describe();
   const outText = stdout.text();
@@ -138,6 +148,12 @@ export const captureProcess: Effect = async (raw, ctx) => {
   if (err.truncated) limitations.push(`stderr was capped at ${input.max_output_bytes} bytes`);
   if (ending === 'timeout') limitations.push(`the process was ended after timeout_ms=${input.timeout_ms}`);
   if (ending === 'cancel') limitations.push('the launch was cancelled; the process group was ended');
+  if (trace?.truncated) limitations.push(`syscall events were capped at max_events=${input.max_events}`);
+  if (tree.truncated) limitations.push(`the workspace listing was capped at max_files=${input.max_files}`);
+  if (tree.unhashed) limitations.push(`${tree.unhashed} large workspace files were listed without SHA-256`);
+  if (process.getuid?.() === 0 && input.isolation === 'none') {
+    limitations.push('the worker runs as root, so the process limit (RLIMIT_NPROC) was not enforced');
+  }
 
   const document = {
     executable: {
@@ -155,6 +171,10 @@ export const captureProcess: Effect = async (raw, ctx) => {
     exit: { code: exit.code, signal: exit.signal },
     ended_by: ending ?? 'exit',
     stray_processes_killed: strays.length,
+    isolation: input.isolation,
+    limits: input.limits,
+    command_line: argv,
+    trace: input.trace_syscalls ? { events: trace!.events.length, truncated: trace!.truncated } : null,
     started_at: startedAt.toISOString(),
     duration_ms: durationMs,
     stdout: out,
@@ -169,13 +189,20 @@ export const captureProcess: Effect = async (raw, ctx) => {
     stderr_bytes: err.bytes,
     stdout_truncated: out.truncated,
     stderr_truncated: err.truncated,
+    events: trace?.events.length ?? null,
+    files: tree.files.length,
     stdout_head: outText.slice(0, HEAD_CHARS),
     stderr_head: errText.slice(0, HEAD_CHARS),
   };
   const result: EffectResult = {
     status: ending === 'cancel' ? 'cancelled' : exit.spawnError ? 'failed' : 'succeeded',
     document,
-    collections: { stdout: lineRows(outText), stderr: lineRows(errText) },
+    collections: {
+      stdout: lineRows(outText),
+      stderr: lineRows(errText),
+      files: tree.files,
+      ...(trace ? { events: trace.events } : {}),
+    },
     summary,
     truncated: out.truncated || err.truncated,
     limitations,
@@ -202,6 +229,58 @@ export const captureProcess: Effect = async (raw, ctx) => {
   }
   return result;
 };
+
+/** Hashing budget for the files a process leaves in its workspace. */
+const FILE_HASH_BUDGET = 1024 * 1024 * 1024;
+
+/** The wrappers in order: bubblewrap (isolation), prlimit (resource limits), strace (events), the program. */
+export function commandLine(
+  input: CaptureInput,
+  resolved: string,
+  workspace: string,
+  traceDir: string,
+  traceFile: string,
+): string[] {
+  let argv = [resolved, ...input.args];
+  if (input.trace_syscalls) {
+    const filter = input.trace_filter?.length ? ['-e', `trace=${input.trace_filter.join(',')}`] : [];
+    argv = [helper('strace', 'strace'), '-f', '-qq', '-s', '96', '-o', traceFile, ...filter, '--', ...argv];
+  }
+  const { address_space_mb: as, open_files: nofile, processes: nproc } = input.limits;
+  argv = [
+    helper('prlimit', 'util-linux'),
+    `--as=${as * 1024 * 1024}`,
+    `--nofile=${nofile}`,
+    `--nproc=${nproc}`,
+    '--',
+    ...argv,
+  ];
+  if (input.isolation === 'bubblewrap') {
+    argv = [
+      helper('bwrap', 'bubblewrap'),
+      '--unshare-all',
+      '--die-with-parent',
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+      '--tmpfs',
+      '/tmp',
+      '--bind',
+      workspace,
+      workspace,
+      ...(input.trace_syscalls ? ['--bind', traceDir, traceDir] : []),
+      '--chdir',
+      workspace,
+      '--',
+      ...argv,
+    ];
+  }
+  return argv;
+}
 
 function sha(text: string): string {
   return createHash('sha256').update(text).digest('hex');

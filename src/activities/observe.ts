@@ -1,0 +1,119 @@
+// What a capture observes besides output: strace events and the files the
+// process left in its workspace, each bounded, each a collection of rows.
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync } from 'node:fs';
+import { lstat, readdir, readlink } from 'node:fs/promises';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { DossierError } from '../domain/errors.ts';
+
+/** Absolute path of a helper program, or a clear provider_unavailable error. */
+export function helper(name: string, pkg: string): string {
+  for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/usr/local/bin']) {
+    const candidate = path.join(dir, name);
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new DossierError(
+    'provider_unavailable',
+    `${name} is not installed on this worker host.`,
+    `Install it (Debian package ${pkg}) on the workers, or run without the option that needs it.`,
+    { helper: name, package: pkg },
+  );
+}
+
+export interface SyscallEvent {
+  seq: number;
+  pid: number | null;
+  syscall: string;
+  args: string;
+  result: string | null;
+}
+
+const ARGS_CHARS = 256;
+const CALL = /^(\d+)\s+([a-z_0-9]+)\((.*)\)\s+=\s+(.*)$/;
+const UNFINISHED = /^(\d+)\s+([a-z_0-9]+)\((.*)\s+<unfinished \.\.\.>$/;
+const RESUMED = /^(\d+)\s+<\.\.\. ([a-z_0-9]+) resumed>(.*)\)\s+=\s+(.*)$/;
+const EXITED = /^(\d+)\s+\+\+\+ (exited with \d+|killed by \w+.*) \+\+\+$/;
+const SIGNAL = /^(\d+)\s+--- (\w+) .*---$/;
+
+export function parseStraceLine(line: string, seq: number): SyscallEvent {
+  const clip = (s: string) => (s.length > ARGS_CHARS ? `${s.slice(0, ARGS_CHARS)}…` : s);
+  let m = CALL.exec(line);
+  if (m) return { seq, pid: Number(m[1]), syscall: m[2]!, args: clip(m[3]!), result: m[4]! };
+  m = UNFINISHED.exec(line);
+  if (m) return { seq, pid: Number(m[1]), syscall: m[2]!, args: clip(m[3]!), result: null };
+  m = RESUMED.exec(line);
+  if (m) return { seq, pid: Number(m[1]), syscall: m[2]!, args: clip(`…${m[3]!}`), result: m[4]! };
+  m = EXITED.exec(line);
+  if (m) return { seq, pid: Number(m[1]), syscall: '+++exit', args: m[2]!, result: null };
+  m = SIGNAL.exec(line);
+  if (m) return { seq, pid: Number(m[1]), syscall: '---signal', args: m[2]!, result: null };
+  return { seq, pid: null, syscall: '?', args: clip(line), result: null };
+}
+
+/** Reads at most `max` events from an strace -f output file. */
+export async function readStrace(
+  file: string,
+  max: number,
+): Promise<{ events: SyscallEvent[]; truncated: boolean }> {
+  const events: SyscallEvent[] = [];
+  if (!existsSync(file)) return { events, truncated: false };
+  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  for await (const line of lines) {
+    if (!line) continue;
+    if (events.length >= max) {
+      lines.close();
+      return { events, truncated: true };
+    }
+    events.push(parseStraceLine(line, events.length));
+  }
+  return { events, truncated: false };
+}
+
+export interface FileRow {
+  path: string;
+  type: 'file' | 'dir' | 'symlink' | 'other';
+  size: number;
+  sha256: string | null;
+  link_target: string | null;
+}
+
+/** Lists a tree without following links, hashing regular files within a byte budget. */
+export async function listTree(
+  root: string,
+  maxEntries: number,
+  hashBudgetBytes: number,
+): Promise<{ files: FileRow[]; truncated: boolean; unhashed: number }> {
+  const files: FileRow[] = [];
+  let budget = hashBudgetBytes;
+  let unhashed = 0;
+  const walk = async (dir: string): Promise<boolean> => {
+    const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
+    for (const entry of entries) {
+      if (files.length >= maxEntries) return false;
+      const full = path.join(dir, entry.name);
+      const rel = path.relative(root, full);
+      const info = await lstat(full);
+      if (info.isSymbolicLink()) {
+        files.push({ path: rel, type: 'symlink', size: 0, sha256: null, link_target: await readlink(full) });
+      } else if (info.isDirectory()) {
+        files.push({ path: rel, type: 'dir', size: 0, sha256: null, link_target: null });
+        if (!(await walk(full))) return false;
+      } else if (info.isFile()) {
+        let sha256: string | null = null;
+        if (info.size <= budget) {
+          budget -= info.size;
+          const hash = createHash('sha256');
+          for await (const chunk of createReadStream(full)) hash.update(chunk as Buffer);
+          sha256 = hash.digest('hex');
+        } else unhashed++;
+        files.push({ path: rel, type: 'file', size: info.size, sha256, link_target: null });
+      } else {
+        files.push({ path: rel, type: 'other', size: info.size, sha256: null, link_target: null });
+      }
+    }
+    return true;
+  };
+  const complete = await walk(root);
+  return { files, truncated: !complete, unhashed };
+}

@@ -1,0 +1,146 @@
+// capture_process_scenario in full: strace events, workspace files, explicit
+// environment, resource limits, isolation, timeouts and output floods.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, type Reply } from '../helpers/mcp.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { groupAlive } from '../helpers/wait.ts';
+
+let t: TestStack;
+let client: Client;
+beforeAll(async () => {
+  t = await startTestStack();
+  client = await t.connect();
+});
+afterAll(async () => {
+  await t?.stop(true);
+});
+
+async function rows(evidenceId: string, collection: string, where?: Record<string, unknown[]>) {
+  const out: Reply[] = [];
+  for (let offset = 0; ;) {
+    const page = await call(client, 'inspect_analysis_view', {
+      evidence_id: evidenceId,
+      view: { kind: 'page', collection, where, offset, limit: 256 },
+    });
+    if (page.error) throw new Error(JSON.stringify(page.error));
+    out.push(...page.rows.map((r: Reply) => r.row));
+    if (page.coverage.exhausted) return out;
+    offset = page.coverage.next_offset;
+  }
+}
+
+const sh = (script: string, extra: Record<string, unknown> = {}) => ({
+  executable: '/usr/bin/sh',
+  args: ['-c', script],
+  env: { PATH: '/usr/bin:/bin' },
+  detail: 'summary',
+  ...extra,
+});
+
+describe('capture_process_scenario', () => {
+  it('traces a real program with strace: ls on a directory lists its execve and openat events', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-ls-'));
+    writeFileSync(path.join(dir, 'marker.txt'), 'x');
+    const reply = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/ls',
+      args: [dir],
+      trace_syscalls: true,
+      detail: 'summary',
+      idempotency_key: 'strace-ls',
+    });
+    expect(reply.status).toBe('succeeded');
+    expect(reply.summary.stdout_head).toBe('marker.txt\n');
+    expect(reply.summary.events).toBeGreaterThan(10);
+    const execve = await rows(reply.evidence_id, 'events', { syscall: ['execve'] });
+    expect(execve[0]!.args).toContain('/usr/bin/ls');
+    const opens = await rows(reply.evidence_id, 'events', { syscall: ['openat'] });
+    expect(opens.some((e) => e.args.includes(dir))).toBe(true);
+    expect(opens.every((e) => e.syscall === 'openat')).toBe(true);
+  });
+
+  it('lists the files the process left in its workspace, with SHA-256, and records links without following them', async () => {
+    const reply = await call(client, 'capture_process_scenario', {
+      ...sh('echo hi > a.txt; mkdir d; ln -s /etc/passwd d/link'),
+      idempotency_key: 'workspace-files',
+    });
+    const files = await rows(reply.evidence_id, 'files');
+    expect(files).toEqual([
+      {
+        path: 'a.txt',
+        type: 'file',
+        size: 3,
+        sha256: createHash('sha256').update('hi\n').digest('hex'),
+        link_target: null,
+      },
+      { path: 'd', type: 'dir', size: 0, sha256: null, link_target: null },
+      { path: 'd/link', type: 'symlink', size: 0, sha256: null, link_target: '/etc/passwd' },
+    ]);
+  });
+
+  it('passes exactly the given environment and applies the resource limits', async () => {
+    const reply = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/sh',
+      args: ['-c', 'env | sort; ulimit -n'],
+      env: { ONLY: 'this', PATH: '/usr/bin' },
+      limits: { open_files: 77 },
+      detail: 'summary',
+      idempotency_key: 'env-limits',
+    });
+    const lines = (await rows(reply.evidence_id, 'stdout')).map((r) => r.text);
+    expect(lines).toContain('ONLY=this');
+    expect(lines.filter((l) => l.includes('=') && !/^(ONLY|PATH|PWD)=/.test(l))).toEqual([]);
+    expect(lines[lines.length - 1]).toBe('77');
+  });
+
+  it('ends the whole process group at the timeout and leaves no process behind', async () => {
+    const reply = await call(client, 'capture_process_scenario', {
+      ...sh('sleep 30 & sleep 30 & wait', { timeout_ms: 500 }),
+      idempotency_key: 'timeout-group',
+    });
+    expect(reply.summary.ended_by).toBe('timeout');
+    const evidence = await call(client, 'get_evidence', { evidence_id: reply.evidence_id });
+    expect(evidence.evidence.limitations).toContain('the process was ended after timeout_ms=500');
+    const launch = await t.stack.store.getEvidenceDocument('local', reply.evidence_id);
+    expect(groupAlive(launch!.pid as number)).toBe(false);
+    const unknowns = await call(client, 'list_unknowns', { status: 'open' });
+    expect(unknowns.unknowns.map((u: Reply) => u.scope)).toContain(`${reply.launch.workflow_id} run`);
+  });
+
+  it('caps a process that floods stdout and flags it', async () => {
+    const reply = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/yes',
+      timeout_ms: 1_000,
+      max_output_bytes: 65_536,
+      detail: 'summary',
+      idempotency_key: 'flood',
+    });
+    expect(reply.summary).toMatchObject({ stdout_truncated: true, ended_by: 'timeout' });
+    expect(reply.summary.stdout_bytes).toBeGreaterThan(65_536);
+    const evidence = await call(client, 'get_evidence', { evidence_id: reply.evidence_id });
+    expect(evidence.evidence.truncated).toBe(true);
+    expect(evidence.evidence.limitations).toContain('stdout was capped at 65536 bytes');
+    expect(evidence.evidence.collections.stdout.rows).toBe(65_536 / 2);
+  });
+
+  it('runs under bubblewrap on request: private /tmp, no network, and says so in the Evidence', async () => {
+    const outside = path.join('/tmp', `dossier-bwrap-${Date.now()}`);
+    const reply = await call(client, 'capture_process_scenario', {
+      ...sh(`touch ${outside}; echo inside > kept.txt; cat /proc/net/dev | tail -n +3 | cut -d: -f1`, {
+        isolation: 'bubblewrap',
+      }),
+      idempotency_key: 'bwrap',
+    });
+    expect(reply.status).toBe('succeeded');
+    expect(existsSync(outside)).toBe(false);
+    const interfaces = (await rows(reply.evidence_id, 'stdout')).map((r) => r.text.trim());
+    expect(interfaces).toEqual(['lo']);
+    expect((await rows(reply.evidence_id, 'files')).map((f) => f.path)).toEqual(['kept.txt']);
+    const document = await t.stack.store.getEvidenceDocument('local', reply.evidence_id);
+    expect(document).toMatchObject({ isolation: 'bubblewrap' });
+  });
+});
