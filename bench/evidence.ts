@@ -18,7 +18,7 @@ const SIZES = [1_000, 100_000, 1_000_000];
 const RUNS = 20;
 
 async function measure(store: EvidenceStore, label: string, lines: string[]) {
-  const ledger = new Ledger(store, 40_000);
+  const ledger = new Ledger(store, { replyBudgetBytes: 40_000 });
   const pageMs: Record<number, number> = {};
   for (const n of SIZES) {
     const input = syntheticTrace(n, 't', 'alice');
@@ -67,7 +67,7 @@ export async function benchEvidence(): Promise<string[]> {
   // Reply sizes for the seed's case: 8,000 references, all owners unavailable.
   const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-store-'));
   const sqlite = await openStore(path.join(dir, 'sizes.db'));
-  const ledger = new Ledger(sqlite, 40_000);
+  const ledger = new Ledger(sqlite, { replyBudgetBytes: 40_000 });
   const trace = await sqlite.putEvidence(syntheticTrace(8_000));
   const summary = await ledger.inspect(alice, trace.evidence_id, { kind: 'summary' });
   const page = await ledger.inspect(alice, trace.evidence_id, {

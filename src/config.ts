@@ -59,6 +59,7 @@ const schema = z.object({
     .optional(),
   DOSSIER_REPLY_BUDGET_BYTES: intIn(4_096, 1_000_000, 40_000),
   DOSSIER_MAX_REQUEST_BYTES: intIn(1_024, 16 * 1024 * 1024, 1024 * 1024),
+  DOSSIER_MAX_UPLOAD_BYTES: intIn(1_024, 4 * 1024 * 1024 * 1024, 256 * 1024 * 1024),
   DOSSIER_RETENTION_DAYS: intIn(1, 3650, 7),
   DOSSIER_WORKER_CAPABILITIES: z
     .string()
@@ -89,6 +90,7 @@ export interface Config {
   bundleRoots: string[];
   replyBudgetBytes: number;
   maxRequestBytes: number;
+  maxUploadBytes: number;
   retentionDays: number;
   capabilities: Capability[];
   workerConcurrency: number;
@@ -150,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bundleRoots: (c.DOSSIER_BUNDLE_ROOTS ?? path.join(home, 'exports')).split(':').filter(Boolean),
     replyBudgetBytes: c.DOSSIER_REPLY_BUDGET_BYTES,
     maxRequestBytes: c.DOSSIER_MAX_REQUEST_BYTES,
+    maxUploadBytes: c.DOSSIER_MAX_UPLOAD_BYTES,
     retentionDays: c.DOSSIER_RETENTION_DAYS,
     capabilities: capabilities as Capability[],
     workerConcurrency: c.DOSSIER_WORKER_CONCURRENCY,

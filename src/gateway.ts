@@ -1,6 +1,7 @@
 // The application behind the MCP layer: validates a call against its contract,
 // authorizes it, and routes it to launches or to the store. Transport-free, so
 // HTTP, stdio and tests drive exactly the same code.
+import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { DossierError, toToolError, type ToolError } from './domain/errors.ts';
 import { replyBytes, type Ledger } from './evidence/ledger.ts';
@@ -64,6 +65,22 @@ export class Gateway {
     }
   }
 
+  /** POST /artifacts: an authenticated, size-capped upload into the artifact store. */
+  async uploadArtifact(caller: Principal, body: Readable, name: string | undefined): Promise<CallResult> {
+    try {
+      if (caller.role === 'viewer') {
+        throw new DossierError(
+          'forbidden',
+          'Your role (viewer) may not upload artifacts.',
+          'Ask an admin for an operator token.',
+        );
+      }
+      return { ok: true, value: await this.deps.ledger.uploadArtifact(caller, body, name) };
+    } catch (err) {
+      return { ok: false, error: toToolError(err) };
+    }
+  }
+
   /** Launch replies carry their result within the reply budget: complete when it fits, else summary + continuation. */
   private async deliver(caller: Principal, reply: Record<string, unknown>, detail: Detail = 'summary') {
     if (reply.status === 'running' || !reply.evidence_id) return reply;
@@ -118,6 +135,10 @@ export class Gateway {
         return ledger.listUnknowns(caller, i);
       case 'import_evidence_bundle':
         return ledger.importBundle(caller, input.path as string);
+      case 'register_artifact':
+        return ledger.registerArtifact(caller, input.path as string, input.name as string | undefined);
+      case 'list_artifacts':
+        return ledger.listArtifacts(caller, i);
       case 'whoami':
         return { ...caller, namespace: this.deps.namespace, ui_url: this.deps.uiUrl };
       default:

@@ -15,6 +15,7 @@ import { isFinished } from '../evidence/types.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { exportEvidenceBundle } from './bundle.ts';
 import { captureProcess } from './capture.ts';
+import { extractArchive } from './extract.ts';
 import type { Effect, EffectContext } from './effect.ts';
 import type { BookkeepingActivities, EffectActivities, JournalView, LaunchRequest } from './types.ts';
 
@@ -24,6 +25,7 @@ export const PROVIDER = { name: 'dossier', version: '0.1.0' };
 export const EFFECTS: Record<string, Effect> = {
   capture_process_scenario: captureProcess,
   export_evidence_bundle: exportEvidenceBundle,
+  extract_artifact: extractArchive,
 };
 
 const PROGRESS_WRITE_INTERVAL_MS = 1_000;

@@ -98,7 +98,13 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     if (parts.gateway !== false) {
       const client = new Client({ connection, namespace: config.namespace });
       const launches = new LaunchService({ store, client, namespace: config.namespace, uiUrl });
-      const ledger = new Ledger(store, config.replyBudgetBytes, config.bundleRoots);
+      const ledger = new Ledger(store, {
+        replyBudgetBytes: config.replyBudgetBytes,
+        bundleRoots: config.bundleRoots,
+        home: config.home,
+        allowedRoots: config.allowedRoots,
+        uploadLimit: config.maxUploadBytes,
+      });
       const gateway = new Gateway({ launches, ledger, namespace: config.namespace, uiUrl });
       http = await startHttpGateway(gateway, store, {
         host: config.host,

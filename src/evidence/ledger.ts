@@ -2,6 +2,9 @@
 // producing tools' results within the reply budget.
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { DossierError } from '../domain/errors.ts';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { storeArtifact, storeArtifactFile, UPLOAD_LIMIT } from './artifacts.ts';
 import { BUNDLE_LIMITS, verifyBundle } from './bundles.ts';
 import { unknownId } from './evidence.ts';
 import type { EvidenceStore, EvidenceFilter, UnknownFilter } from './store.ts';
@@ -11,12 +14,76 @@ import { findEvidence, fitPage, PAGE_LIMIT, pageView, summaryView, type ViewRequ
 /** Bytes a reply takes on the wire as MCP text content (its JSON). */
 export const replyBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
 
+export interface LedgerOptions {
+  replyBudgetBytes: number;
+  /** Folders bundles are imported from. */
+  bundleRoots?: string[];
+  /** Where the artifact directory lives, the folders artifacts are registered from, and the upload cap. */
+  home?: string;
+  allowedRoots?: string[];
+  uploadLimit?: number;
+}
+
 export class Ledger {
+  readonly replyBudgetBytes: number;
+  private readonly bundleRoots: string[];
+
   constructor(
     private readonly store: EvidenceStore,
-    readonly replyBudgetBytes: number,
-    private readonly bundleRoots: string[] = [],
-  ) {}
+    private readonly opts: LedgerOptions,
+  ) {
+    this.replyBudgetBytes = opts.replyBudgetBytes;
+    this.bundleRoots = opts.bundleRoots ?? [];
+  }
+
+  async registerArtifact(caller: Principal, file: string, name?: string) {
+    const resolved = await insideRoots(file, this.opts.allowedRoots ?? [], 'DOSSIER_ALLOWED_ROOTS');
+    const info = await stat(resolved);
+    if (!info.isFile()) {
+      throw new DossierError(
+        'unsupported_target',
+        `${file} is not a regular file.`,
+        'Register a file, not a folder or device.',
+      );
+    }
+    const stored = await storeArtifactFile(
+      this.home(),
+      resolved,
+      this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
+    );
+    return this.recordArtifact(caller, stored, name ?? path.basename(file), `path:${resolved}`);
+  }
+
+  async uploadArtifact(caller: Principal, body: Readable, name: string | undefined) {
+    const stored = await storeArtifact(this.home(), body, this.opts.uploadLimit ?? UPLOAD_LIMIT.default);
+    return this.recordArtifact(caller, stored, name ?? null, 'upload');
+  }
+
+  async listArtifacts(caller: Principal, filter: { cursor?: string; limit: number }) {
+    const page = await this.store.listArtifacts(caller.team, filter);
+    return { artifacts: page.items, next_cursor: page.nextCursor };
+  }
+
+  private async recordArtifact(
+    caller: Principal,
+    stored: { digest: string; size: number; mime_type: string; description: string },
+    name: string | null,
+    origin: string,
+  ) {
+    const { created, artifact } = await this.store.putArtifact(caller.team, {
+      ...stored,
+      name,
+      origin,
+      registered_by: caller.principal,
+      created_at: new Date().toISOString(),
+    });
+    return { created, artifact };
+  }
+
+  private home(): string {
+    if (!this.opts.home) throw new Error('the ledger was built without DOSSIER_HOME');
+    return this.opts.home;
+  }
 
   async importBundle(caller: Principal, file: string) {
     const resolved = await realpath(file).catch(() => {
@@ -198,4 +265,23 @@ export class Ledger {
     // Pass it as `view` to inspect_analysis_view with this reply's evidence_id.
     return { kind: 'page' as const, collection, offset: 0, limit: Math.max(1, fitted.rows.length) };
   }
+}
+
+/** Resolves a path through links and refuses it unless it lies under one of `roots`. */
+async function insideRoots(file: string, roots: string[], setting: string): Promise<string> {
+  const resolved = await realpath(file).catch(() => {
+    throw new DossierError('not_found', `No file at ${file}.`, 'Check the path on the dossier host.', {
+      path: file,
+    });
+  });
+  const real = await Promise.all(roots.map((r) => realpath(r).catch(() => r)));
+  if (!real.some((root) => resolved.startsWith(root.endsWith('/') ? root : `${root}/`))) {
+    throw new DossierError(
+      'policy_denied',
+      `${file} is outside the folders this tool may read.`,
+      `Use a file under one of ${roots.join(', ') || '(none configured)'} (${setting}).`,
+      { path: file, resolved, roots },
+    );
+  }
+  return resolved;
 }

@@ -94,4 +94,23 @@ CREATE TABLE unknowns (
 CREATE INDEX unknowns_by_status ON unknowns (team, status, created_at, unknown_id);
 `,
   },
+  {
+    version: 2,
+    name: 'artifacts by digest',
+    sql: `
+CREATE TABLE artifacts (
+  team TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  mime_type TEXT NOT NULL,
+  description TEXT NOT NULL,
+  name TEXT,
+  origin TEXT NOT NULL,
+  registered_by TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (team, digest)
+);
+CREATE INDEX artifacts_by_team ON artifacts (team, created_at, digest);
+`,
+  },
 ];

@@ -15,6 +15,7 @@ import type {
 } from './store.ts';
 import { decodeCursor, encodeCursor, hashToken, newToken } from './tokens.ts';
 import type {
+  ArtifactRecord,
   EvidenceRecord,
   LaunchOutcome,
   LaunchRecord,
@@ -587,7 +588,43 @@ export class SqlStore implements EvidenceStore {
     ]);
   }
 
+  // ── artifacts ───────────────────────────────────────────────────────────
+
+  async putArtifact(team: string, a: ArtifactRecord) {
+    const info = await this.db.run(
+      `INSERT INTO artifacts (team, digest, size, mime_type, description, name, origin, registered_by, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [team, a.digest, a.size, a.mime_type, a.description, a.name, a.origin, a.registered_by, a.created_at],
+    );
+    return { created: info.changes === 1, artifact: (await this.getArtifact(team, a.digest))! };
+  }
+
+  async getArtifact(team: string, digest: string) {
+    const r = await this.db.get<Row>('SELECT * FROM artifacts WHERE team = ? AND digest = ?', [team, digest]);
+    return r ? toArtifact(r) : undefined;
+  }
+
+  async listArtifacts(team: string, f: { cursor?: string; limit: number }) {
+    return this.pageBy('artifacts', ['team = ?'], [team], f, 'digest', toArtifact, (a) => [
+      a.created_at,
+      a.digest,
+    ]);
+  }
+
   async close() {
     await this.db.close();
   }
+}
+
+function toArtifact(r: Row): ArtifactRecord {
+  return {
+    digest: r.digest as string,
+    size: Number(r.size),
+    mime_type: r.mime_type as string,
+    description: r.description as string,
+    name: (r.name as string | null) ?? null,
+    origin: r.origin as string,
+    registered_by: r.registered_by as string,
+    created_at: r.created_at as string,
+  };
 }

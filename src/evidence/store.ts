@@ -2,6 +2,7 @@
 // Every read that returns launches, Evidence or unknowns takes the caller's team.
 import type { BuiltEvidence } from './evidence.ts';
 import type {
+  ArtifactRecord,
   EvidenceRecord,
   LaunchOutcome,
   LaunchRecord,
@@ -115,6 +116,14 @@ export interface EvidenceStore {
     change: { status?: UnknownStatus; note?: string | null; settledBy?: string[] | null },
   ): Promise<{ applied: boolean; unknown: UnknownRecord | undefined }>;
   listUnknowns(team: string, filter: UnknownFilter): Promise<Page<UnknownRecord>>;
+
+  /** Records an artifact for a team; a second registration of the same digest keeps the first record. */
+  putArtifact(
+    team: string,
+    artifact: ArtifactRecord,
+  ): Promise<{ created: boolean; artifact: ArtifactRecord }>;
+  getArtifact(team: string, digest: string): Promise<ArtifactRecord | undefined>;
+  listArtifacts(team: string, filter: { cursor?: string; limit: number }): Promise<Page<ArtifactRecord>>;
 
   close(): Promise<void>;
 }

@@ -122,3 +122,14 @@ export interface Page<T> {
   items: T[];
   nextCursor: string | null;
 }
+
+export interface ArtifactRecord {
+  digest: string;
+  size: number;
+  mime_type: string;
+  description: string;
+  name: string | null;
+  origin: string;
+  registered_by: string;
+  created_at: string;
+}

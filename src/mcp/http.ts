@@ -72,7 +72,9 @@ export async function startHttpGateway(
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://gateway');
     if (url.pathname === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true });
-    if (url.pathname !== '/mcp') return sendJson(res, 404, { error: 'not found; the MCP endpoint is /mcp' });
+    if (url.pathname !== '/mcp' && url.pathname !== '/artifacts') {
+      return sendJson(res, 404, { error: 'not found; the MCP endpoint is /mcp' });
+    }
     if (!allowedHost(req.headers.host))
       return rpcError(res, 403, -32000, `Host ${req.headers.host} is not allowed`);
     if (!allowedOrigin(req.headers.origin))
@@ -94,6 +96,20 @@ export async function startHttpGateway(
       scopes: [principal.role],
       extra: { principal },
     };
+
+    if (url.pathname === '/artifacts') {
+      if (req.method !== 'POST') return sendJson(res, 405, { error: 'POST the file as the request body' });
+      const name = url.searchParams.get('name') ?? undefined;
+      const result = await gateway.uploadArtifact(
+        principal,
+        req,
+        name && name.length <= 256 ? name : undefined,
+      );
+      if (result.ok) return sendJson(res, 201, result.value);
+      req.resume();
+      const status = { forbidden: 403, resource_constraint: 413 }[result.error.code as string] ?? 400;
+      return sendJson(res, status, { error: result.error });
+    }
 
     let body: unknown;
     if (req.method === 'POST') {

@@ -1,5 +1,6 @@
 // The tool catalog: every contract dossier serves, in the order tools/list shows them.
 import { captureProcessScenario } from './capture.ts';
+import { extractArtifact } from './extract.ts';
 import type { ToolContract } from './contract.ts';
 import { awaitLaunch, cancelLaunch, getLaunch, listLaunches, whoami } from './launchTools.ts';
 import {
@@ -7,19 +8,23 @@ import {
   getEvidence,
   importEvidenceBundle,
   inspectAnalysisView,
+  listArtifacts,
   listEvidence,
   listUnknowns,
   recordUnknown,
+  registerArtifact,
   updateUnknown,
 } from './ledgerTools.ts';
 
 export const CATALOG: readonly ToolContract[] = [
   captureProcessScenario,
+  extractArtifact,
   getLaunch,
   awaitLaunch,
   cancelLaunch,
   listLaunches,
   inspectAnalysisView,
+  listArtifacts,
   getEvidence,
   listEvidence,
   recordUnknown,
@@ -27,6 +32,8 @@ export const CATALOG: readonly ToolContract[] = [
   listUnknowns,
   exportEvidenceBundle,
   importEvidenceBundle,
+  registerArtifact,
+  listArtifacts,
   whoami,
 ] as unknown as readonly ToolContract[];
 

@@ -1,5 +1,6 @@
 // Ledger tools, served by the gateway from the evidence store (brief §3, §4).
 import { z } from 'zod';
+import { UPLOAD_LIMIT } from '../evidence/artifacts.ts';
 import { BUNDLE_LIMITS } from '../evidence/bundles.ts';
 import { PAGE_LIMIT, WHERE_LIMITS } from '../evidence/views.ts';
 import { UNKNOWN_STATUSES } from '../evidence/types.ts';
@@ -199,5 +200,46 @@ export const importEvidenceBundle = defineTool({
   effect: LEDGER_WRITE,
   runsOn: 'gateway',
   limits: { bytes: BUNDLE_LIMITS.bytes },
+  collections: {},
+});
+
+export const registerArtifact = defineTool({
+  name: 'register_artifact',
+  title: 'Register an artifact',
+  description:
+    'Copy a file from under the allowed roots into the content-addressed artifact store and record its digest, size and type for your team. Registering the same content again returns the same digest. Large files can also be uploaded: POST /artifacts with the bearer token.',
+  input: z.strictObject({
+    path: z
+      .string()
+      .min(1)
+      .max(4_096)
+      .refine((p) => p.startsWith('/'), { error: 'path must be absolute' }),
+    name: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe('A human name for the artifact (default: the file name).'),
+  }),
+  effect: {
+    idempotent: true,
+    readOnly: false,
+    destructive: false,
+    openWorld: true,
+    effects: ['reads a file on the dossier host', 'writes the artifact store'],
+  },
+  runsOn: 'gateway',
+  limits: { bytes: UPLOAD_LIMIT },
+  collections: {},
+});
+
+export const listArtifacts = defineTool({
+  name: 'list_artifacts',
+  title: 'List artifacts',
+  description: "Your team's artifacts (digest, size, type, origin), newest first.",
+  input: z.strictObject({ cursor, limit }),
+  effect: READ,
+  runsOn: 'gateway',
+  limits: { limit: LEDGER_LIST_LIMIT },
   collections: {},
 });

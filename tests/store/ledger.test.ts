@@ -19,7 +19,7 @@ describe.each(BACKENDS)('retained views on %s', (backend) => {
 
   beforeAll(async () => {
     ({ store, close } = await freshStore(backend));
-    ledger = new Ledger(store, 40_000);
+    ledger = new Ledger(store, { replyBudgetBytes: 40_000 });
     trace = await store.putEvidence(input);
   });
   afterAll(async () => {

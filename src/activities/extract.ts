@@ -1,0 +1,291 @@
+// The extract_artifact effect. Every entry is checked before anything is
+// written: absolute and `..` paths, paths through a recorded link, paths too
+// deep and duplicates are refused and recorded; links are recorded, never
+// created. Content is written into a staging tree with O_EXCL|O_NOFOLLOW and
+// counted as it streams; a bound exceeded or a corrupt archive fails the
+// extraction and removes the staging tree, so no partial tree is left.
+import { createHash } from 'node:crypto';
+import { constants, createReadStream, existsSync } from 'node:fs';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { DossierError, toToolError } from '../domain/errors.ts';
+import { artifactPath } from '../evidence/artifacts.ts';
+import type { ExtractInput } from '../tools/extract.ts';
+import { read7z, readGzip, readTar, readZip, sniff, tooBig, tooMany, type ArchiveEntry } from './archives.ts';
+import type { Effect } from './effect.ts';
+
+const NESTED = new Set(['zip', 'gzip', 'bzip2', 'xz', '7z', 'tar', 'squashfs']);
+
+export interface ManifestRow {
+  occurrence: number;
+  path: string;
+  type: ArchiveEntry['type'];
+  size: number | null;
+  sha256: string | null;
+  detected_type: string | null;
+  nested_archive: boolean;
+  link_target: string | null;
+  status: 'written' | 'recorded' | 'refused';
+  reason: string | null;
+}
+
+async function detectFormat(file: string): Promise<ExtractInput['format']> {
+  const fd = await open(file, 'r');
+  const head = Buffer.alloc(512);
+  const { bytesRead } = await fd.read(head, 0, 512, 0);
+  await fd.close();
+  const kind = sniff(head.subarray(0, bytesRead));
+  if (kind === 'zip' || kind === 'tar' || kind === '7z') return kind;
+  if (kind === 'bzip2') return 'tar.bz2';
+  if (kind === 'xz') return 'tar.xz';
+  if (kind === 'gzip') {
+    // A gzip'd tar has "ustar" at offset 257 of the decompressed stream.
+    const { createGunzip } = await import('node:zlib');
+    const inner = await new Promise<Buffer>((resolve) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const gunzip = createReadStream(file).pipe(createGunzip());
+      gunzip.on('data', (c: Buffer) => {
+        chunks.push(c);
+        size += c.length;
+        if (size >= 512) gunzip.destroy();
+      });
+      gunzip.on('close', () => resolve(Buffer.concat(chunks)));
+      gunzip.on('error', () => resolve(Buffer.concat(chunks)));
+    });
+    return sniff(inner) === 'tar' ? 'tar.gz' : 'gzip';
+  }
+  throw new DossierError(
+    'unsupported_target',
+    `The artifact is not an archive this tool reads (it looks like ${kind}).`,
+    'extract_artifact reads zip, tar, tar.gz, tar.bz2, tar.xz, gzip and 7z; for firmware images use extract_firmware.',
+    { detected: kind },
+  );
+}
+
+/** Why a name may not be written, or null when it is safe. */
+export function unsafeName(name: string, maxDepth: number): string | null {
+  if (name.length === 0) return 'empty name';
+  if (name.includes('\0')) return 'NUL in name';
+  if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) return 'absolute path';
+  const parts = name.split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..')) return 'path escapes the output directory (..)';
+  if (parts.length === 0) return 'empty name';
+  if (parts.length > maxDepth) return `deeper than max_depth=${maxDepth}`;
+  return null;
+}
+
+export const extractArchive: Effect = async (raw, ctx) => {
+  const input = raw as ExtractInput;
+  const archive = await ctx.store.getArtifact(ctx.caller.team, input.artifact);
+  if (!archive) {
+    throw new DossierError(
+      'not_found',
+      `No artifact ${input.artifact} is registered for your team.`,
+      'register_artifact first, then pass the digest it returns.',
+    );
+  }
+  const file = artifactPath(ctx.config.home, input.artifact);
+  const archiveBytes = (await stat(file)).size;
+  const format = input.format === 'auto' ? await detectFormat(file) : input.format;
+  const limits = input.limits;
+  const staging = path.join(ctx.workspace, 'out');
+  const output = path.join(
+    ctx.config.home,
+    'extractions',
+    ctx.caller.team,
+    path.basename(path.dirname(ctx.workspace)),
+    path.basename(ctx.workspace),
+  );
+
+  await ctx.begin();
+  await mkdir(staging);
+  const rows: ManifestRow[] = [];
+  const taken = new Map<string, ArchiveEntry['type']>(); // normalized path → what occupies it
+  let total = 0;
+  let written = 0;
+  const deadline = Date.now() + input.timeout_ms;
+
+  const onEntry = async (entry: ArchiveEntry) => {
+    if (rows.length >= limits.max_entries) throw tooMany(rows.length + 1, limits.max_entries);
+    if (ctx.signal.aborted)
+      throw new DossierError(
+        'cancelled',
+        'The extraction was cancelled.',
+        'Launch again with a new idempotency_key.',
+      );
+    if (Date.now() > deadline) {
+      throw new DossierError(
+        'provider_timeout',
+        `The extraction ran past timeout_ms=${input.timeout_ms}.`,
+        'Raise timeout_ms or split the archive.',
+      );
+    }
+    const row: ManifestRow = {
+      occurrence: rows.length,
+      path: entry.name,
+      type: entry.type,
+      size: null,
+      sha256: null,
+      detected_type: null,
+      nested_archive: false,
+      link_target: entry.linkTarget,
+      status: 'refused',
+      reason: null,
+    };
+    rows.push(row);
+    const refuse = (reason: string) => {
+      row.reason = reason;
+      entry.content?.resume();
+    };
+    if (entry.type === 'dir' && /^(\.\/?)*$/.test(entry.name)) {
+      row.status = 'written'; // the archive's own root, "./": it is the output directory
+      return;
+    }
+    const bad = unsafeName(entry.name, limits.max_depth);
+    if (bad) return refuse(bad);
+    const parts = entry.name.split('/').filter((p) => p !== '' && p !== '.');
+    const rel = parts.join('/');
+    for (let i = 1; i < parts.length; i++) {
+      const occupant = taken.get(parts.slice(0, i).join('/'));
+      if (occupant && occupant !== 'dir')
+        return refuse(`path goes through a ${occupant} entry (${parts.slice(0, i).join('/')})`);
+    }
+    if (entry.type === 'symlink' || entry.type === 'hardlink') {
+      if (taken.has(rel)) return refuse('duplicate path');
+      taken.set(rel, entry.type);
+      row.status = 'recorded';
+      row.reason = 'links are recorded, never created';
+      return;
+    }
+    if (entry.type === 'other') return refuse('device, fifo or other special entry');
+    const target = path.join(staging, rel);
+    if (!target.startsWith(`${staging}/`)) return refuse('path escapes the output directory');
+    if (entry.type === 'dir') {
+      if (taken.has(rel) && taken.get(rel) !== 'dir') return refuse('duplicate path');
+      taken.set(rel, 'dir');
+      await mkdir(target, { recursive: true });
+      row.status = 'written';
+      return;
+    }
+    if (taken.has(rel)) return refuse('duplicate path');
+    taken.set(rel, 'file');
+    await mkdir(path.dirname(target), { recursive: true });
+    const fd = await open(
+      target,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o644,
+    );
+    const hash = createHash('sha256');
+    let size = 0;
+    let head: Buffer | null = null;
+    try {
+      for await (const chunk of entry.content!) {
+        const buf = chunk as Buffer;
+        size += buf.length;
+        total += buf.length;
+        if (size > limits.max_entry_bytes) {
+          throw new DossierError(
+            'resource_constraint',
+            `Entry ${rel} unpacks to more than max_entry_bytes=${limits.max_entry_bytes}; the extraction was rolled back.`,
+            'Raise limits.max_entry_bytes (up to its ceiling) with a new idempotency_key if this is expected.',
+            { path: rel, max_entry_bytes: limits.max_entry_bytes },
+          );
+        }
+        if (total > limits.max_total_bytes) throw tooBig(total, limits.max_total_bytes);
+        if (total > limits.max_ratio * Math.max(archiveBytes, 1)) {
+          throw new DossierError(
+            'resource_constraint',
+            `The archive expands more than max_ratio=${limits.max_ratio} times its ${archiveBytes} bytes (a compression bomb?); the extraction was rolled back.`,
+            'Raise limits.max_ratio with a new idempotency_key only if you trust this archive.',
+            { archive_bytes: archiveBytes, written: total, max_ratio: limits.max_ratio },
+          );
+        }
+        head ??= Buffer.from(buf.subarray(0, 512));
+        hash.update(buf);
+        await fd.write(buf);
+      }
+    } finally {
+      await fd.close();
+    }
+    const kind = sniff(head ?? Buffer.alloc(0));
+    Object.assign(row, {
+      size,
+      sha256: hash.digest('hex'),
+      detected_type: kind,
+      nested_archive: NESTED.has(kind),
+      status: 'written',
+      reason: null,
+    });
+    written++;
+    ctx.progress({ phase: 'extracting', entries: rows.length, written, bytes: total });
+  };
+
+  let failure: unknown;
+  try {
+    if (format === 'zip') await readZip(file, onEntry);
+    else if (format === 'tar') await readTar(file, 'none', onEntry);
+    else if (format === 'tar.gz') await readTar(file, 'gzip', onEntry);
+    else if (format === 'tar.bz2') await readTar(file, 'bzip2', onEntry);
+    else if (format === 'tar.xz') await readTar(file, 'xz', onEntry);
+    else if (format === 'gzip')
+      await readGzip(file, (archive.name ?? 'data').replace(/\.gz$/, '') || 'data', onEntry);
+    else
+      await read7z(
+        file,
+        path.join(ctx.workspace, 'raw7z'),
+        { maxEntries: limits.max_entries, maxTotalBytes: limits.max_total_bytes },
+        onEntry,
+      );
+  } catch (err) {
+    failure = err;
+  }
+
+  let cleanup: { staging_removed: boolean; output: string | null };
+  if (failure) {
+    await rm(ctx.workspace + '/out', { recursive: true, force: true });
+    await rm(path.join(ctx.workspace, 'raw7z'), { recursive: true, force: true });
+    cleanup = { staging_removed: !existsSync(staging), output: null };
+  } else {
+    await mkdir(path.dirname(output), { recursive: true });
+    await rename(staging, output); // the output directory is created exactly once, whole
+    await rm(path.join(ctx.workspace, 'raw7z'), { recursive: true, force: true });
+    cleanup = { staging_removed: true, output };
+  }
+  const refused = rows.filter((r) => r.status === 'refused').length;
+  const recorded = rows.filter((r) => r.status === 'recorded').length;
+  const summary = {
+    format,
+    output: cleanup.output,
+    entries: rows.length,
+    written,
+    refused,
+    links_recorded: recorded,
+    nested_archives: rows.filter((r) => r.nested_archive).length,
+    bytes_written: failure ? 0 : total,
+    archive_bytes: archiveBytes,
+    cleanup,
+  };
+  const limitations: string[] = [];
+  if (refused) limitations.push(`${refused} entries were refused (see status "refused" in entries)`);
+  if (failure)
+    limitations.push(
+      'the extraction failed and was rolled back; entries lists what was read before the failure',
+    );
+  return {
+    status: failure ? 'failed' : 'succeeded',
+    document: { artifact: input.artifact, limits, ...summary },
+    collections: { entries: rows },
+    summary,
+    truncated: Boolean(failure),
+    limitations,
+    target: { digest: input.artifact, path: archive.name ?? undefined },
+    error: failure ? toToolError(failure) : undefined,
+    unknowns: rows
+      .filter((r) => r.nested_archive)
+      .map((r) => ({
+        question: `What does the nested ${r.detected_type} archive ${r.path} contain?`,
+        scope: `${input.artifact} ${r.path}`,
+      })),
+  };
+};

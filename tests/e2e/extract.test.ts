@@ -1,0 +1,222 @@
+// extract_artifact on real archives made here with the real tools, and on
+// hostile archives written the way an attacker would (tests/fixtures).
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, type Reply } from '../helpers/mcp.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-archives-'));
+const outside = path.join(work, 'outside');
+const hostile = path.join(work, 'hostile');
+let t: TestStack;
+let client: Client;
+let n = 0;
+
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+beforeAll(async () => {
+  mkdirSync(outside);
+  mkdirSync(hostile);
+  execFileSync('python3', [path.resolve('tests/fixtures/hostile_archives.py'), hostile, outside]);
+  t = await startTestStack({ env: { DOSSIER_ALLOWED_ROOTS: `/usr/bin:${work}` } });
+  client = await t.connect();
+});
+afterAll(async () => {
+  await t?.stop(true);
+});
+
+async function extract(file: string, extra: Record<string, unknown> = {}): Promise<Reply> {
+  const registered = await call(client, 'register_artifact', { path: file });
+  expect(registered.error).toBeUndefined();
+  return call(client, 'extract_artifact', {
+    artifact: registered.artifact.digest,
+    detail: 'summary',
+    idempotency_key: `extract-${++n}`,
+    ...extra,
+  });
+}
+
+async function entries(evidenceId: string): Promise<Reply[]> {
+  const out: Reply[] = [];
+  for (let offset = 0; ;) {
+    const page = await call(client, 'inspect_analysis_view', {
+      evidence_id: evidenceId,
+      view: { kind: 'page', collection: 'entries', offset, limit: 256 },
+    });
+    out.push(...page.rows.map((r: Reply) => r.row));
+    if (page.coverage.exhausted) return out;
+    offset = page.coverage.next_offset;
+  }
+}
+
+const extractions = () => path.join(t.home, 'extractions', 'local');
+
+function nothingOutside() {
+  expect(readdirSync(outside)).toEqual([]);
+  expect(existsSync(path.join(t.home, 'extractions', 'escape.txt'))).toBe(false);
+}
+
+describe('extract_artifact on real archives', () => {
+  const tree = path.join(work, 'tree');
+  const files: Record<string, Buffer> = {
+    'README.txt': Buffer.from('hello\n'),
+    'bin/payload.bin': randomBytes(200_000),
+    'etc/config/app.conf': Buffer.from('key=value\n'),
+  };
+  beforeAll(() => {
+    for (const [rel, data] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(tree, rel)), { recursive: true });
+      writeFileSync(path.join(tree, rel), data);
+    }
+    mkdirSync(path.join(tree, 'empty'));
+    execFileSync('zip', ['-qr', path.join(work, 'a.zip'), '.'], { cwd: tree });
+    execFileSync('tar', ['-cf', path.join(work, 'a.tar'), '.'], { cwd: tree });
+    execFileSync('tar', ['-czf', path.join(work, 'a.tar.gz'), '.'], { cwd: tree });
+    execFileSync('tar', ['-cjf', path.join(work, 'a.tar.bz2'), '.'], { cwd: tree });
+    execFileSync('tar', ['-cJf', path.join(work, 'a.tar.xz'), '.'], { cwd: tree });
+    execFileSync('7zz', ['a', '-bd', path.join(work, 'a.7z'), '.'], { cwd: tree, stdio: 'ignore' });
+    writeFileSync(
+      path.join(work, 'payload.bin.gz'),
+      execFileSync('gzip', ['-c', path.join(tree, 'bin/payload.bin')]),
+    );
+  });
+
+  it.each(['a.zip', 'a.tar', 'a.tar.gz', 'a.tar.bz2', 'a.tar.xz', 'a.7z'])(
+    '%s: every file lands in a new output directory with the digest it had',
+    async (name) => {
+      const reply = await extract(path.join(work, name));
+      expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+      const output = reply.summary.output as string;
+      expect(output.startsWith(path.join(t.home, 'extractions'))).toBe(true);
+      for (const [rel, data] of Object.entries(files)) {
+        expect(sha(readFileSync(path.join(output, rel))), rel).toBe(sha(data));
+      }
+      expect(statSync(path.join(output, 'empty')).isDirectory()).toBe(true);
+      const manifest = await entries(reply.evidence_id);
+      const payload = manifest.find((e) => e.path.replace(/^\.\//, '') === 'bin/payload.bin');
+      expect(payload).toMatchObject({
+        status: 'written',
+        size: 200_000,
+        sha256: sha(files['bin/payload.bin']!),
+      });
+      expect(manifest.filter((e) => e.status === 'refused')).toEqual([]);
+    },
+  );
+
+  it('gzip: a lone stream becomes one file; nested archives are listed, not opened', async () => {
+    const reply = await extract(path.join(work, 'payload.bin.gz'));
+    expect(reply.status).toBe('succeeded');
+    const [entry] = await entries(reply.evidence_id);
+    expect(entry).toMatchObject({ path: 'payload.bin', sha256: sha(files['bin/payload.bin']!) });
+
+    const nested = path.join(work, 'nested.zip');
+    execFileSync('zip', ['-qj', nested, path.join(work, 'a.tar.gz')]);
+    const outer = await extract(nested);
+    const rows = await entries(outer.evidence_id);
+    expect(rows).toMatchObject([
+      { path: 'a.tar.gz', detected_type: 'gzip', nested_archive: true, status: 'written' },
+    ]);
+    expect(readdirSync(outer.summary.output)).toEqual(['a.tar.gz']);
+  });
+});
+
+describe('extract_artifact on hostile archives', () => {
+  it('zip-slip: the climbing entries are refused and recorded, the good one written, nothing outside', async () => {
+    const reply = await extract(path.join(hostile, 'zip-slip.zip'));
+    expect(reply.status).toBe('succeeded');
+    const rows = await entries(reply.evidence_id);
+    expect(rows.filter((r) => r.status === 'refused').map((r) => r.reason)).toEqual([
+      'path escapes the output directory (..)',
+      'path escapes the output directory (..)',
+    ]);
+    expect(readdirSync(reply.summary.output)).toEqual(['good.txt']);
+    nothingOutside();
+  });
+
+  it('absolute paths are refused and recorded', async () => {
+    const reply = await extract(path.join(hostile, 'absolute.tar'));
+    const rows = await entries(reply.evidence_id);
+    expect(rows.find((r) => r.path.startsWith('/'))).toMatchObject({
+      status: 'refused',
+      reason: 'absolute path',
+    });
+    nothingOutside();
+  });
+
+  it('a symlink pointing outside is recorded, never created, and a file through it is refused', async () => {
+    const reply = await extract(path.join(hostile, 'symlink-escape.tar'));
+    const rows = await entries(reply.evidence_id);
+    expect(rows[0]).toMatchObject({
+      path: 'link',
+      type: 'symlink',
+      link_target: outside,
+      status: 'recorded',
+    });
+    expect(rows[1]).toMatchObject({ path: 'link/through-link.txt', status: 'refused' });
+    expect(rows[1]!.reason).toMatch(/through a symlink/);
+    expect(readdirSync(reply.summary.output)).toEqual([]);
+    nothingOutside();
+  });
+
+  it('a hardlink to a file outside is recorded and not created', async () => {
+    const reply = await extract(path.join(hostile, 'hardlink.tar'));
+    const rows = await entries(reply.evidence_id);
+    expect(rows[0]).toMatchObject({ type: 'hardlink', link_target: '/etc/passwd', status: 'recorded' });
+    expect(readdirSync(reply.summary.output)).toEqual(['ok.txt']);
+  });
+
+  it.each([
+    ['bomb.tar.xz', /max_ratio=1000/],
+    ['many.tar', /more than 10000 entries/],
+  ])('%s fails with a clear error and leaves no partial tree', async (name, message) => {
+    const outputs = () =>
+      existsSync(extractions()) ? readdirSync(extractions(), { recursive: true }).sort() : [];
+    const before = outputs();
+    const reply = await extract(path.join(hostile, name));
+    expect(reply.status).toBe('failed');
+    expect(reply.error.code).toBe('resource_constraint');
+    expect(reply.error.message).toMatch(message);
+    const evidence = await call(client, 'get_evidence', { evidence_id: reply.evidence_id });
+    expect(evidence.evidence.summary.cleanup).toEqual({ staging_removed: true, output: null });
+    expect(outputs()).toEqual(before);
+    expect(
+      readdirSync(path.join(t.home, 'workspaces'), { recursive: true }).filter((p) =>
+        String(p).endsWith('/out'),
+      ),
+    ).toEqual([]);
+  });
+
+  it('deep nesting beyond max_depth is refused and recorded', async () => {
+    const reply = await extract(path.join(hostile, 'deep.tar'));
+    const rows = await entries(reply.evidence_id);
+    expect(rows.map((r) => r.status)).toEqual(['written', 'refused']);
+    expect(rows[1]!.reason).toBe('deeper than max_depth=32');
+  });
+
+  it('a truncated archive fails with a clear error and leaves no partial tree', async () => {
+    const source = path.join(work, 'to-truncate');
+    mkdirSync(source, { recursive: true });
+    writeFileSync(path.join(source, 'random.bin'), randomBytes(100_000));
+    const whole = execFileSync('tar', ['-cz', '-C', source, '.']);
+    const cut = path.join(work, 'truncated.tar.gz');
+    writeFileSync(cut, whole.subarray(0, Math.floor(whole.length / 2)));
+    const reply = await extract(cut, { format: 'tar.gz' });
+    expect(reply.status).toBe('failed');
+    expect(reply.error.code).toBe('unsupported_target');
+    expect(reply.error.message).toMatch(/truncated or corrupt/);
+    expect(reply.summary.cleanup.output).toBeNull();
+  });
+});
