@@ -10,7 +10,7 @@ import { DossierError } from '../domain/errors.ts';
 import { KILL_GRACE_MS, type CaptureInput } from '../tools/capture.ts';
 import type { Effect, EffectResult } from './effect.ts';
 import { allowedExecutable } from './policy.ts';
-import { helper, listTree, readStrace } from './observe.ts';
+import { helper, listTree, parseLtraceLine, readStrace, readTrace } from './observe.ts';
 import { liveGroupMembers, signalGroup } from './processes.ts';
 
 const HEAD_CHARS = 512;
@@ -68,15 +68,23 @@ async function fileSha256(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
+/** A capture as the effects run it: observe_native_calls sets the tracer to ltrace. */
+export type CaptureRun = CaptureInput & { tracer?: 'ltrace'; call_filter?: string };
+
+function tracerOf(input: CaptureRun): 'strace' | 'ltrace' | undefined {
+  return input.tracer ?? (input.trace_syscalls ? 'strace' : undefined);
+}
+
 export const captureProcess: Effect = async (raw, ctx) => {
-  const input = raw as CaptureInput;
+  const input = raw as CaptureRun;
+  const tracer = tracerOf(input);
   const resolved = await allowedExecutable(input.executable, ctx.config.allowedRoots);
   const [executableSha256, executableStat] = await Promise.all([fileSha256(resolved), stat(resolved)]);
 
   const traceDir = `${ctx.workspace}.trace`;
   const traceFile = path.join(traceDir, 'strace.txt');
   const argv = commandLine(input, resolved, ctx.workspace, traceDir, traceFile);
-  if (input.trace_syscalls) await mkdir(traceDir);
+  if (tracer) await mkdir(traceDir);
 
   await ctx.begin();
   const startedAt = new Date();
@@ -136,7 +144,11 @@ export const captureProcess: Effect = async (raw, ctx) => {
   });
 
   const [trace, tree] = await Promise.all([
-    input.trace_syscalls ? readStrace(traceFile, input.max_events) : undefined,
+    tracer === 'strace'
+      ? readStrace(traceFile, input.max_events)
+      : tracer === 'ltrace'
+        ? readTrace(traceFile, input.max_events, parseLtraceLine)
+        : undefined,
     listTree(ctx.workspace, input.max_files, FILE_HASH_BUDGET),
   ]);
   const out = stdout.describe();
@@ -148,7 +160,7 @@ export const captureProcess: Effect = async (raw, ctx) => {
   if (err.truncated) limitations.push(`stderr was capped at ${input.max_output_bytes} bytes`);
   if (ending === 'timeout') limitations.push(`the process was ended after timeout_ms=${input.timeout_ms}`);
   if (ending === 'cancel') limitations.push('the launch was cancelled; the process group was ended');
-  if (trace?.truncated) limitations.push(`syscall events were capped at max_events=${input.max_events}`);
+  if (trace?.truncated) limitations.push(`${tracer} events were capped at max_events=${input.max_events}`);
   if (tree.truncated) limitations.push(`the workspace listing was capped at max_files=${input.max_files}`);
   if (tree.unhashed) limitations.push(`${tree.unhashed} large workspace files were listed without SHA-256`);
   if (process.getuid?.() === 0 && input.isolation === 'none') {
@@ -174,7 +186,7 @@ export const captureProcess: Effect = async (raw, ctx) => {
     isolation: input.isolation,
     limits: input.limits,
     command_line: argv,
-    trace: input.trace_syscalls ? { events: trace!.events.length, truncated: trace!.truncated } : null,
+    trace: trace ? { tracer, events: trace.events.length, truncated: trace.truncated } : null,
     started_at: startedAt.toISOString(),
     duration_ms: durationMs,
     stdout: out,
@@ -235,16 +247,20 @@ const FILE_HASH_BUDGET = 1024 * 1024 * 1024;
 
 /** The wrappers in order: bubblewrap (isolation), prlimit (resource limits), strace (events), the program. */
 export function commandLine(
-  input: CaptureInput,
+  input: CaptureRun,
   resolved: string,
   workspace: string,
   traceDir: string,
   traceFile: string,
 ): string[] {
   let argv = [resolved, ...input.args];
-  if (input.trace_syscalls) {
+  const tracer = tracerOf(input);
+  if (tracer === 'strace') {
     const filter = input.trace_filter?.length ? ['-e', `trace=${input.trace_filter.join(',')}`] : [];
     argv = [helper('strace', 'strace'), '-f', '-qq', '-s', '96', '-o', traceFile, ...filter, '--', ...argv];
+  } else if (tracer === 'ltrace') {
+    const filter = input.call_filter ? ['-e', input.call_filter] : [];
+    argv = [helper('ltrace', 'ltrace'), '-f', '-s', '96', '-o', traceFile, ...filter, '--', ...argv];
   }
   const { address_space_mb: as, open_files: nofile, processes: nproc } = input.limits;
   argv = [
@@ -272,7 +288,7 @@ export function commandLine(
       '--bind',
       workspace,
       workspace,
-      ...(input.trace_syscalls ? ['--bind', traceDir, traceDir] : []),
+      ...(tracer ? ['--bind', traceDir, traceDir] : []),
       '--chdir',
       workspace,
       '--',
@@ -285,3 +301,7 @@ export function commandLine(
 function sha(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
+
+/** observe_native_calls: the same bounded capture, traced with ltrace -f into `events`. */
+export const observeNativeCalls: Effect = (raw, ctx) =>
+  captureProcess({ ...(raw as CaptureRun), trace_syscalls: false, tracer: 'ltrace' }, ctx);

@@ -14,7 +14,7 @@ import type { LaunchOutcome } from '../evidence/types.ts';
 import { isFinished } from '../evidence/types.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { exportEvidenceBundle } from './bundle.ts';
-import { captureProcess } from './capture.ts';
+import { captureProcess, observeNativeCalls } from './capture.ts';
 import { extractArchive } from './extract.ts';
 import type { Effect, EffectContext } from './effect.ts';
 import type { BookkeepingActivities, EffectActivities, JournalView, LaunchRequest } from './types.ts';
@@ -26,6 +26,7 @@ export const EFFECTS: Record<string, Effect> = {
   capture_process_scenario: captureProcess,
   export_evidence_bundle: exportEvidenceBundle,
   extract_artifact: extractArchive,
+  observe_native_calls: observeNativeCalls,
 };
 
 const PROGRESS_WRITE_INTERVAL_MS = 1_000;

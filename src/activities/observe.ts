@@ -51,12 +51,52 @@ export function parseStraceLine(line: string, seq: number): SyscallEvent {
   return { seq, pid: null, syscall: '?', args: clip(line), result: null };
 }
 
+export interface CallEvent {
+  seq: number;
+  pid: number | null;
+  library: string | null;
+  call: string;
+  args: string;
+  result: string | null;
+}
+
+const LCALL = /^(\d+)\s+(?:([\w.+-]+)->)?([\w@.]+)\((.*)\)\s+=\s+(.*)$/;
+const LUNFINISHED = /^(\d+)\s+(?:([\w.+-]+)->)?([\w@.]+)\((.*)\s+<unfinished \.\.\.>$/;
+const LRESUMED = /^(\d+)\s+<\.\.\. ([\w@.]+) resumed>(.*)\)\s+=\s+(.*)$/;
+const LEXIT = /^(\d+)\s+\+\+\+ (.*) \+\+\+$/;
+const LSIGNAL = /^(\d+)\s+--- (\w+).*---$/;
+
+/** One line of `ltrace -f` output as an event row. */
+export function parseLtraceLine(line: string, seq: number): CallEvent {
+  const clip = (s: string) => (s.length > ARGS_CHARS ? `${s.slice(0, ARGS_CHARS)}…` : s);
+  let m = LCALL.exec(line);
+  if (m)
+    return { seq, pid: Number(m[1]), library: m[2] ?? null, call: m[3]!, args: clip(m[4]!), result: m[5]! };
+  m = LUNFINISHED.exec(line);
+  if (m)
+    return { seq, pid: Number(m[1]), library: m[2] ?? null, call: m[3]!, args: clip(m[4]!), result: null };
+  m = LRESUMED.exec(line);
+  if (m)
+    return { seq, pid: Number(m[1]), library: null, call: m[2]!, args: clip(`…${m[3]!}`), result: m[4]! };
+  m = LEXIT.exec(line);
+  if (m) return { seq, pid: Number(m[1]), library: null, call: '+++exit', args: m[2]!, result: null };
+  m = LSIGNAL.exec(line);
+  if (m) return { seq, pid: Number(m[1]), library: null, call: '---signal', args: m[2]!, result: null };
+  return { seq, pid: null, library: null, call: '?', args: clip(line), result: null };
+}
+
 /** Reads at most `max` events from an strace -f output file. */
-export async function readStrace(
+export function readStrace(file: string, max: number) {
+  return readTrace(file, max, parseStraceLine);
+}
+
+/** Reads at most `max` events from a tracer's output file, one parsed row per line. */
+export async function readTrace<E>(
   file: string,
   max: number,
-): Promise<{ events: SyscallEvent[]; truncated: boolean }> {
-  const events: SyscallEvent[] = [];
+  parse: (line: string, seq: number) => E,
+): Promise<{ events: E[]; truncated: boolean }> {
+  const events: E[] = [];
   if (!existsSync(file)) return { events, truncated: false };
   const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
   for await (const line of lines) {
@@ -65,7 +105,7 @@ export async function readStrace(
       lines.close();
       return { events, truncated: true };
     }
-    events.push(parseStraceLine(line, events.length));
+    events.push(parse(line, events.length));
   }
   return { events, truncated: false };
 }

@@ -110,6 +110,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         host: config.host,
         port: config.port,
         maxRequestBytes: config.maxRequestBytes,
+        maxUploadBytes: config.maxUploadBytes,
         allowedHosts: config.allowedHosts,
         allowedOrigins: config.allowedOrigins,
       });

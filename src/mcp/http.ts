@@ -15,6 +15,8 @@ export interface HttpOptions {
   host: string;
   port: number;
   maxRequestBytes: number;
+  /** Largest artifact upload (POST /artifacts). */
+  maxUploadBytes: number;
   /** Host header values accepted besides the bound address (e.g. a load balancer name). */
   allowedHosts?: string[];
   /** Origins accepted from browsers; requests without an Origin header are not browsers and pass. */
@@ -100,14 +102,24 @@ export async function startHttpGateway(
     if (url.pathname === '/artifacts') {
       if (req.method !== 'POST') return sendJson(res, 405, { error: 'POST the file as the request body' });
       const name = url.searchParams.get('name') ?? undefined;
+      const declared = Number(req.headers['content-length'] ?? 0);
+      if (principal.role !== 'viewer' && declared > opts.maxUploadBytes) {
+        res.setHeader('Connection', 'close');
+        req.resume();
+        return sendJson(res, 413, {
+          error: `The upload declares ${declared} bytes, over the limit of ${opts.maxUploadBytes} (DOSSIER_MAX_UPLOAD_BYTES).`,
+        });
+      }
       const result = await gateway.uploadArtifact(
         principal,
         req,
         name && name.length <= 256 ? name : undefined,
       );
       if (result.ok) return sendJson(res, 201, result.value);
-      req.resume();
+      // The body may be half read: answer, then close the connection rather than drain it.
+      res.setHeader('Connection', 'close');
       const status = { forbidden: 403, resource_constraint: 413 }[result.error.code as string] ?? 400;
+      res.on('finish', () => req.destroy());
       return sendJson(res, status, { error: result.error });
     }
 

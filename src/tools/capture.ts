@@ -124,3 +124,36 @@ export const captureProcessScenario = defineTool({
   },
   maxRunMs: (input) => input.timeout_ms + KILL_GRACE_MS + 5_000,
 });
+
+const observeInput = captureInput.omit({ trace_syscalls: true, trace_filter: true }).extend({
+  call_filter: z
+    .string()
+    .regex(/^[A-Za-z0-9_*@.+\-]{1,256}$/, {
+      error: 'call_filter is an ltrace -e expression such as "malloc+free" or "*@libssl.so*"',
+    })
+    .optional()
+    .describe(
+      'Which library calls to trace (ltrace -e), e.g. "strlen+puts" or "*@libcrypto.so*"; default all.',
+    ),
+});
+
+export const observeNativeCallsTool = defineTool({
+  name: 'observe_native_calls',
+  title: 'Observe library calls of a process',
+  description:
+    'Launch one program (no shell) under ltrace -f with the same bounds as capture_process_scenario and retain its library calls as the `events` collection, with its output and workspace files.',
+  input: observeInput,
+  effect: captureProcessScenario.effect,
+  runsOn: 'capture',
+  limits: CAPTURE_LIMITS,
+  collections: {
+    events: {
+      description: 'Library calls: {seq, pid, library, call, args, result}',
+      filterable: ['call', 'library', 'pid'],
+    },
+    files: captureProcessScenario.collections.files!,
+    stdout: captureProcessScenario.collections.stdout!,
+    stderr: captureProcessScenario.collections.stderr!,
+  },
+  maxRunMs: (input) => input.timeout_ms + KILL_GRACE_MS + 5_000,
+});

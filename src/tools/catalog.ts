@@ -1,5 +1,5 @@
 // The tool catalog: every contract dossier serves, in the order tools/list shows them.
-import { captureProcessScenario } from './capture.ts';
+import { captureProcessScenario, observeNativeCallsTool } from './capture.ts';
 import { extractArtifact } from './extract.ts';
 import type { ToolContract } from './contract.ts';
 import { awaitLaunch, cancelLaunch, getLaunch, listLaunches, whoami } from './launchTools.ts';
@@ -18,6 +18,7 @@ import {
 
 export const CATALOG: readonly ToolContract[] = [
   captureProcessScenario,
+  observeNativeCallsTool,
   extractArtifact,
   getLaunch,
   awaitLaunch,

@@ -13,7 +13,7 @@ import { groupAlive } from '../helpers/wait.ts';
 let t: TestStack;
 let client: Client;
 beforeAll(async () => {
-  t = await startTestStack();
+  t = await startTestStack({ env: { DOSSIER_MAX_UPLOAD_BYTES: String(1024 * 1024) } });
   client = await t.connect();
 });
 afterAll(async () => {
@@ -142,5 +142,52 @@ describe('capture_process_scenario', () => {
     expect((await rows(reply.evidence_id, 'files')).map((f) => f.path)).toEqual(['kept.txt']);
     const document = await t.stack.store.getEvidenceDocument('local', reply.evidence_id);
     expect(document).toMatchObject({ isolation: 'bubblewrap' });
+  });
+});
+
+describe('observe_native_calls', () => {
+  it('records the library calls of a real program with ltrace, filterable by call', async () => {
+    const reply = await call(client, 'observe_native_calls', {
+      executable: '/usr/bin/ls',
+      args: ['/'],
+      call_filter: 'strlen+opendir',
+      detail: 'summary',
+      idempotency_key: 'ltrace-ls',
+    });
+    expect(reply.status).toBe('succeeded');
+    const opendir = await rows(reply.evidence_id, 'events', { call: ['opendir'] });
+    expect(opendir).toHaveLength(1);
+    expect(opendir[0]).toMatchObject({ call: 'opendir', args: '"/"' });
+    expect((await rows(reply.evidence_id, 'events', { call: ['strlen'] })).length).toBeGreaterThan(0);
+  });
+});
+
+describe('artifacts', () => {
+  it('accepts an authenticated, size-capped upload, stores it by digest and lists it for the team only', async () => {
+    const body = Buffer.from('#!/bin/sh\necho uploaded\n');
+    const upload = (token: string, data: Buffer) =>
+      fetch(t.url.replace(/\/mcp$/, '/artifacts?name=script.sh'), {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}` },
+        body: new Uint8Array(data),
+      });
+    const res = await upload(t.token, body);
+    expect(res.status).toBe(201);
+    const { artifact } = (await res.json()) as { artifact: Reply };
+    expect(artifact).toMatchObject({
+      digest: `sha256:${createHash('sha256').update(body).digest('hex')}`,
+      size: body.length,
+      mime_type: 'text/x-shellscript',
+      name: 'script.sh',
+      origin: 'upload',
+    });
+    expect((await upload(t.token, Buffer.alloc(2 * 1024 * 1024))).status).toBe(413);
+    expect((await upload(await t.tokenFor('vera', 'local', 'viewer'), body)).status).toBe(403);
+    expect((await upload('dsr_wrong', body)).status).toBe(401);
+
+    const listed = await call(client, 'list_artifacts', {});
+    expect(listed.artifacts.map((a: Reply) => a.digest)).toContain(artifact.digest);
+    const outsider = await t.connect(await t.tokenFor('olga', 'elsewhere'));
+    expect((await call(outsider, 'list_artifacts', {})).artifacts).toEqual([]);
   });
 });
