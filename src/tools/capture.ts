@@ -128,7 +128,7 @@ export const captureProcessScenario = defineTool({
 const observeInput = captureInput.omit({ trace_syscalls: true, trace_filter: true }).extend({
   call_filter: z
     .string()
-    .regex(/^[A-Za-z0-9_*@.+\-]{1,256}$/, {
+    .regex(/^[A-Za-z0-9_*@.+-]{1,256}$/, {
       error: 'call_filter is an ltrace -e expression such as "malloc+free" or "*@libssl.so*"',
     })
     .optional()
