@@ -12,7 +12,7 @@ import { DossierError, toToolError } from '../domain/errors.ts';
 import { artifactPath } from '../evidence/artifacts.ts';
 import type { ExtractInput } from '../tools/extract.ts';
 import { read7z, readGzip, readTar, readZip, sniff, tooBig, tooMany, type ArchiveEntry } from './archives.ts';
-import type { Effect } from './effect.ts';
+import type { Effect, EffectContext } from './effect.ts';
 
 const NESTED = new Set(['zip', 'gzip', 'bzip2', 'xz', '7z', 'tar', 'squashfs']);
 
@@ -75,20 +75,13 @@ export function unsafeName(name: string, maxDepth: number): string | null {
   return null;
 }
 
-export const extractArchive: Effect = async (raw, ctx) => {
-  const input = raw as ExtractInput;
-  const archive = await ctx.store.getArtifact(ctx.caller.team, input.artifact);
-  if (!archive) {
-    throw new DossierError(
-      'not_found',
-      `No artifact ${input.artifact} is registered for your team.`,
-      'register_artifact first, then pass the digest it returns.',
-    );
-  }
-  const file = artifactPath(ctx.config.home, input.artifact);
-  const archiveBytes = (await stat(file)).size;
-  const format = input.format === 'auto' ? await detectFormat(file) : input.format;
-  const limits = input.limits;
+/** The bounded, checked writer every extraction feeds entries to; see the file comment. */
+export async function startExtraction(
+  ctx: EffectContext,
+  limits: ExtractInput['limits'],
+  archiveBytes: number,
+  timeoutMs: number,
+) {
   const staging = path.join(ctx.workspace, 'out');
   const output = path.join(
     ctx.config.home,
@@ -97,14 +90,13 @@ export const extractArchive: Effect = async (raw, ctx) => {
     path.basename(path.dirname(ctx.workspace)),
     path.basename(ctx.workspace),
   );
-
-  await ctx.begin();
   await mkdir(staging);
+  const deadline = Date.now() + timeoutMs;
+  const input = { timeout_ms: timeoutMs };
   const rows: ManifestRow[] = [];
   const taken = new Map<string, ArchiveEntry['type']>(); // normalized path → what occupies it
   let total = 0;
   let written = 0;
-  const deadline = Date.now() + input.timeout_ms;
 
   const onEntry = async (entry: ArchiveEntry) => {
     if (rows.length >= limits.max_entries) throw tooMany(rows.length + 1, limits.max_entries);
@@ -221,6 +213,41 @@ export const extractArchive: Effect = async (raw, ctx) => {
     ctx.progress({ phase: 'extracting', entries: rows.length, written, bytes: total });
   };
 
+  /** On failure remove everything staged; on success move it into place, whole. */
+  async function settle(failure: unknown): Promise<{ staging_removed: boolean; output: string | null }> {
+    for (const raw of ['raw7z', 'rawfs'])
+      await rm(path.join(ctx.workspace, raw), { recursive: true, force: true });
+    if (failure) {
+      await rm(staging, { recursive: true, force: true });
+      return { staging_removed: !existsSync(staging), output: null };
+    }
+    await mkdir(path.dirname(output), { recursive: true });
+    await rename(staging, output); // the output directory is created exactly once, whole
+    return { staging_removed: true, output };
+  }
+
+  return { onEntry, rows, settle, stats: () => ({ total, written }) };
+}
+
+export const extractArchive: Effect = async (raw, ctx) => {
+  const input = raw as ExtractInput;
+  const archive = await ctx.store.getArtifact(ctx.caller.team, input.artifact);
+  if (!archive) {
+    throw new DossierError(
+      'not_found',
+      `No artifact ${input.artifact} is registered for your team.`,
+      'register_artifact first, then pass the digest it returns.',
+    );
+  }
+  const file = artifactPath(ctx.config.home, input.artifact);
+  const archiveBytes = (await stat(file)).size;
+  const format = input.format === 'auto' ? await detectFormat(file) : input.format;
+  const limits = input.limits;
+
+  await ctx.begin();
+  const run = await startExtraction(ctx, limits, archiveBytes, input.timeout_ms);
+  const { onEntry, rows } = run;
+
   let failure: unknown;
   try {
     if (format === 'zip') await readZip(file, onEntry);
@@ -241,17 +268,8 @@ export const extractArchive: Effect = async (raw, ctx) => {
     failure = err;
   }
 
-  let cleanup: { staging_removed: boolean; output: string | null };
-  if (failure) {
-    await rm(ctx.workspace + '/out', { recursive: true, force: true });
-    await rm(path.join(ctx.workspace, 'raw7z'), { recursive: true, force: true });
-    cleanup = { staging_removed: !existsSync(staging), output: null };
-  } else {
-    await mkdir(path.dirname(output), { recursive: true });
-    await rename(staging, output); // the output directory is created exactly once, whole
-    await rm(path.join(ctx.workspace, 'raw7z'), { recursive: true, force: true });
-    cleanup = { staging_removed: true, output };
-  }
+  const cleanup = await run.settle(failure);
+  const { total, written } = run.stats();
   const refused = rows.filter((r) => r.status === 'refused').length;
   const recorded = rows.filter((r) => r.status === 'recorded').length;
   const summary = {
