@@ -16,6 +16,7 @@ import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { exportEvidenceBundle } from './bundle.ts';
 import { captureProcess, observeNativeCalls } from './capture.ts';
 import { extractArchive } from './extract.ts';
+import { extractFirmware } from './firmware.ts';
 import type { Effect, EffectContext } from './effect.ts';
 import type { BookkeepingActivities, EffectActivities, JournalView, LaunchRequest } from './types.ts';
 
@@ -27,6 +28,7 @@ export const EFFECTS: Record<string, Effect> = {
   export_evidence_bundle: exportEvidenceBundle,
   extract_artifact: extractArchive,
   observe_native_calls: observeNativeCalls,
+  extract_firmware: extractFirmware,
 };
 
 const PROGRESS_WRITE_INTERVAL_MS = 1_000;

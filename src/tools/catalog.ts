@@ -1,6 +1,7 @@
 // The tool catalog: every contract dossier serves, in the order tools/list shows them.
 import { captureProcessScenario, observeNativeCallsTool } from './capture.ts';
 import { extractArtifact } from './extract.ts';
+import { extractFirmwareTool } from './firmware.ts';
 import type { ToolContract } from './contract.ts';
 import { awaitLaunch, cancelLaunch, getLaunch, listLaunches, whoami } from './launchTools.ts';
 import {
@@ -20,6 +21,7 @@ export const CATALOG: readonly ToolContract[] = [
   captureProcessScenario,
   observeNativeCallsTool,
   extractArtifact,
+  extractFirmwareTool,
   getLaunch,
   awaitLaunch,
   cancelLaunch,

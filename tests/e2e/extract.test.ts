@@ -220,3 +220,51 @@ describe('extract_artifact on hostile archives', () => {
     expect(reply.summary.cleanup.output).toBeNull();
   });
 });
+
+describe('extract_firmware', () => {
+  it('carves a squashfs found by binwalk and unpacks it, recording links without creating them', async () => {
+    const root = path.join(work, 'rootfs');
+    mkdirSync(path.join(root, 'etc'), { recursive: true });
+    mkdirSync(path.join(root, 'bin'), { recursive: true });
+    const busybox = randomBytes(50_000);
+    writeFileSync(path.join(root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\n');
+    writeFileSync(path.join(root, 'bin/busybox'), busybox);
+    execFileSync('ln', ['-s', '/etc/shadow', path.join(root, 'etc/shadow-link')]);
+    const fs = path.join(work, 'rootfs.sqsh');
+    execFileSync('mksquashfs', [root, fs, '-quiet', '-noappend', '-no-progress']);
+    const header = Buffer.alloc(4096, 'FIRMWARE HEADER ');
+    const image = path.join(work, 'router.bin');
+    writeFileSync(image, Buffer.concat([header, readFileSync(fs), Buffer.alloc(2048)]));
+
+    const registered = await call(client, 'register_artifact', { path: image });
+    const reply = await call(client, 'extract_firmware', {
+      artifact: registered.artifact.digest,
+      detail: 'summary',
+      idempotency_key: 'firmware-1',
+    });
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    expect(reply.summary.filesystems).toEqual(['squashfs-0x1000']);
+
+    const signatures = await call(client, 'inspect_analysis_view', {
+      evidence_id: reply.evidence_id,
+      view: { kind: 'page', collection: 'signatures', where: { kind: ['squashfs'] } },
+    });
+    expect(signatures.rows[0].row).toMatchObject({ offset: 4096, kind: 'squashfs' });
+
+    const rows = await entries(reply.evidence_id);
+    const byPath = Object.fromEntries(rows.map((r) => [r.path.replace(/\/$/, ''), r]));
+    // The carve is the filesystem's stated size; mksquashfs pads the file it wrote to 4 KiB.
+    const carved = byPath['carved/0x1000.squashfs']!;
+    expect(carved).toMatchObject({ detected_type: 'squashfs', status: 'written' });
+    expect(carved.sha256).toBe(sha(readFileSync(fs).subarray(0, carved.size)));
+    expect(byPath['squashfs-0x1000/bin/busybox']).toMatchObject({ status: 'written', sha256: sha(busybox) });
+    expect(byPath['squashfs-0x1000/etc/shadow-link']).toMatchObject({
+      type: 'symlink',
+      link_target: '/etc/shadow',
+      status: 'recorded',
+    });
+    const output = reply.summary.output as string;
+    expect(readFileSync(path.join(output, 'squashfs-0x1000/etc/passwd'), 'utf8')).toMatch(/^root:/);
+    expect(existsSync(path.join(output, 'squashfs-0x1000/etc/shadow-link'))).toBe(false);
+  });
+});

@@ -1,0 +1,187 @@
+// The extract_firmware effect: binwalk finds signatures (it never extracts:
+// its own extractors have written outside their folder before), dossier
+// carves each region itself, and squashfs regions are unpacked by unsquashfs
+// into a private folder that is then walked into the checked writer, so links
+// are recorded, never created, and every bound applies.
+import { spawn } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import { lstat, mkdir, readdir, readlink, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { DossierError, toToolError } from '../domain/errors.ts';
+import { artifactPath } from '../evidence/artifacts.ts';
+import type { FirmwareInput } from '../tools/firmware.ts';
+import { tooBig, tooMany, type OnEntry } from './archives.ts';
+import type { Effect } from './effect.ts';
+import { startExtraction } from './extract.ts';
+import { helper } from './observe.ts';
+
+export interface Signature {
+  offset: number;
+  description: string;
+  kind: string;
+  length: number;
+}
+
+/** Parses binwalk's signature table; lengths run to the stated size, or to the next signature. */
+export function parseSignatures(table: string, fileBytes: number, max: number): Signature[] {
+  const found: { offset: number; description: string }[] = [];
+  for (const line of table.split('\n')) {
+    const m = /^(\d+)\s+0x[0-9A-Fa-f]+\s+(.+)$/.exec(line.trim());
+    if (m && found.length < max) found.push({ offset: Number(m[1]), description: m[2]!.trim() });
+  }
+  return found.map((f, i) => {
+    const next = found[i + 1]?.offset ?? fileBytes;
+    const stated = /size: (\d+) bytes/.exec(f.description);
+    const length = Math.max(0, Math.min(stated ? Number(stated[1]) : next - f.offset, fileBytes - f.offset));
+    const kind = (/^[A-Za-z0-9]+/.exec(f.description)?.[0] ?? 'data').toLowerCase();
+    return { ...f, kind, length };
+  });
+}
+
+function run(program: string, args: string[], timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-1_000)));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(signal ? `killed by ${signal} (timeout?)` : err.trim() || `exit ${code}`));
+    });
+  });
+}
+
+async function walkInto(root: string, prefix: string, onEntry: OnEntry) {
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
+      a.name < b.name ? -1 : 1,
+    )) {
+      const full = path.join(dir, entry.name);
+      const name = `${prefix}/${path.relative(root, full)}`;
+      const info = await lstat(full);
+      if (info.isSymbolicLink())
+        await onEntry({ name, type: 'symlink', linkTarget: await readlink(full), content: null });
+      else if (info.isDirectory()) {
+        await onEntry({ name: `${name}/`, type: 'dir', linkTarget: null, content: null });
+        await walk(full);
+      } else if (info.isFile())
+        await onEntry({ name, type: 'file', linkTarget: null, content: createReadStream(full) });
+      else await onEntry({ name, type: 'other', linkTarget: null, content: null });
+    }
+  };
+  await walk(root);
+}
+
+export const extractFirmware: Effect = async (raw, ctx) => {
+  const input = raw as FirmwareInput;
+  const image = await ctx.store.getArtifact(ctx.caller.team, input.artifact);
+  if (!image) {
+    throw new DossierError(
+      'not_found',
+      `No artifact ${input.artifact} is registered for your team.`,
+      'register_artifact first, then pass the digest it returns.',
+    );
+  }
+  const file = artifactPath(ctx.config.home, input.artifact);
+  const imageBytes = (await stat(file)).size;
+  const deadline = Date.now() + input.timeout_ms;
+  const left = () => Math.max(1_000, deadline - Date.now());
+  const table = await run(helper('binwalk', 'binwalk'), ['--signature', file], left()).catch((err) => {
+    throw new DossierError(
+      'provider_unavailable',
+      `binwalk could not scan the image: ${(err as Error).message}`,
+      'Check that binwalk runs on the worker host.',
+    );
+  });
+  const signatures = parseSignatures(table, imageBytes, input.max_signatures);
+
+  await ctx.begin();
+  const out = await startExtraction(ctx, input.limits, imageBytes, input.timeout_ms);
+  const filesystems: string[] = [];
+  let failure: unknown;
+  try {
+    for (const sig of signatures) {
+      const name = `carved/0x${sig.offset.toString(16)}.${sig.kind}`;
+      const content =
+        sig.length > 0
+          ? createReadStream(file, { start: sig.offset, end: sig.offset + sig.length - 1 })
+          : null;
+      await out.onEntry({
+        name,
+        type: 'file',
+        linkTarget: null,
+        content: content ?? createReadStream('/dev/null'),
+      });
+      if (sig.kind !== 'squashfs' || sig.length === 0) continue;
+
+      // Preflight the listing against the bounds before unsquashfs writes anything.
+      const carved = path.join(ctx.workspace, 'out', name);
+      const listing = await run(helper('unsquashfs', 'squashfs-tools'), ['-lls', carved], left());
+      const lines = listing.split('\n').filter((l) => /^[-dlcbps][rwxsStT-]{9} /.test(l));
+      const declared = lines.reduce((n, l) => n + (Number(/^\S+\s+\S+\s+(\d+)/.exec(l)?.[1]) || 0), 0);
+      if (out.rows.length + lines.length > input.limits.max_entries)
+        throw tooMany(out.rows.length + lines.length, input.limits.max_entries);
+      if (out.stats().total + declared > input.limits.max_total_bytes)
+        throw tooBig(out.stats().total + declared, input.limits.max_total_bytes);
+      const rawDir = path.join(ctx.workspace, 'rawfs', `0x${sig.offset.toString(16)}`);
+      await mkdir(path.dirname(rawDir), { recursive: true });
+      await run(
+        helper('unsquashfs', 'squashfs-tools'),
+        ['-no-xattrs', '-quiet', '-no-progress', '-d', rawDir, carved],
+        left(),
+      );
+      await walkInto(rawDir, `squashfs-0x${sig.offset.toString(16)}`, out.onEntry);
+      filesystems.push(`squashfs-0x${sig.offset.toString(16)}`);
+    }
+  } catch (err) {
+    failure = err;
+  }
+  const cleanup = await out.settle(failure);
+  const { total, written } = out.stats();
+  const refused = out.rows.filter((r) => r.status === 'refused').length;
+  const summary = {
+    output: cleanup.output,
+    signatures: signatures.length,
+    carved: signatures.length,
+    filesystems,
+    entries: out.rows.length,
+    written,
+    refused,
+    links_recorded: out.rows.filter((r) => r.status === 'recorded').length,
+    bytes_written: failure ? 0 : total,
+    image_bytes: imageBytes,
+    cleanup,
+  };
+  const limitations: string[] = [];
+  if (signatures.length >= input.max_signatures)
+    limitations.push(`signatures were capped at max_signatures=${input.max_signatures}`);
+  if (refused) limitations.push(`${refused} entries were refused (see status "refused" in entries)`);
+  if (failure)
+    limitations.push(
+      'the extraction failed and was rolled back; entries lists what was read before the failure',
+    );
+  const opened = new Set(filesystems.map((f) => f.replace('squashfs-', '')));
+  return {
+    status: failure ? 'failed' : 'succeeded',
+    document: { artifact: input.artifact, limits: input.limits, ...summary },
+    collections: {
+      entries: out.rows,
+      signatures: signatures.map((s, i) => ({ index: i, ...s, offset_hex: `0x${s.offset.toString(16)}` })),
+    },
+    summary,
+    truncated: Boolean(failure) || signatures.length >= input.max_signatures,
+    limitations,
+    target: { digest: input.artifact, path: image.name ?? undefined },
+    error: failure ? toToolError(failure) : undefined,
+    unknowns: signatures
+      .filter((s) => s.kind !== 'squashfs' || !opened.has(`0x${s.offset.toString(16)}`))
+      .map((s) => ({
+        question: `What does the ${s.kind} region at 0x${s.offset.toString(16)} contain?`,
+        scope: `${input.artifact} 0x${s.offset.toString(16)}`,
+      })),
+  };
+};
