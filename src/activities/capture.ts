@@ -4,11 +4,12 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, stat } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
+import { ARTIFACT_DIGEST, artifactPath } from '../evidence/artifacts.ts';
 import { KILL_GRACE_MS, type CaptureInput } from '../tools/capture.ts';
-import type { Effect, EffectResult } from './effect.ts';
+import type { Effect, EffectContext, EffectResult } from './effect.ts';
 import { allowedExecutable } from './policy.ts';
 import { helper, listTree, parseLtraceLine, readStrace, readTrace } from './observe.ts';
 import { liveGroupMembers, signalGroup } from './processes.ts';
@@ -78,7 +79,9 @@ function tracerOf(input: CaptureRun): 'strace' | 'ltrace' | undefined {
 export const captureProcess: Effect = async (raw, ctx) => {
   const input = raw as CaptureRun;
   const tracer = tracerOf(input);
-  const resolved = await allowedExecutable(input.executable, ctx.config.allowedRoots);
+  const resolved = ARTIFACT_DIGEST.test(input.executable)
+    ? await artifactExecutable(ctx, input.executable)
+    : await allowedExecutable(input.executable, ctx.config.allowedRoots);
   const [executableSha256, executableStat] = await Promise.all([fileSha256(resolved), stat(resolved)]);
 
   const traceDir = `${ctx.workspace}.trace`;
@@ -242,6 +245,25 @@ export const captureProcess: Effect = async (raw, ctx) => {
   return result;
 };
 
+/** A registered artifact runs from a private, executable copy beside the workspace. */
+async function artifactExecutable(ctx: EffectContext, digest: string): Promise<string> {
+  const artifact = await ctx.store.getArtifact(ctx.caller.team, digest);
+  if (!artifact) {
+    throw new DossierError(
+      'not_found',
+      `No artifact ${digest} is registered for your team.`,
+      'register_artifact (or POST /artifacts) first, then pass the digest it returns.',
+      { artifact: digest },
+    );
+  }
+  const dir = `${ctx.workspace}.bin`;
+  await mkdir(dir);
+  const copy = path.join(dir, (artifact.name ?? 'target').replace(/[^A-Za-z0-9._-]/g, '_') || 'target');
+  await copyFile(artifactPath(ctx.config.home, digest), copy);
+  await chmod(copy, 0o500);
+  return copy;
+}
+
 /** Hashing budget for the files a process leaves in its workspace. */
 const FILE_HASH_BUDGET = 1024 * 1024 * 1024;
 
@@ -289,6 +311,9 @@ export function commandLine(
       workspace,
       workspace,
       ...(tracer ? ['--bind', traceDir, traceDir] : []),
+      ...(resolved.startsWith(`${workspace}.bin/`)
+        ? ['--ro-bind', path.dirname(resolved), path.dirname(resolved)]
+        : []),
       '--chdir',
       workspace,
       '--',

@@ -1,6 +1,7 @@
 // capture_process_scenario: launch one process without a shell and retain what
 // it did. The process may be hostile: every bound has a default and a ceiling.
 import { z } from 'zod';
+import { ARTIFACT_DIGEST } from '../evidence/artifacts.ts';
 import { bounded, defineTool } from './contract.ts';
 
 export const CAPTURE_LIMITS = {
@@ -29,8 +30,12 @@ const captureInput = z.object({
     .string()
     .min(1)
     .max(4_096)
-    .refine((p) => p.startsWith('/'), { error: 'executable must be an absolute path' })
-    .describe('Absolute path of the program to launch; it must lie under the configured allowed roots.'),
+    .refine((p) => p.startsWith('/') || ARTIFACT_DIGEST.test(p), {
+      error: 'executable must be an absolute path or the "sha256:…" digest of a registered artifact',
+    })
+    .describe(
+      'The program to launch: an absolute path under the configured allowed roots, or the "sha256:…" digest of a registered artifact (run from a private copy).',
+    ),
   args: z
     .array(z.string().max(CAPTURE_LIMITS.arg_bytes.max))
     .max(CAPTURE_LIMITS.args.max)

@@ -185,6 +185,15 @@ describe('artifacts', () => {
     expect((await upload(await t.tokenFor('vera', 'local', 'viewer'), body)).status).toBe(403);
     expect((await upload('dsr_wrong', body)).status).toBe(401);
 
+    const ran = await call(client, 'capture_process_scenario', {
+      executable: artifact.digest,
+      env: { PATH: '/usr/bin:/bin' },
+      idempotency_key: 'run-artifact',
+    });
+    expect(ran.summary).toMatchObject({ exit_code: 0, stdout_head: 'uploaded\n' });
+    const evidence = await call(client, 'get_evidence', { evidence_id: ran.evidence_id });
+    expect(evidence.evidence.target.digest).toBe(artifact.digest);
+
     const listed = await call(client, 'list_artifacts', {});
     expect(listed.artifacts.map((a: Reply) => a.digest)).toContain(artifact.digest);
     const outsider = await t.connect(await t.tokenFor('olga', 'elsewhere'));
