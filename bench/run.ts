@@ -2,9 +2,14 @@
 // prints Markdown rows for docs/benchmarks.md. Medians and ratios only ever
 // compare figures measured in the same run.
 import { benchEvidence } from './evidence.ts';
+import { benchExtract } from './extract.ts';
 import { benchLaunches } from './launches.ts';
 
-const suites: Record<string, () => Promise<string[]>> = { launches: benchLaunches, evidence: benchEvidence };
+const suites: Record<string, () => Promise<string[]>> = {
+  launches: benchLaunches,
+  evidence: benchEvidence,
+  extract: benchExtract,
+};
 const only = process.argv.slice(2);
 
 console.log(
@@ -14,6 +19,7 @@ for (const [name, run] of Object.entries(suites)) {
   if (only.length && !only.includes(name)) continue;
   console.log(`## ${name}\n`);
   if (name === 'launches') console.log('| figure | value |\n|---|---|');
+  // Rows appear as each suite finishes.
   for (const line of await run()) console.log(line);
   console.log();
 }
