@@ -6,6 +6,7 @@ import { ROLES } from '../evidence/store.ts';
 import type { Role } from '../evidence/types.ts';
 import { startStack, writeDevJson, type DevJson, type StackParts } from '../dev/stack.ts';
 import { resolveTemporalCli } from '../dev/temporalCli.ts';
+import { serveStdio } from '../mcp/stdio.ts';
 
 const USAGE = `usage: dossier <command>
 
@@ -14,6 +15,9 @@ const USAGE = `usage: dossier <command>
   worker                run only a worker for DOSSIER_WORKER_CAPABILITIES (needs DOSSIER_TEMPORAL_ADDRESS)
   token create --principal NAME --team TEAM [--role viewer|operator|admin]
                         make an API token (printed once; only its hash is kept)
+  token list [--team TEAM] / token revoke ID
+                        list tokens by id (never the token), or revoke one
+  mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
   provision-temporal    find or build the Temporal CLI and print its path
 
 Configuration: DOSSIER_* environment variables (see docs/operations.md).`;
@@ -29,6 +33,13 @@ async function main(argv: string[]) {
       return runStack(requireTemporal(loadConfig()), { temporal: false, gateway: false }, false);
     case 'token':
       return token(rest);
+    case 'mcp':
+      if (!rest.includes('--stdio'))
+        throw new ConfigError(
+          ['dossier mcp needs --stdio (HTTP is served by `dossier start` and `dossier gateway`)'],
+          'Invalid arguments',
+        );
+      return serveStdio(loadConfig(), process.env.DOSSIER_TOKEN);
     case 'provision-temporal': {
       const cli = await resolveTemporalCli({ configured: loadConfig().temporalCli });
       console.log(cli.kind === 'path' ? cli.path : 'sdk-download');
@@ -102,8 +113,56 @@ Press Ctrl-C to stop.`);
 
 async function token(args: string[]) {
   const [sub, ...rest] = args;
+  const usage =
+    'usage: dossier token create --principal NAME --team TEAM [--role viewer|operator|admin] [--label TEXT]\n' +
+    '       dossier token list [--team TEAM]\n' +
+    '       dossier token revoke ID';
+  if (sub === 'list' || sub === 'revoke') {
+    const { values, positionals } = parseArgs({
+      args: rest,
+      options: { team: { type: 'string' } },
+      allowPositionals: true,
+    });
+    const store = await openStore(loadConfig().store);
+    try {
+      if (sub === 'list') {
+        for (const t of await store.listTokens(values.team)) {
+          console.log(
+            [
+              t.id,
+              t.principal,
+              t.team,
+              t.role,
+              t.created_at,
+              t.revoked_at ? `revoked ${t.revoked_at}` : 'live',
+              t.label ?? '',
+            ]
+              .join('\t')
+              .trimEnd(),
+          );
+        }
+      } else {
+        const id = positionals[0];
+        if (!id)
+          throw new ConfigError(
+            ['the token id to revoke is required (the first column of `dossier token list`)'],
+            'Invalid arguments',
+          );
+        const n = await store.revokeToken(id);
+        console.error(
+          n === 0
+            ? `No live token has an id starting with ${id}.`
+            : `Revoked ${n} token${n === 1 ? '' : 's'}.`,
+        );
+        if (n === 0) process.exitCode = 1;
+      }
+    } finally {
+      await store.close();
+    }
+    return;
+  }
   if (sub !== 'create') {
-    console.error('usage: dossier token create --principal NAME --team TEAM [--role viewer|operator|admin]');
+    console.error(usage);
     process.exitCode = 2;
     return;
   }

@@ -96,16 +96,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     let http: HttpGateway | undefined;
     if (parts.gateway !== false) {
-      const client = new Client({ connection, namespace: config.namespace });
-      const launches = new LaunchService({ store, client, namespace: config.namespace, uiUrl });
-      const ledger = new Ledger(store, {
-        replyBudgetBytes: config.replyBudgetBytes,
-        bundleRoots: config.bundleRoots,
-        home: config.home,
-        allowedRoots: config.allowedRoots,
-        uploadLimit: config.maxUploadBytes,
-      });
-      const gateway = new Gateway({ launches, ledger, namespace: config.namespace, uiUrl });
+      const gateway = buildGateway(config, store, connection, uiUrl);
       http = await startHttpGateway(gateway, store, {
         host: config.host,
         port: config.port,
@@ -129,6 +120,25 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     await stop();
     throw err;
   }
+}
+
+/** The application behind every transport (HTTP here, stdio in `dossier mcp --stdio`). */
+export function buildGateway(
+  config: Config,
+  store: EvidenceStore,
+  connection: Connection,
+  uiUrl: string,
+): Gateway {
+  const client = new Client({ connection, namespace: config.namespace });
+  const launches = new LaunchService({ store, client, namespace: config.namespace, uiUrl });
+  const ledger = new Ledger(store, {
+    replyBudgetBytes: config.replyBudgetBytes,
+    bundleRoots: config.bundleRoots,
+    home: config.home,
+    allowedRoots: config.allowedRoots,
+    uploadLimit: config.maxUploadBytes,
+  });
+  return new Gateway({ launches, ledger, namespace: config.namespace, uiUrl });
 }
 
 /** The local principal's token: made on first start, kept in dev.json (0600) and reused while it resolves. */

@@ -231,9 +231,12 @@ export class Ledger {
       record.document.bytes +
       collections.reduce((n, [name, c]) => n + c.bytes + name.length + 8, 64);
     if (detail === 'complete' && estimate <= this.replyBudgetBytes) {
-      const document = await this.store.getEvidenceDocument(caller.team, evidenceId);
-      const rows: Record<string, unknown[]> = {};
-      for (const [name] of collections) rows[name] = await this.store.allRows(evidenceId, name);
+      const [document, stored] = await Promise.all([
+        this.store.getEvidenceDocument(caller.team, evidenceId),
+        this.store.allCollections(evidenceId),
+      ]);
+      // Empty collections have no rows in the store; the complete result still names them.
+      const rows = Object.fromEntries(collections.map(([name]) => [name, stored[name] ?? []]));
       const complete = { ...reply, detail: 'complete', result: { document, collections: rows } };
       if (replyBytes(complete) <= this.replyBudgetBytes) return complete;
     }

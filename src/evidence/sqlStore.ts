@@ -11,6 +11,7 @@ import type {
   NewLaunch,
   PageQuery,
   PageResult,
+  TokenInfo,
   UnknownFilter,
 } from './store.ts';
 import { decodeCursor, encodeCursor, hashToken, newToken } from './tokens.ts';
@@ -145,6 +146,32 @@ export class SqlStore implements EvidenceStore {
       [hashToken(token)],
     );
     return r ? { principal: r.principal as string, team: r.team as string, role: r.role as Role } : undefined;
+  }
+
+  async listTokens(team?: string): Promise<TokenInfo[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT * FROM tokens ${team ? 'WHERE team = ?' : ''} ORDER BY created_at, token_hash`,
+      team ? [team] : [],
+    );
+    return rows.map((r) => ({
+      id: (r.token_hash as string).slice(0, 12),
+      principal: r.principal as string,
+      team: r.team as string,
+      role: r.role as Role,
+      label: (r.label as string | null) ?? null,
+      created_at: r.created_at as string,
+      revoked_at: (r.revoked_at as string | null) ?? null,
+    }));
+  }
+
+  async revokeToken(idPrefix: string): Promise<number> {
+    if (!/^[0-9a-f]{8,64}$/.test(idPrefix))
+      throw new Error('a token id is 8 to 64 hex digits (see `dossier token list`)');
+    const info = await this.db.run(
+      'UPDATE tokens SET revoked_at = ? WHERE token_hash LIKE ? AND revoked_at IS NULL',
+      [now(), `${idPrefix}%`],
+    );
+    return info.changes;
   }
 
   // ── launches ────────────────────────────────────────────────────────────
@@ -485,6 +512,16 @@ export class SqlStore implements EvidenceStore {
       [evidenceId, collection],
     );
     return rows.map((r) => JSON.parse(r.row as string));
+  }
+
+  async allCollections(evidenceId: string): Promise<Record<string, unknown[]>> {
+    const rows = await this.db.all<Row>(
+      'SELECT collection, row FROM evidence_rows WHERE evidence_id = ? ORDER BY collection, source_index',
+      [evidenceId],
+    );
+    const out: Record<string, unknown[]> = {};
+    for (const r of rows) (out[r.collection as string] ??= []).push(JSON.parse(r.row as string));
+    return out;
   }
 
   // ── residual unknowns ───────────────────────────────────────────────────

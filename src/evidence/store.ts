@@ -72,6 +72,10 @@ export interface EvidenceStore {
   /** Creates a token for a principal; the plain token is returned once and only its hash is kept. */
   createToken(principal: Principal, label?: string): Promise<string>;
   resolveToken(token: string): Promise<Principal | undefined>;
+  /** Tokens as their id (the first 12 hex digits of the hash), never the token itself. */
+  listTokens(team?: string): Promise<TokenInfo[]>;
+  /** Revokes the live tokens whose id starts with `idPrefix` (at least 8 hex digits); returns how many. */
+  revokeToken(idPrefix: string): Promise<number>;
 
   /** Inserts the launch unless the principal already used the key; returns the record that holds the key. */
   claimLaunch(launch: NewLaunch): Promise<{ created: boolean; record: LaunchRecord }>;
@@ -100,6 +104,8 @@ export interface EvidenceStore {
   page(query: PageQuery): Promise<PageResult>;
   /** Every row of a collection in source order (bundles; bounded by the caller). */
   allRows(evidenceId: string, collection: string): Promise<unknown[]>;
+  /** Every row of every collection, in one read (complete replies; bounded by the caller). */
+  allCollections(evidenceId: string): Promise<Record<string, unknown[]>>;
 
   recordUnknown(
     team: string,
@@ -126,6 +132,13 @@ export interface EvidenceStore {
   listArtifacts(team: string, filter: { cursor?: string; limit: number }): Promise<Page<ArtifactRecord>>;
 
   close(): Promise<void>;
+}
+
+export interface TokenInfo extends Principal {
+  id: string;
+  label: string | null;
+  created_at: string;
+  revoked_at: string | null;
 }
 
 export const ROLES: readonly Role[] = ['viewer', 'operator', 'admin'];

@@ -3,7 +3,7 @@
 // the namespace exists with the configured retention (the dedup window) and
 // carries every custom search attribute the Temporal UI audit relies on.
 import { Connection } from '@temporalio/client';
-import { msToTs } from '@temporalio/common/lib/time.js';
+import { msToTs, optionalTsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES } from './searchAttributes.ts';
 
@@ -32,8 +32,8 @@ export async function ensureNamespace(connection: Connection, namespace: string,
   const retention = msToTs(retentionDays * DAY_MS);
   try {
     const described = await connection.workflowService.describeNamespace({ namespace });
-    const current = Number(described.config?.workflowExecutionRetentionTtl?.seconds ?? 0);
-    if (current * 1000 !== retentionDays * DAY_MS) {
+    const current = optionalTsToMs(described.config?.workflowExecutionRetentionTtl) ?? 0;
+    if (current !== retentionDays * DAY_MS) {
       await connection.workflowService.updateNamespace({
         namespace,
         config: { workflowExecutionRetentionTtl: retention },

@@ -104,6 +104,60 @@ describe('npx dossier token create', () => {
   });
 });
 
+describe('token list and revoke', () => {
+  it('lists tokens by id, never the token, and a revoked token no longer authenticates', async () => {
+    const cli = (...args: string[]) =>
+      execFileSync(process.execPath, ['bin/dossier.js', 'token', ...args], {
+        env: { ...process.env, ...t.env },
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    const token = cli('create', '--principal', 'rita', '--team', 'revokers', '--label', 'laptop').trim();
+    const listed = cli('list', '--team', 'revokers').trim().split('\n');
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).not.toContain(token);
+    const [id, principal, team, role] = listed[0]!.split('\t');
+    expect([principal, team, role]).toEqual(['rita', 'revokers', 'operator']);
+    expect(await call(await t.connect(token), 'whoami')).toMatchObject({ principal: 'rita' });
+    cli('revoke', id!);
+    await expect(t.connect(token)).rejects.toThrow();
+  });
+});
+
+describe('stdio transport', () => {
+  it('serves the same tools over stdio as the principal of DOSSIER_TOKEN, on the same launches', async () => {
+    const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const token = await t.tokenFor('stella', 'stdio-team');
+    const client = new Client({ name: 'stdio-test', version: '1' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['bin/dossier.js', 'mcp', '--stdio'],
+        env: { ...(process.env as Record<string, string>), ...t.env, DOSSIER_TOKEN: token },
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toContain('capture_process_scenario');
+      expect(await call(client, 'whoami')).toMatchObject({ principal: 'stella', team: 'stdio-team' });
+      const first = await call(client, 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        idempotency_key: 'stdio-1',
+      });
+      expect(first.status).toBe('succeeded');
+      const overHttp = await call(await t.connect(token), 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        idempotency_key: 'stdio-1',
+      });
+      expect(overHttp).toMatchObject({ evidence_id: first.evidence_id, launch: { attached: true } });
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe('capture_process_scenario as a keyed launch', () => {
   it('a second call with the same key and body launches nothing and returns the first evidence_id', async () => {
     const client = await t.connect();
