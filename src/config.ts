@@ -61,6 +61,7 @@ const schema = z.object({
   DOSSIER_MAX_REQUEST_BYTES: intIn(1_024, 16 * 1024 * 1024, 1024 * 1024),
   DOSSIER_MAX_UPLOAD_BYTES: intIn(1_024, 4 * 1024 * 1024 * 1024, 256 * 1024 * 1024),
   DOSSIER_RETENTION_DAYS: intIn(1, 3650, 7),
+  DOSSIER_RATE_LIMIT_PER_MINUTE: intIn(1, 1_000_000, 6_000),
   DOSSIER_WORKER_CAPABILITIES: z
     .string()
     .refine((v) => v.split(',').every((c) => (CAPABILITIES as readonly string[]).includes(c.trim())), {
@@ -92,6 +93,7 @@ export interface Config {
   maxRequestBytes: number;
   maxUploadBytes: number;
   retentionDays: number;
+  rateLimitPerMinute: number;
   capabilities: Capability[];
   workerConcurrency: number;
   team: string;
@@ -154,6 +156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxRequestBytes: c.DOSSIER_MAX_REQUEST_BYTES,
     maxUploadBytes: c.DOSSIER_MAX_UPLOAD_BYTES,
     retentionDays: c.DOSSIER_RETENTION_DAYS,
+    rateLimitPerMinute: c.DOSSIER_RATE_LIMIT_PER_MINUTE,
     capabilities: capabilities as Capability[],
     workerConcurrency: c.DOSSIER_WORKER_CONCURRENCY,
     team: c.DOSSIER_TEAM,

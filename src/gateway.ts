@@ -8,6 +8,7 @@ import { replyBytes, type Ledger } from './evidence/ledger.ts';
 import type { Principal } from './evidence/types.ts';
 import { idempotencyKeySchema, waitMsSchema } from './launches/keys.ts';
 import type { LaunchService, WaitOptions } from './launches/service.ts';
+import { RateLimiter } from './rateLimit.ts';
 import { TOOLS_BY_NAME } from './tools/catalog.ts';
 import { isLaunchTool, type ToolContract } from './tools/contract.ts';
 
@@ -38,8 +39,14 @@ export class Gateway {
       ledger: Ledger;
       namespace: string;
       uiUrl: string;
+      /** Calls a minute per principal (default: unlimited). */
+      rateLimitPerMinute?: number;
     },
-  ) {}
+  ) {
+    this.limiter = deps.rateLimitPerMinute ? new RateLimiter(deps.rateLimitPerMinute) : undefined;
+  }
+
+  private readonly limiter: RateLimiter | undefined;
 
   async callTool(
     caller: Principal,
@@ -48,6 +55,15 @@ export class Gateway {
     opts: CallOptions = {},
   ): Promise<CallResult> {
     try {
+      const wait = this.limiter?.take(`${caller.team}/${caller.principal}`) ?? 0;
+      if (wait > 0) {
+        throw new DossierError(
+          'resource_constraint',
+          `Too many calls from ${caller.principal}: the limit is ${this.deps.rateLimitPerMinute} a minute.`,
+          `Retry after ${wait} ms; retries of launches with the same idempotency_key are always safe.`,
+          { retry_after_ms: wait, limit_per_minute: this.deps.rateLimitPerMinute },
+        );
+      }
       const value = await this.dispatch(caller, name, args ?? {}, opts);
       const bytes = replyBytes(value);
       if (bytes > this.deps.ledger.replyBudgetBytes) {
@@ -63,6 +79,10 @@ export class Gateway {
     } catch (err) {
       return { ok: false, error: toToolError(err) };
     }
+  }
+
+  completePrompt(caller: Principal, prompt: string, argument: string, typed: string) {
+    return this.deps.ledger.complete(caller, prompt, argument, typed);
   }
 
   /** POST /artifacts: an authenticated, size-capped upload into the artifact store. */

@@ -138,7 +138,13 @@ export function buildGateway(
     allowedRoots: config.allowedRoots,
     uploadLimit: config.maxUploadBytes,
   });
-  return new Gateway({ launches, ledger, namespace: config.namespace, uiUrl });
+  return new Gateway({
+    launches,
+    ledger,
+    namespace: config.namespace,
+    uiUrl,
+    rateLimitPerMinute: config.rateLimitPerMinute,
+  });
 }
 
 /** The local principal's token: made on first start, kept in dev.json (0600) and reused while it resolves. */

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { storeArtifact, storeArtifactFile, UPLOAD_LIMIT } from './artifacts.ts';
 import { BUNDLE_LIMITS, verifyBundle } from './bundles.ts';
+import { completePromptArgument } from '../mcp/completion.ts';
 import { unknownId } from './evidence.ts';
 import type { EvidenceStore, EvidenceFilter, UnknownFilter } from './store.ts';
 import type { EvidenceRecord, Principal, UnknownStatus } from './types.ts';
@@ -78,6 +79,11 @@ export class Ledger {
       created_at: new Date().toISOString(),
     });
     return { created, artifact };
+  }
+
+  /** Prompt-argument completion over this team's live records (never an error: empty instead). */
+  complete(caller: Principal, prompt: string, argument: string, typed: string) {
+    return completePromptArgument(this.store, caller, prompt, argument, typed);
   }
 
   private home(): string {

@@ -648,6 +648,42 @@ export class SqlStore implements EvidenceStore {
     ]);
   }
 
+  async completionCandidates(
+    team: string,
+    principal: string,
+    kind: 'artifact' | 'evidence' | 'launch_key' | 'open_unknown' | 'investigation',
+    limit: number,
+  ): Promise<string[]> {
+    const queries = {
+      artifact: [
+        'SELECT digest AS v FROM artifacts WHERE team = ? ORDER BY created_at DESC LIMIT ?',
+        [team, limit],
+      ],
+      evidence: [
+        'SELECT evidence_id AS v FROM evidence WHERE team = ? ORDER BY created_at DESC LIMIT ?',
+        [team, limit],
+      ],
+      launch_key: [
+        'SELECT idempotency_key AS v FROM launches WHERE team = ? AND principal = ? ORDER BY created_at DESC LIMIT ?',
+        [team, principal, limit],
+      ],
+      open_unknown: [
+        "SELECT unknown_id AS v FROM unknowns WHERE team = ? AND status = 'open' ORDER BY created_at DESC LIMIT ?",
+        [team, limit],
+      ],
+      investigation: [
+        `SELECT v FROM (
+           SELECT investigation AS v, created_at FROM evidence WHERE team = ? AND investigation IS NOT NULL
+           UNION ALL SELECT investigation AS v, created_at FROM launches WHERE team = ? AND investigation IS NOT NULL
+           UNION ALL SELECT investigation AS v, created_at FROM unknowns WHERE team = ? AND investigation IS NOT NULL
+         ) AS candidates ORDER BY created_at DESC LIMIT ?`,
+        [team, team, team, limit],
+      ],
+    } as const;
+    const [sql, args] = queries[kind];
+    return (await this.db.all<Row>(sql, [...args])).map((r) => r.v as string);
+  }
+
   async close() {
     await this.db.close();
   }

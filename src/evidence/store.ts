@@ -131,6 +131,18 @@ export interface EvidenceStore {
   getArtifact(team: string, digest: string): Promise<ArtifactRecord | undefined>;
   listArtifacts(team: string, filter: { cursor?: string; limit: number }): Promise<Page<ArtifactRecord>>;
 
+  /**
+   * Candidate values for prompt-argument completion, newest first, at most
+   * `limit`: artifact digests, evidence ids, the principal's launch keys, open
+   * unknown ids, or investigations.
+   */
+  completionCandidates(
+    team: string,
+    principal: string,
+    kind: 'artifact' | 'evidence' | 'launch_key' | 'open_unknown' | 'investigation',
+    limit: number,
+  ): Promise<string[]>;
+
   close(): Promise<void>;
 }
 

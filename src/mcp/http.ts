@@ -28,6 +28,7 @@ export interface HttpOptions {
 
 interface Session {
   transport: StreamableHTTPServerTransport;
+  server: ReturnType<typeof createMcpServer>;
   principal: Principal;
   lastSeen: number;
 }
@@ -36,6 +37,8 @@ export interface HttpGateway {
   url: string;
   port: number;
   sessions(): number;
+  /** Tells every connected client that the prompt catalog changed (notifications/prompts/list_changed). */
+  notifyPromptsChanged(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -171,29 +174,29 @@ export async function startHttpGateway(
         `Too many open sessions (${maxSessions}); close idle clients and retry`,
       );
     }
+    const server = createMcpServer(gateway, (extra) => extra?.principal as Principal | undefined);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, principal, lastSeen: Date.now() });
+        sessions.set(id, { transport, server, principal, lastSeen: Date.now() });
       },
     });
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
-    const server = createMcpServer(gateway, (extra) => extra?.principal as Principal | undefined);
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
   }
 
-  const server = http.createServer((req, res) => {
+  const httpServer = http.createServer((req, res) => {
     handle(req, res).catch((err) => {
       if (!res.headersSent) rpcError(res, 500, -32603, `Internal error: ${(err as Error).message}`);
       else res.end();
     });
   });
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 0; // launch waits may hold a request for up to 110 s
+  httpServer.keepAliveTimeout = 65_000;
+  httpServer.headersTimeout = 66_000;
+  httpServer.requestTimeout = 0; // launch waits may hold a request for up to 110 s
 
   const reaper = setInterval(() => {
     const cutoff = Date.now() - idleMs;
@@ -207,21 +210,24 @@ export async function startHttpGateway(
   reaper.unref();
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => resolve());
+    httpServer.once('error', reject);
+    httpServer.listen(opts.port, opts.host, () => resolve());
   });
-  boundPort = (server.address() as AddressInfo).port;
+  boundPort = (httpServer.address() as AddressInfo).port;
   const hostForUrl = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
   return {
     url: `http://${hostForUrl}:${boundPort}/mcp`,
     port: boundPort,
     sessions: () => sessions.size,
+    async notifyPromptsChanged() {
+      await Promise.allSettled([...sessions.values()].map((s) => s.server.sendPromptListChanged()));
+    },
     async close() {
       clearInterval(reaper);
       await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
       sessions.clear();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      httpServer.closeAllConnections();
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     },
   };
 }

@@ -1,7 +1,17 @@
 // The MCP layer: a thin translation between JSON-RPC and the Gateway. Tool
 // listings and annotations are derived from the contracts; no rules live here.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  CompleteRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { PROMPTS, PROMPTS_BY_NAME, renderPrompt } from './prompts.ts';
 import type { Gateway } from '../gateway.ts';
 import type { Principal } from '../evidence/types.ts';
 import { CATALOG } from '../tools/catalog.ts';
@@ -47,11 +57,47 @@ export function createMcpServer(
   resolveCaller: (authExtra: Record<string, unknown> | undefined) => Principal | undefined,
 ): Server {
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: { listChanged: false }, logging: {} },
+    capabilities: {
+      tools: { listChanged: false },
+      prompts: { listChanged: true },
+      completions: {},
+      logging: {},
+    },
     instructions:
       'dossier runs reverse-engineering tools on a shared cluster. Tools with effects need an idempotency_key: retry with the same key after any failure to reach the same launch. Results are retained as Evidence and referenced by evidence_id.',
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listTools() }));
+  server.setRequestHandler(ListPromptsRequestSchema, async () => ({
+    prompts: PROMPTS.map((p) => ({
+      name: p.name,
+      title: p.title,
+      description: p.description,
+      arguments: p.arguments.map((a) => ({ name: a.name, description: a.description, required: a.required })),
+    })),
+  }));
+  server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+    const spec = PROMPTS_BY_NAME.get(request.params.name);
+    if (!spec)
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `There is no prompt named "${request.params.name}"; prompts/list shows them.`,
+      );
+    try {
+      const text = renderPrompt(spec, request.params.arguments ?? {});
+      return {
+        description: spec.description,
+        messages: [{ role: 'user' as const, content: { type: 'text' as const, text } }],
+      };
+    } catch (err) {
+      throw new McpError(ErrorCode.InvalidParams, `Prompt ${spec.name}: ${(err as Error).message}`);
+    }
+  });
+  server.setRequestHandler(CompleteRequestSchema, async (request, extra) => {
+    const caller = resolveCaller(extra.authInfo?.extra);
+    const { ref, argument } = request.params;
+    if (!caller || ref.type !== 'ref/prompt') return { completion: { values: [], total: 0, hasMore: false } };
+    return { completion: await gateway.completePrompt(caller, ref.name, argument.name, argument.value) };
+  });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const caller = resolveCaller(extra.authInfo?.extra);
     if (!caller) throw new Error('unauthenticated request reached the MCP server');
