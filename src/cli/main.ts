@@ -7,6 +7,7 @@ import type { Role } from '../evidence/types.ts';
 import { startStack, writeDevJson, type DevJson, type StackParts } from '../dev/stack.ts';
 import { resolveTemporalCli } from '../dev/temporalCli.ts';
 import { serveStdio } from '../mcp/stdio.ts';
+import { callCommand, launchesCommand } from './client.ts';
 
 const USAGE = `usage: dossier <command>
 
@@ -17,6 +18,10 @@ const USAGE = `usage: dossier <command>
                         make an API token (printed once; only its hash is kept)
   token list [--team TEAM] / token revoke ID
                         list tokens by id (never the token), or revoke one
+  call TOOL [--key K] [--json '{…}'] [--wait-ms N]
+                        call a tool and print its reply; follows a running launch with progress
+  launches [--status S] [--tool T] [--limit N]
+                        a table of recent launches with status and UI link
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
   provision-temporal    find or build the Temporal CLI and print its path
 
@@ -33,6 +38,10 @@ async function main(argv: string[]) {
       return runStack(requireTemporal(loadConfig()), { temporal: false, gateway: false }, false);
     case 'token':
       return token(rest);
+    case 'call':
+      return callCommand(loadConfig(), rest);
+    case 'launches':
+      return launchesCommand(loadConfig(), rest);
     case 'mcp':
       if (!rest.includes('--stdio'))
         throw new ConfigError(

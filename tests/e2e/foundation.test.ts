@@ -124,6 +124,61 @@ describe('token list and revoke', () => {
   });
 });
 
+describe('CLI client', () => {
+  it('dossier call follows a running launch to its end; dossier launches shows it in a table', async () => {
+    // Asynchronous on purpose: the gateway under test runs in this very process.
+    const { spawn } = await import('node:child_process');
+    const spawnSync = (cmd: string, args: string[], opts: { env: NodeJS.ProcessEnv; encoding: 'utf8' }) =>
+      new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(cmd, args, { env: opts.env });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+        child.on('close', (status) => resolve({ status, stdout, stderr }));
+      });
+    const env = { ...process.env, ...t.env, DOSSIER_URL: t.url, DOSSIER_TOKEN: t.token };
+    const called = await spawnSync(
+      process.execPath,
+      [
+        'bin/dossier.js',
+        'call',
+        'capture_process_scenario',
+        '--key',
+        'cli-1',
+        '--wait-ms',
+        '300',
+        '--json',
+        '{"executable":"/usr/bin/sleep","args":["2"]}',
+      ],
+      { env, encoding: 'utf8' },
+    );
+    expect(called.status, called.stderr).toBe(0);
+    expect(called.stderr).toContain('running: http');
+    expect(JSON.parse(called.stdout)).toMatchObject({
+      status: 'succeeded',
+      launch: { idempotency_key: 'cli-1' },
+    });
+    const table = await spawnSync(process.execPath, ['bin/dossier.js', 'launches', '--limit', '5'], {
+      env,
+      encoding: 'utf8',
+    });
+    expect(table.status, table.stderr).toBe(0);
+    const lines = table.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^STATUS\s+TOOL\s+PRINCIPAL\s+KEY/);
+    expect(lines.find((l) => l.includes('cli-1'))).toMatch(
+      /^succeeded\s+capture_process_scenario\s+local\s+cli-1/,
+    );
+    const refused = await spawnSync(
+      process.execPath,
+      ['bin/dossier.js', 'call', 'capture_process_scenario', '--json', '{}'],
+      { env, encoding: 'utf8' },
+    );
+    expect(refused.status).toBe(1);
+    expect(JSON.parse(refused.stdout).error.code).toBe('invalid_params');
+  });
+});
+
 describe('stdio transport', () => {
   it('serves the same tools over stdio as the principal of DOSSIER_TOKEN, on the same launches', async () => {
     const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');

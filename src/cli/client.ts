@@ -1,0 +1,138 @@
+// `dossier call` and `dossier launches`: the gateway from a terminal, as an MCP
+// client over HTTP. The endpoint and token come from DOSSIER_URL and
+// DOSSIER_TOKEN, or from the running embedded stack's dev.json.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ConfigError, type Config } from '../config.ts';
+import { devJsonPath, type DevJson } from '../dev/stack.ts';
+
+type Reply = Record<string, unknown> & { status?: string; launch?: Record<string, unknown>; error?: unknown };
+
+async function connect(config: Config): Promise<Client> {
+  let url = process.env.DOSSIER_URL;
+  let token = process.env.DOSSIER_TOKEN;
+  if ((!url || !token) && existsSync(devJsonPath(config))) {
+    const dev = JSON.parse(readFileSync(devJsonPath(config), 'utf8')) as DevJson;
+    url ??= dev.mcp_url;
+    token ??= dev.token;
+  }
+  if (!url || !token) {
+    throw new ConfigError(
+      [`set DOSSIER_URL and DOSSIER_TOKEN, or run \`npm start\` so ${devJsonPath(config)} exists`],
+      'No gateway to talk to',
+    );
+  }
+  const client = new Client({ name: 'dossier-cli', version: '0.1.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  return client;
+}
+
+async function callOnce(client: Client, name: string, args: Record<string, unknown>) {
+  const result = await client.callTool({ name, arguments: args }, undefined, {
+    timeout: 130_000,
+    onprogress: (p) =>
+      process.stderr.write(`\r… ${(p.progress / 1000).toFixed(0)} s ${p.message ?? ''}`.slice(0, 200)),
+  });
+  process.stderr.write('\r\x1b[K');
+  return { reply: (result.structuredContent ?? {}) as Reply, isError: result.isError === true };
+}
+
+export async function callCommand(config: Config, argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      key: { type: 'string' },
+      json: { type: 'string', default: '{}' },
+      'wait-ms': { type: 'string' },
+    },
+    allowPositionals: true,
+  });
+  const tool = positionals[0];
+  if (!tool)
+    throw new ConfigError(
+      ["usage: dossier call TOOL [--key K] [--json '{…}'] [--wait-ms N]"],
+      'Invalid arguments',
+    );
+  let args: Record<string, unknown>;
+  try {
+    args = JSON.parse(values.json!) as Record<string, unknown>;
+  } catch {
+    throw new ConfigError(
+      ['--json must be a JSON object, e.g. \'{"executable":"/usr/bin/true"}\''],
+      'Invalid arguments',
+    );
+  }
+  if (values.key) args.idempotency_key = values.key;
+  if (values['wait-ms']) args.wait_ms = Number(values['wait-ms']);
+  const client = await connect(config);
+  try {
+    let { reply, isError } = await callOnce(client, tool, args);
+    // A launch still running: keep waiting on it, with progress, until it ends.
+    while (reply.status === 'running' && reply.launch) {
+      process.stderr.write(`running: ${String(reply.launch.ui_url)}\n`);
+      ({ reply, isError } = await callOnce(client, 'await_launch', {
+        idempotency_key: reply.launch.idempotency_key,
+        wait_ms: 110_000,
+      }));
+    }
+    console.log(JSON.stringify(reply, null, 2));
+    if (isError) process.exitCode = 1;
+  } finally {
+    await client.close();
+  }
+}
+
+export async function launchesCommand(config: Config, argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      status: { type: 'string' },
+      tool: { type: 'string' },
+      limit: { type: 'string', default: '20' },
+    },
+  });
+  const client = await connect(config);
+  try {
+    const args: Record<string, unknown> = { limit: Number(values.limit) };
+    if (values.status) args.status = values.status;
+    if (values.tool) args.tool = values.tool;
+    const { reply, isError } = await callOnce(client, 'list_launches', args);
+    if (isError) {
+      console.error(JSON.stringify(reply.error, null, 2));
+      process.exitCode = 1;
+      return;
+    }
+    const rows = ((reply.launches ?? []) as Reply[]).map((l) => {
+      const launch = l.launch as Record<string, string>;
+      const ms = launch.finished_at
+        ? Date.parse(launch.finished_at) - Date.parse(launch.started_at!)
+        : undefined;
+      return [
+        l.status ?? '',
+        launch.tool,
+        launch.principal,
+        launch.idempotency_key,
+        launch.started_at,
+        ms === undefined ? '' : `${ms} ms`,
+        launch.ui_url,
+      ];
+    });
+    const header = ['STATUS', 'TOOL', 'PRINCIPAL', 'KEY', 'STARTED', 'TOOK', 'UI'];
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+    for (const r of [header, ...rows])
+      console.log(
+        r
+          .map((c, i) => String(c).padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      );
+  } finally {
+    await client.close();
+  }
+}
