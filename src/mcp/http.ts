@@ -52,26 +52,18 @@ export async function startHttpGateway(
   const maxSessions = opts.maxSessions ?? 10_000;
   let boundPort = opts.port;
 
+  // A loopback name with any port is no rebinding risk: the attack needs a foreign hostname.
+  const LOOPBACK = /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/;
   const allowedHost = (host: string | undefined) => {
     if (!host) return false;
-    const accepted = new Set([
-      `${opts.host}:${boundPort}`,
-      `localhost:${boundPort}`,
-      `127.0.0.1:${boundPort}`,
-      `[::1]:${boundPort}`,
-      ...(opts.allowedHosts ?? []),
-    ]);
-    return accepted.has(host.toLowerCase());
+    const h = host.toLowerCase();
+    return LOOPBACK.test(h) || h === `${opts.host}:${boundPort}` || (opts.allowedHosts ?? []).includes(h);
   };
   const allowedOrigin = (origin: string | undefined) => {
     if (origin === undefined) return true;
-    const accepted = new Set([
-      `http://${opts.host}:${boundPort}`,
-      `http://localhost:${boundPort}`,
-      `http://127.0.0.1:${boundPort}`,
-      ...(opts.allowedOrigins ?? []),
-    ]);
-    return accepted.has(origin.toLowerCase());
+    const o = origin.toLowerCase();
+    const hostPart = /^https?:\/\/(.+)$/.exec(o)?.[1];
+    return (hostPart !== undefined && LOOPBACK.test(hostPart)) || (opts.allowedOrigins ?? []).includes(o);
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse) {

@@ -7,7 +7,9 @@ import {
   ErrorCode,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
   ListToolsRequestSchema,
+  ReadResourceRequestSchema,
   McpError,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -61,6 +63,7 @@ export function createMcpServer(
       tools: { listChanged: false },
       prompts: { listChanged: true },
       completions: {},
+      resources: {},
       logging: {},
     },
     instructions:
@@ -91,6 +94,45 @@ export function createMcpServer(
     } catch (err) {
       throw new McpError(ErrorCode.InvalidParams, `Prompt ${spec.name}: ${(err as Error).message}`);
     }
+  });
+  // Retained Evidence is also readable as resources: dossier://evidence/<evidence_id> (the summary view).
+  server.setRequestHandler(ListResourcesRequestSchema, async (request, extra) => {
+    const caller = resolveCaller(extra.authInfo?.extra);
+    if (!caller) throw new McpError(ErrorCode.InvalidRequest, 'unauthenticated');
+    const page = await gateway.callTool(caller, 'list_evidence', {
+      cursor: request.params?.cursor,
+      limit: 50,
+    });
+    if (!page.ok) throw new McpError(ErrorCode.InvalidParams, page.error.message);
+    const items = page.value.evidence as { evidence_id: string; tool: string; created_at: string }[];
+    return {
+      resources: items.map((e) => ({
+        uri: `dossier://evidence/${e.evidence_id}`,
+        name: e.evidence_id,
+        title: `${e.tool} at ${e.created_at}`,
+        description: `Evidence retained by ${e.tool}; page its collections with inspect_analysis_view.`,
+        mimeType: 'application/json',
+      })),
+      ...(page.value.next_cursor ? { nextCursor: page.value.next_cursor as string } : {}),
+    };
+  });
+  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+    const caller = resolveCaller(extra.authInfo?.extra);
+    if (!caller) throw new McpError(ErrorCode.InvalidRequest, 'unauthenticated');
+    const id = /^dossier:\/\/evidence\/(ev_[0-9a-f]{64})$/.exec(request.params.uri)?.[1];
+    if (!id)
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Unknown resource ${request.params.uri}; resources/list shows them.`,
+      );
+    const view = await gateway.callTool(caller, 'inspect_analysis_view', {
+      evidence_id: id,
+      view: { kind: 'summary' },
+    });
+    if (!view.ok) throw new McpError(ErrorCode.InvalidParams, view.error.message);
+    return {
+      contents: [{ uri: request.params.uri, mimeType: 'application/json', text: JSON.stringify(view.value) }],
+    };
   });
   server.setRequestHandler(CompleteRequestSchema, async (request, extra) => {
     const caller = resolveCaller(extra.authInfo?.extra);

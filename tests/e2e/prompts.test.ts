@@ -124,3 +124,25 @@ describe('completion', () => {
     expect(tooLong.completion.values).toEqual([]);
   });
 });
+
+describe('Evidence as resources', () => {
+  it('lists the team’s Evidence as dossier://evidence/… and reads its summary view', async () => {
+    const launched = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/true',
+      idempotency_key: 'res-1',
+    });
+    const { resources } = await client.listResources();
+    const uri = `dossier://evidence/${launched.evidence_id}`;
+    expect(resources.map((r) => r.uri)).toContain(uri);
+    const read = await client.readResource({ uri });
+    const view = JSON.parse((read.contents[0] as { text: string }).text);
+    expect(view).toMatchObject({
+      kind: 'summary',
+      evidence_id: launched.evidence_id,
+      tool: 'capture_process_scenario',
+    });
+    const outsider = await t.connect(await t.tokenFor('rex', 'elsewhere'));
+    expect((await outsider.listResources()).resources).toEqual([]);
+    await expect(outsider.readResource({ uri })).rejects.toThrow(/No Evidence/);
+  });
+});
