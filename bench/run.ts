@@ -3,12 +3,14 @@
 // compare figures measured in the same run.
 import { benchEvidence } from './evidence.ts';
 import { benchExtract } from './extract.ts';
+import { benchGateway } from './gateway.ts';
 import { benchLaunches } from './launches.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
   launches: benchLaunches,
   evidence: benchEvidence,
   extract: benchExtract,
+  gateway: benchGateway,
 };
 const only = process.argv.slice(2);
 
