@@ -2,11 +2,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { mkdtempSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { startStack, type Stack } from '../src/dev/stack.ts';
+import { freePort } from '../tests/helpers/ports.ts';
+
+export { freePort };
 
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -25,17 +27,6 @@ export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const t0 = performance.now();
   const value = await fn();
   return [performance.now() - t0, value];
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export async function benchEnv(extra: Record<string, string> = {}): Promise<Record<string, string>> {

@@ -229,12 +229,21 @@ export async function read7z(
   await run(sevenZip, ['x', '-y', '-bd', '-snl', `-o${rawDir}`, file]).catch((err) => {
     throw corrupt('7z', err);
   });
+  await walkInto(rawDir, '', onEntry);
+}
+
+/**
+ * Feeds a folder that a trusted unpacker wrote (7-Zip, unsquashfs) to the
+ * checked writer as entries, without following links; names get `prefix/`.
+ */
+export async function walkInto(root: string, prefix: string, onEntry: OnEntry): Promise<void> {
   const walk = async (dir: string): Promise<void> => {
-    for (const entry of (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
-      a.name < b.name ? -1 : 1,
+    for (const entry of (await readdir(dir, { withFileTypes: true })).sort((x, y) =>
+      x.name < y.name ? -1 : 1,
     )) {
       const full = path.join(dir, entry.name);
-      const name = path.relative(rawDir, full);
+      const rel = path.relative(root, full);
+      const name = prefix ? `${prefix}/${rel}` : rel;
       const info = await lstat(full);
       if (info.isSymbolicLink())
         await onEntry({ name, type: 'symlink', linkTarget: await readlink(full), content: null });
@@ -246,7 +255,7 @@ export async function read7z(
       else await onEntry({ name, type: 'other', linkTarget: null, content: null });
     }
   };
-  await walk(rawDir);
+  await walk(root);
 }
 
 export function tooMany(count: number, max: number) {

@@ -5,12 +5,12 @@
 // are recorded, never created, and every bound applies.
 import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
-import { lstat, mkdir, readdir, readlink, stat } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError, toToolError } from '../domain/errors.ts';
 import { artifactPath } from '../evidence/artifacts.ts';
 import type { FirmwareInput } from '../tools/firmware.ts';
-import { tooBig, tooMany, type OnEntry } from './archives.ts';
+import { tooBig, tooMany, walkInto } from './archives.ts';
 import type { Effect } from './effect.ts';
 import { startExtraction } from './extract.ts';
 import { helper } from './observe.ts';
@@ -53,27 +53,6 @@ function run(program: string, args: string[], timeoutMs: number): Promise<string
       else reject(new Error(signal ? `killed by ${signal} (timeout?)` : err.trim() || `exit ${code}`));
     });
   });
-}
-
-async function walkInto(root: string, prefix: string, onEntry: OnEntry) {
-  const walk = async (dir: string): Promise<void> => {
-    for (const entry of (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
-      a.name < b.name ? -1 : 1,
-    )) {
-      const full = path.join(dir, entry.name);
-      const name = `${prefix}/${path.relative(root, full)}`;
-      const info = await lstat(full);
-      if (info.isSymbolicLink())
-        await onEntry({ name, type: 'symlink', linkTarget: await readlink(full), content: null });
-      else if (info.isDirectory()) {
-        await onEntry({ name: `${name}/`, type: 'dir', linkTarget: null, content: null });
-        await walk(full);
-      } else if (info.isFile())
-        await onEntry({ name, type: 'file', linkTarget: null, content: createReadStream(full) });
-      else await onEntry({ name, type: 'other', linkTarget: null, content: null });
-    }
-  };
-  await walk(root);
 }
 
 export const extractFirmware: Effect = async (raw, ctx) => {
