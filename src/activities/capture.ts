@@ -7,10 +7,10 @@ import { createReadStream } from 'node:fs';
 import { chmod, copyFile, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
-import { ARTIFACT_DIGEST, artifactPath } from '../evidence/artifacts.ts';
+import { ARTIFACT_DIGEST } from '../evidence/artifacts.ts';
 import { KILL_GRACE_MS, type CaptureInput } from '../tools/capture.ts';
 import type { Effect, EffectContext, EffectResult } from './effect.ts';
-import { allowedExecutable } from './policy.ts';
+import { allowedExecutable, registeredArtifact } from './policy.ts';
 import { helper, listTree, parseLtraceLine, readStrace, readTrace } from './observe.ts';
 import { liveGroupMembers, signalGroup } from './processes.ts';
 
@@ -247,19 +247,11 @@ export const captureProcess: Effect = async (raw, ctx) => {
 
 /** A registered artifact runs from a private, executable copy beside the workspace. */
 async function artifactExecutable(ctx: EffectContext, digest: string): Promise<string> {
-  const artifact = await ctx.store.getArtifact(ctx.caller.team, digest);
-  if (!artifact) {
-    throw new DossierError(
-      'not_found',
-      `No artifact ${digest} is registered for your team.`,
-      'register_artifact (or POST /artifacts) first, then pass the digest it returns.',
-      { artifact: digest },
-    );
-  }
+  const { artifact, file } = await registeredArtifact(ctx, digest);
   const dir = `${ctx.workspace}.bin`;
   await mkdir(dir);
   const copy = path.join(dir, (artifact.name ?? 'target').replace(/[^A-Za-z0-9._-]/g, '_') || 'target');
-  await copyFile(artifactPath(ctx.config.home, digest), copy);
+  await copyFile(file, copy);
   await chmod(copy, 0o500);
   return copy;
 }

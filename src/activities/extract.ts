@@ -9,10 +9,10 @@ import { constants, createReadStream, existsSync } from 'node:fs';
 import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError, toToolError } from '../domain/errors.ts';
-import { artifactPath } from '../evidence/artifacts.ts';
 import type { ExtractInput } from '../tools/extract.ts';
 import { read7z, readGzip, readTar, readZip, sniff, tooBig, tooMany, type ArchiveEntry } from './archives.ts';
 import type { Effect, EffectContext } from './effect.ts';
+import { registeredArtifact } from './policy.ts';
 
 const NESTED = new Set(['zip', 'gzip', 'bzip2', 'xz', '7z', 'tar', 'squashfs']);
 
@@ -231,15 +231,7 @@ export async function startExtraction(
 
 export const extractArchive: Effect = async (raw, ctx) => {
   const input = raw as ExtractInput;
-  const archive = await ctx.store.getArtifact(ctx.caller.team, input.artifact);
-  if (!archive) {
-    throw new DossierError(
-      'not_found',
-      `No artifact ${input.artifact} is registered for your team.`,
-      'register_artifact first, then pass the digest it returns.',
-    );
-  }
-  const file = artifactPath(ctx.config.home, input.artifact);
+  const { artifact: archive, file } = await registeredArtifact(ctx, input.artifact);
   const archiveBytes = (await stat(file)).size;
   const format = input.format === 'auto' ? await detectFormat(file) : input.format;
   const limits = input.limits;

@@ -8,12 +8,12 @@ import { createReadStream } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError, toToolError } from '../domain/errors.ts';
-import { artifactPath } from '../evidence/artifacts.ts';
 import type { FirmwareInput } from '../tools/firmware.ts';
 import { tooBig, tooMany, walkInto } from './archives.ts';
 import type { Effect } from './effect.ts';
 import { startExtraction } from './extract.ts';
 import { helper } from './observe.ts';
+import { registeredArtifact } from './policy.ts';
 
 export interface Signature {
   offset: number;
@@ -57,15 +57,7 @@ function run(program: string, args: string[], timeoutMs: number): Promise<string
 
 export const extractFirmware: Effect = async (raw, ctx) => {
   const input = raw as FirmwareInput;
-  const image = await ctx.store.getArtifact(ctx.caller.team, input.artifact);
-  if (!image) {
-    throw new DossierError(
-      'not_found',
-      `No artifact ${input.artifact} is registered for your team.`,
-      'register_artifact first, then pass the digest it returns.',
-    );
-  }
-  const file = artifactPath(ctx.config.home, input.artifact);
+  const { artifact: image, file } = await registeredArtifact(ctx, input.artifact);
   const imageBytes = (await stat(file)).size;
   const deadline = Date.now() + input.timeout_ms;
   const left = () => Math.max(1_000, deadline - Date.now());

@@ -3,6 +3,8 @@ import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
+import { artifactPath } from '../evidence/artifacts.ts';
+import type { EffectContext } from './effect.ts';
 
 /** Resolves the executable through links and refuses it unless it lies under an allowed root. */
 export async function allowedExecutable(executable: string, allowedRoots: string[]): Promise<string> {
@@ -60,4 +62,18 @@ export async function allowedExecutable(executable: string, allowedRoots: string
     );
   }
   return resolved;
+}
+
+/** A registered artifact of the caller's team and its file in the artifact directory, or not_found. */
+export async function registeredArtifact(ctx: EffectContext, digest: string) {
+  const artifact = await ctx.store.getArtifact(ctx.caller.team, digest);
+  if (!artifact) {
+    throw new DossierError(
+      'not_found',
+      `No artifact ${digest} is registered for your team.`,
+      'register_artifact (or POST /artifacts) first, then pass the digest it returns.',
+      { artifact: digest },
+    );
+  }
+  return { artifact, file: artifactPath(ctx.config.home, digest) };
 }
