@@ -24,7 +24,7 @@ export const SERVER_INFO = { name: 'dossier', version: '0.1.0' };
 
 const LAUNCH_CONTRACT =
   ' Has effects: pass an idempotency_key; a retry with the same key and arguments attaches to the first launch and never runs it twice, another body with that key is refused.' +
-  ' The complete result is retained as Evidence; the reply carries its evidence_id and a small summary.';
+  ' The complete result is retained as Evidence (evidence_id); a result too large for one reply comes as a summary plus a continuation to page with inspect_analysis_view.';
 
 function describe(contract: ToolContract): string {
   return isLaunchTool(contract) ? contract.description + LAUNCH_CONTRACT : contract.description;
