@@ -10,7 +10,7 @@ import { createGunzip } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
 import yauzl from 'yauzl';
 import { DossierError } from '../domain/errors.ts';
-import { helper } from './observe.ts';
+import { helper, runHelper } from './observe.ts';
 
 export type EntryType = 'file' | 'dir' | 'symlink' | 'hardlink' | 'other';
 
@@ -218,7 +218,7 @@ export async function read7z(
   onEntry: OnEntry,
 ): Promise<void> {
   const sevenZip = helper('7zz', '7zip');
-  const listing = await run(sevenZip, ['l', '-slt', '-ba', file]).catch((err) => {
+  const listing = await runHelper(sevenZip, ['l', '-slt', '-ba', file]).catch((err) => {
     throw corrupt('7z', err);
   });
   const blocks = listing.split(/\n\s*\n/).filter((b) => /^Path = /m.test(b));
@@ -226,7 +226,7 @@ export async function read7z(
   if (blocks.length > bounds.maxEntries) throw tooMany(blocks.length, bounds.maxEntries);
   if (declared > bounds.maxTotalBytes) throw tooBig(declared, bounds.maxTotalBytes);
   await mkdir(rawDir);
-  await run(sevenZip, ['x', '-y', '-bd', '-snl', `-o${rawDir}`, file]).catch((err) => {
+  await runHelper(sevenZip, ['x', '-y', '-bd', '-snl', `-o${rawDir}`, file]).catch((err) => {
     throw corrupt('7z', err);
   });
   await walkInto(rawDir, '', onEntry);
@@ -274,18 +274,4 @@ export function tooBig(bytes: number, max: number) {
     'Raise limits.max_total_bytes (up to its ceiling) with a new idempotency_key, if the content is expected to be this large.',
     { bytes, max_total_bytes: max },
   );
-}
-
-function run(program: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-1_000)));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(err.trim() || `exit ${code}`)),
-    );
-  });
 }

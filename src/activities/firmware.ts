@@ -3,7 +3,6 @@
 // carves each region itself, and squashfs regions are unpacked by unsquashfs
 // into a private folder that is then walked into the checked writer, so links
 // are recorded, never created, and every bound applies.
-import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -12,7 +11,7 @@ import type { FirmwareInput } from '../tools/firmware.ts';
 import { tooBig, tooMany, walkInto } from './archives.ts';
 import type { Effect } from './effect.ts';
 import { startExtraction } from './extract.ts';
-import { helper } from './observe.ts';
+import { helper, runHelper } from './observe.ts';
 import { registeredArtifact } from './policy.ts';
 
 export interface Signature {
@@ -38,30 +37,13 @@ export function parseSignatures(table: string, fileBytes: number, max: number): 
   });
 }
 
-function run(program: string, args: string[], timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-1_000)));
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(signal ? `killed by ${signal} (timeout?)` : err.trim() || `exit ${code}`));
-    });
-  });
-}
-
 export const extractFirmware: Effect = async (raw, ctx) => {
   const input = raw as FirmwareInput;
   const { artifact: image, file } = await registeredArtifact(ctx, input.artifact);
   const imageBytes = (await stat(file)).size;
   const deadline = Date.now() + input.timeout_ms;
   const left = () => Math.max(1_000, deadline - Date.now());
-  const table = await run(helper('binwalk', 'binwalk'), ['--signature', file], left()).catch((err) => {
+  const table = await runHelper(helper('binwalk', 'binwalk'), ['--signature', file], left()).catch((err) => {
     throw new DossierError(
       'provider_unavailable',
       `binwalk could not scan the image: ${(err as Error).message}`,
@@ -91,7 +73,7 @@ export const extractFirmware: Effect = async (raw, ctx) => {
 
       // Preflight the listing against the bounds before unsquashfs writes anything.
       const carved = path.join(ctx.workspace, 'out', name);
-      const listing = await run(helper('unsquashfs', 'squashfs-tools'), ['-lls', carved], left());
+      const listing = await runHelper(helper('unsquashfs', 'squashfs-tools'), ['-lls', carved], left());
       const lines = listing.split('\n').filter((l) => /^[-dlcbps][rwxsStT-]{9} /.test(l));
       const declared = lines.reduce((n, l) => n + (Number(/^\S+\s+\S+\s+(\d+)/.exec(l)?.[1]) || 0), 0);
       if (out.rows.length + lines.length > input.limits.max_entries)
@@ -100,7 +82,7 @@ export const extractFirmware: Effect = async (raw, ctx) => {
         throw tooBig(out.stats().total + declared, input.limits.max_total_bytes);
       const rawDir = path.join(ctx.workspace, 'rawfs', `0x${sig.offset.toString(16)}`);
       await mkdir(path.dirname(rawDir), { recursive: true });
-      await run(
+      await runHelper(
         helper('unsquashfs', 'squashfs-tools'),
         ['-no-xattrs', '-quiet', '-no-progress', '-d', rawDir, carved],
         left(),

@@ -1,5 +1,6 @@
 // What a capture observes besides output: strace events and the files the
 // process left in its workspace, each bounded, each a collection of rows.
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { lstat, readdir, readlink } from 'node:fs/promises';
@@ -19,6 +20,30 @@ export function helper(name: string, pkg: string): string {
     `Install it (Debian package ${pkg}) on the workers, or run without the option that needs it.`,
     { helper: name, package: pkg },
   );
+}
+
+/**
+ * Runs a helper program to completion and returns its stdout; on failure the
+ * error carries the tail of its stderr. Killed after `timeoutMs`.
+ */
+export function runHelper(program: string, args: string[], timeoutMs = 10 * 60_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-1_000)));
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(signal ? `killed by ${signal} (timeout?)` : err.trim() || `exit ${code}`));
+    });
+  });
 }
 
 export interface SyscallEvent {
