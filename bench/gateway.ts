@@ -2,9 +2,9 @@
 // 1, 8 and 64 concurrent clients, and the gateway process's memory (RSS) idle
 // and under the 64-client load. The gateway runs as its own process
 // (`dossier gateway`) so its RSS is its own.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
+import { spawnDossier } from '../tests/helpers/processes.ts';
 import { startStack } from '../src/dev/stack.ts';
 import { benchEnv, callTool, freePort, median, ms, percentile, timed } from './lib.ts';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -27,18 +27,8 @@ export async function benchGateway(): Promise<string[]> {
     DOSSIER_PORT: String(port),
   };
   const token = await backend.store.createToken({ principal: 'bench', team: 'bench', role: 'operator' });
-  const gateway = spawn(process.execPath, ['bin/dossier.js', 'gateway'], {
-    env: { ...process.env, ...gatewayEnv },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    gateway.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      if (out.includes('dossier is ready')) resolve();
-    });
-    gateway.once('exit', (code) => reject(new Error(`gateway exited ${code}`)));
-  });
+  const proc = await spawnDossier('gateway', gatewayEnv, 'dossier is ready');
+  const gateway = proc.child;
   const url = `http://127.0.0.1:${port}/mcp`;
   const connect = async () => {
     const client = new Client({ name: 'bench', version: '1' });
@@ -87,8 +77,7 @@ export async function benchGateway(): Promise<string[]> {
     }
     await seed.close();
   } finally {
-    gateway.kill('SIGTERM');
-    await new Promise((r) => gateway.once('exit', r));
+    await proc.kill('SIGTERM');
     await backend.stop();
   }
   return lines;

@@ -5,28 +5,14 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnDossier } from '../tests/helpers/processes.ts';
 import { benchEnv, benchStack, callTool, connect, median, ms, percentile, timed } from './lib.ts';
 
 const RUNS = 20;
 
 async function startOnce(env: Record<string, string>): Promise<number> {
-  const t0 = performance.now();
-  const child = spawn(process.execPath, ['bin/dossier.js', 'start'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      if (out.includes('dossier is ready')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`start exited ${code}: ${out}`)));
-  });
-  const elapsed = performance.now() - t0;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGINT');
-  await exited;
+  const [elapsed, product] = await timed(() => spawnDossier('start', env, 'dossier is ready'));
+  await product.kill('SIGINT');
   return elapsed;
 }
 

@@ -1,6 +1,6 @@
 // `npm start` as a user runs it: a process that brings the whole embedded stack
 // up, writes dev.json, and on SIGINT/SIGTERM leaves nothing behind.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,30 +10,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { call } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
+import { spawnDossier } from '../helpers/processes.ts';
 
 const home = mkdtempSync(path.join(os.tmpdir(), 'dossier-npm-start-'));
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-async function startProduct(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['bin/dossier.js', 'start'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not ready in 60 s:\n${output}`)), 60_000);
-    child.stdout.on('data', () => {
-      if (output.includes('dossier is ready')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`exited ${code}:\n${output}`)));
-  });
-  return { child, output: () => output };
-}
+const startProduct = (env: Record<string, string>) => spawnDossier('start', env, 'dossier is ready');
 
 function processesUnder(dir: string): number[] {
   const pids: number[] = [];
