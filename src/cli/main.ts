@@ -104,18 +104,20 @@ async function runStack(config: Config, parts: StackParts, embedded: boolean) {
 }
 
 function printReady(dev: DevJson, seconds: string, home: string | undefined) {
-  console.log(`dossier is ready (${seconds}s)
-
-  MCP endpoint   ${dev.mcp_url}
-  token          ${dev.token}
-  Temporal       ${dev.temporal_address} (namespace ${dev.namespace})
-  Temporal UI    ${dev.ui_url}${home ? `\n  state         ${home} (connection details in ${home}/dev.json)` : ''}
-
-Connect a client:
+  const connect = dev.token
+    ? `Connect a client:
   claude mcp add --transport http dossier ${dev.mcp_url} --header "Authorization: Bearer ${dev.token}"
 
   # Cursor (.cursor/mcp.json) / any JSON-configured client:
-  { "mcpServers": { "dossier": { "url": "${dev.mcp_url}", "headers": { "Authorization": "Bearer ${dev.token}" } } } }
+  { "mcpServers": { "dossier": { "url": "${dev.mcp_url}", "headers": { "Authorization": "Bearer ${dev.token}" } } } }`
+    : 'Clients authenticate with tokens from `npx dossier token create` (this gateway mints none itself).';
+  console.log(`dossier is ready (${seconds}s)
+
+  MCP endpoint   ${dev.mcp_url}${dev.token ? `\n  token          ${dev.token}` : ''}
+  Temporal       ${dev.temporal_address} (namespace ${dev.namespace})
+  Temporal UI    ${dev.ui_url}${home ? `\n  state         ${home} (connection details in ${home}/dev.json)` : ''}
+
+${connect}
 
 Press Ctrl-C to stop.`);
 }

@@ -39,6 +39,11 @@ export interface StackParts {
   temporal?: boolean;
   workers?: boolean;
   gateway?: boolean;
+  /**
+   * Make (or reuse, through dev.json) the local principal's admin token. Default: only for the
+   * embedded stack; a cluster gateway never mints tokens on its own.
+   */
+  localToken?: boolean;
   /** Where the bundled workflow code is cached (default: the per-user cache, shared by every DOSSIER_HOME). */
   bundleCacheDir?: string;
   log?: (line: string) => void;
@@ -110,7 +115,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     const devJson: DevJson = {
       mcp_url: http?.url ?? '',
-      token: http ? await localToken(config, store) : '',
+      token: http && (parts.localToken ?? !config.temporalAddress) ? await localToken(config, store) : '',
       temporal_address: address,
       ui_url: uiUrl,
       namespace: config.namespace,

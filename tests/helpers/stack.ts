@@ -40,7 +40,13 @@ export async function startTestStack(
     DOSSIER_PORT: '0',
     ...opts.env,
   };
-  const parts: StackParts = { bundleCacheDir: inject('bundleCacheDir'), log: () => undefined, ...opts.parts };
+  // Test stacks use the shared Temporal (DOSSIER_TEMPORAL_ADDRESS) but, like npm start, get a local token.
+  const parts: StackParts = {
+    bundleCacheDir: inject('bundleCacheDir'),
+    localToken: true,
+    log: () => undefined,
+    ...opts.parts,
+  };
   let stack = await startStack(loadConfig(env), parts);
   const clients: Client[] = [];
   const t: TestStack = {
