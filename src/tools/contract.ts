@@ -66,3 +66,14 @@ export function bounded(bound: NamedBound, description: string) {
     .default(bound.default)
     .describe(`${description} (${bound.unit}; default ${bound.default}, at most ${bound.max})`);
 }
+
+/** The page size of every list tool (list_launches, list_evidence, list_unknowns, list_artifacts). */
+export const LIST_LIMIT: NamedBound = { default: 50, max: 200, unit: 'items' };
+
+export const listCursorSchema = z
+  .string()
+  .max(1_024)
+  .optional()
+  .describe('next_cursor from the previous page; omit for the first.');
+
+export const listLimitSchema = z.number().int().min(1).max(LIST_LIMIT.max).default(LIST_LIMIT.default);

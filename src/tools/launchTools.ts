@@ -1,10 +1,9 @@
 // The gateway-local launch tools (brief §2): read, wait for, cancel and list launches.
 import { z } from 'zod';
 import { idempotencyKeySchema, waitMsSchema } from '../launches/keys.ts';
-import { defineTool } from './contract.ts';
+import { defineTool, LIST_LIMIT, listCursorSchema, listLimitSchema } from './contract.ts';
 
 const READ = { idempotent: true, readOnly: true, destructive: false, openWorld: false, effects: [] };
-export const LIST_LIMIT = { default: 50, max: 200, unit: 'launches' };
 
 const keyOnly = z.strictObject({
   idempotency_key: idempotencyKeySchema.describe('The key you launched with.'),
@@ -62,8 +61,8 @@ export const listLaunches = defineTool({
   input: z.strictObject({
     status: z.enum(['running', 'succeeded', 'failed', 'interrupted', 'cancelled']).optional(),
     tool: z.string().max(64).optional(),
-    cursor: z.string().max(1_024).optional(),
-    limit: z.number().int().min(1).max(LIST_LIMIT.max).default(LIST_LIMIT.default),
+    cursor: listCursorSchema,
+    limit: listLimitSchema,
   }),
   effect: READ,
   runsOn: 'gateway',

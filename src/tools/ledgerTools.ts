@@ -4,11 +4,10 @@ import { UPLOAD_LIMIT } from '../evidence/artifacts.ts';
 import { BUNDLE_LIMITS } from '../evidence/bundles.ts';
 import { PAGE_LIMIT, WHERE_LIMITS } from '../evidence/views.ts';
 import { UNKNOWN_STATUSES } from '../evidence/types.ts';
-import { defineTool } from './contract.ts';
+import { defineTool, LIST_LIMIT, listCursorSchema, listLimitSchema } from './contract.ts';
 
 export const EVIDENCE_ID = /^ev_[0-9a-f]{64}$/;
 export const UNKNOWN_ID = /^unk_[0-9a-f]{32}$/;
-export const LEDGER_LIST_LIMIT = { default: 50, max: 200, unit: 'items' };
 
 const READ = { idempotent: true, readOnly: true, destructive: false, openWorld: false, effects: [] };
 const LEDGER_WRITE = {
@@ -24,12 +23,8 @@ export const evidenceIdSchema = z
   .regex(EVIDENCE_ID, { error: 'evidence_id is "ev_" followed by 64 hex digits' })
   .describe('An Evidence id (ev_…) from a launch reply or list_evidence.');
 const investigation = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/);
-const cursor = z
-  .string()
-  .max(1_024)
-  .optional()
-  .describe('next_cursor from the previous page; omit for the first.');
-const limit = z.number().int().min(1).max(LEDGER_LIST_LIMIT.max).default(LEDGER_LIST_LIMIT.default);
+const cursor = listCursorSchema;
+const limit = listLimitSchema;
 
 const filterValue = z.union([z.string().max(WHERE_LIMITS.valueChars), z.number(), z.boolean(), z.null()]);
 export const whereSchema = z
@@ -90,7 +85,7 @@ export const listEvidence = defineTool({
   }),
   effect: READ,
   runsOn: 'gateway',
-  limits: { limit: LEDGER_LIST_LIMIT },
+  limits: { limit: LIST_LIMIT },
   collections: {},
 });
 
@@ -153,7 +148,7 @@ export const listUnknowns = defineTool({
   }),
   effect: READ,
   runsOn: 'gateway',
-  limits: { limit: LEDGER_LIST_LIMIT },
+  limits: { limit: LIST_LIMIT },
   collections: {},
 });
 
@@ -240,6 +235,6 @@ export const listArtifacts = defineTool({
   input: z.strictObject({ cursor, limit }),
   effect: READ,
   runsOn: 'gateway',
-  limits: { limit: LEDGER_LIST_LIMIT },
+  limits: { limit: LIST_LIMIT },
   collections: {},
 });
