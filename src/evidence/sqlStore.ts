@@ -98,6 +98,18 @@ async function insertMany(
   }
 }
 
+/** `team = ?` plus `column = ?` for every filter that is set. */
+function teamFilter(team: string, filters: [column: string, value: unknown][]) {
+  const where = ['team = ?'];
+  const args: unknown[] = [team];
+  for (const [column, value] of filters) {
+    if (value === undefined || value === null || value === '') continue;
+    where.push(`${column} = ?`);
+    args.push(value);
+  }
+  return { where, args };
+}
+
 /** Above this many filter keys in one retention, PostgreSQL gets fresh statistics. */
 const ANALYZE_AFTER_KEYS = 50_000;
 
@@ -244,16 +256,13 @@ export class SqlStore implements EvidenceStore {
   }
 
   async listLaunches(team: string, f: LaunchFilter): Promise<Page<LaunchRecord>> {
-    const where = ['team = ?'];
-    const args: unknown[] = [team];
-    if (f.status) {
-      where.push(f.status === 'running' ? "status IN ('pending', 'running')" : 'status = ?');
-      if (f.status !== 'running') args.push(f.status);
-    }
-    if (f.tool) {
-      where.push('tool = ?');
-      args.push(f.tool);
-    }
+    // A launch claimed but not yet started (pending) is reported as running.
+    const running = f.status === 'running';
+    const { where, args } = teamFilter(team, [
+      ['status', running ? undefined : f.status],
+      ['tool', f.tool],
+    ]);
+    if (running) where.push("status IN ('pending', 'running')");
     return this.pageBy('launches', where, args, f, 'workflow_id', toLaunchRecord, (r) => [
       r.createdAt,
       r.workflowId,
@@ -396,18 +405,11 @@ export class SqlStore implements EvidenceStore {
   }
 
   async listEvidence(team: string, f: EvidenceFilter): Promise<Page<EvidenceRecord>> {
-    const where = ['team = ?'];
-    const args: unknown[] = [team];
-    for (const [column, value] of [
+    const { where, args } = teamFilter(team, [
       ['tool', f.tool],
       ['investigation', f.investigation],
       ['workflow_id', f.workflowId],
-    ] as const) {
-      if (value !== undefined) {
-        where.push(`${column} = ?`);
-        args.push(value);
-      }
-    }
+    ]);
     return this.pageBy(
       'evidence',
       where,
@@ -609,16 +611,10 @@ export class SqlStore implements EvidenceStore {
   }
 
   async listUnknowns(team: string, f: UnknownFilter): Promise<Page<UnknownRecord>> {
-    const where = ['team = ?'];
-    const args: unknown[] = [team];
-    if (f.status) {
-      where.push('status = ?');
-      args.push(f.status);
-    }
-    if (f.investigation) {
-      where.push('investigation = ?');
-      args.push(f.investigation);
-    }
+    const { where, args } = teamFilter(team, [
+      ['status', f.status],
+      ['investigation', f.investigation],
+    ]);
     return this.pageBy('unknowns', where, args, f, 'unknown_id', toUnknown, (u) => [
       u.created_at,
       u.unknown_id,
@@ -642,10 +638,8 @@ export class SqlStore implements EvidenceStore {
   }
 
   async listArtifacts(team: string, f: { cursor?: string; limit: number }) {
-    return this.pageBy('artifacts', ['team = ?'], [team], f, 'digest', toArtifact, (a) => [
-      a.created_at,
-      a.digest,
-    ]);
+    const { where, args } = teamFilter(team, []);
+    return this.pageBy('artifacts', where, args, f, 'digest', toArtifact, (a) => [a.created_at, a.digest]);
   }
 
   async completionCandidates(
