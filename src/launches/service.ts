@@ -10,6 +10,7 @@ import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import type { ToolContract } from '../tools/contract.ts';
 import { WORKFLOW_TASK_QUEUE } from '../workflows/launch.ts';
 import { bodyDigest, launchWorkflowId } from './keys.ts';
+import { errorOutcome } from './outcomes.ts';
 
 export interface LaunchReply {
   status: LaunchStatus;
@@ -196,16 +197,15 @@ export class LaunchService {
     const current = await this.deps.store.getLaunchByWorkflowId(record.workflowId);
     if (!current || isFinished(current.status)) return;
     const cancelled = err.cause?.name === 'CancelledFailure';
-    await this.deps.store.finishLaunch(record.workflowId, {
-      status: cancelled ? 'cancelled' : 'interrupted',
-      evidenceId: null,
-      summary: null,
-      error: new DossierError(
+    await this.deps.store.finishLaunch(
+      record.workflowId,
+      errorOutcome(
+        cancelled ? 'cancelled' : 'interrupted',
         cancelled ? 'cancelled' : 'interrupted',
         `The launch workflow ended without an outcome: ${err.message}`,
         'Inspect the workflow history in the Temporal UI; use a new idempotency_key to launch again.',
-      ).toToolError() as unknown as Record<string, unknown>,
-    });
+      ),
+    );
   }
 
   reply(record: LaunchRecord, attached: boolean): LaunchReply {

@@ -10,6 +10,7 @@ import {
 } from '@temporalio/workflow';
 import type { BookkeepingActivities, EffectActivities, LaunchRequest } from '../activities/types.ts';
 import type { LaunchOutcome } from '../evidence/types.ts';
+import { errorOutcome } from '../launches/outcomes.ts';
 
 export const WORKFLOW_TASK_QUEUE = 'dossier';
 
@@ -81,71 +82,44 @@ function noWorkerServes(err: unknown): boolean {
 }
 
 function noWorkerOutcome(capability: string): LaunchOutcome {
-  return {
-    status: 'failed',
-    evidenceId: null,
-    summary: null,
-    error: {
-      code: 'provider_unavailable',
-      category: 'provider',
-      message: `No worker picked up this launch: none serves the "${capability}" capability (task queue dossier-${capability}). Nothing was run.`,
-      retryable: true,
-      remediation: `Start a worker with DOSSIER_WORKER_CAPABILITIES including ${capability}, then launch again with a new idempotency_key.`,
-      details: { capability },
-    },
-  };
+  return errorOutcome(
+    'failed',
+    'provider_unavailable',
+    `No worker picked up this launch: none serves the "${capability}" capability (task queue dossier-${capability}). Nothing was run.`,
+    `Start a worker with DOSSIER_WORKER_CAPABILITIES including ${capability}, then launch again with a new idempotency_key.`,
+    { capability },
+  );
 }
 
 function cancelledOutcome(): LaunchOutcome {
-  return {
-    status: 'cancelled',
-    evidenceId: null,
-    summary: null,
-    error: {
-      code: 'cancelled',
-      category: 'lifecycle',
-      message: 'The launch was cancelled before it finished.',
-      retryable: false,
-      remediation: 'Start a new launch with a new idempotency_key if the effect is still wanted.',
-      details: {},
-    },
-  };
+  return errorOutcome(
+    'cancelled',
+    'cancelled',
+    'The launch was cancelled before it finished.',
+    'Start a new launch with a new idempotency_key if the effect is still wanted.',
+  );
 }
 
 function failureOutcome(err: unknown, effectStarted: boolean): LaunchOutcome {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (effectStarted || cause instanceof TimeoutFailure) {
-    return {
-      status: 'interrupted',
-      evidenceId: null,
-      summary: null,
-      error: {
-        code: 'interrupted',
-        category: 'lifecycle',
-        message: effectStarted
-          ? 'The worker running this launch stopped after the effect began; what it did is unknown and it was not re-run.'
-          : 'No worker finished this launch in time; it was not re-run.',
-        retryable: false,
-        remediation:
-          'Inspect the target for the partial effect, then start a new launch with a new idempotency_key if you still want it.',
-        details: { timeout: cause instanceof TimeoutFailure ? cause.timeoutType : undefined },
-      },
-    };
+    return errorOutcome(
+      'interrupted',
+      'interrupted',
+      effectStarted
+        ? 'The worker running this launch stopped after the effect began; what it did is unknown and it was not re-run.'
+        : 'No worker finished this launch in time; it was not re-run.',
+      'Inspect the target for the partial effect, then start a new launch with a new idempotency_key if you still want it.',
+      { timeout: cause instanceof TimeoutFailure ? cause.timeoutType : undefined },
+    );
   }
   const app = cause instanceof ApplicationFailure ? cause : undefined;
   const detail = (app?.details?.[0] ?? undefined) as Record<string, unknown> | undefined;
-  return {
-    status: 'failed',
-    evidenceId: null,
-    summary: null,
-    error: detail ?? {
-      code: 'internal',
-      category: 'internal',
-      message: `The launch failed: ${(cause as Error)?.message ?? String(cause)}`,
-      retryable: false,
-      remediation:
-        'Check the workflow history in the Temporal UI; start a new launch with a new key once fixed.',
-      details: {},
-    },
-  };
+  if (detail) return { status: 'failed', evidenceId: null, summary: null, error: detail };
+  return errorOutcome(
+    'failed',
+    'internal',
+    `The launch failed: ${(cause as Error)?.message ?? String(cause)}`,
+    'Check the workflow history in the Temporal UI; start a new launch with a new key once fixed.',
+  );
 }
