@@ -1,8 +1,11 @@
 // Configuration comes from DOSSIER_* environment variables only, validated once
 // at start-up. A bad value stops the process with one line per problem that
 // names the variable, what was given and what is accepted.
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import type { SandboxPolicy } from './sandbox/sandbox.ts';
+import { parsePayloadKeys, type PayloadKey } from './temporal/codec.ts';
 
 export const CAPABILITIES = ['capture', 'extract', 'device', 'analysis'] as const;
 export type Capability = (typeof CAPABILITIES)[number];
@@ -69,6 +72,52 @@ const schema = z.object({
     })
     .default('capture,extract,device,analysis'),
   DOSSIER_WORKER_CONCURRENCY: intIn(1, 1000, 16),
+  /** uid range (FIRST-LAST) the sandbox leases one uid per running program from (the worker must be root). */
+  DOSSIER_SANDBOX_UIDS: z
+    .string()
+    .regex(/^\d{1,10}-\d{1,10}$/, { error: 'expected FIRST-LAST, e.g. 1000000-1065535' })
+    .refine(
+      (v) => {
+        const [first, last] = v.split('-').map(Number) as [number, number];
+        return (
+          first >= 1_000 && last >= first + 63 && last < 4_294_967_294 && (65534 < first || 65534 > last)
+        );
+      },
+      { error: 'expected at least 64 uids from 1000 up, below 4294967294, not containing 65534' },
+    )
+    .default('1000000-1065535'),
+  /** Host-wide folder where workers lease sandbox uids (shared by every worker on the host). */
+  DOSSIER_SANDBOX_LEASE_DIR: z
+    .string()
+    .refine((v) => v.startsWith('/'), { error: 'expected an absolute path' })
+    .optional(),
+  /** Host paths every sandboxed program may read besides /usr and the system /etc files, ":"-separated. */
+  DOSSIER_SANDBOX_READ_ONLY_PATHS: z
+    .string()
+    .refine((v) => v.split(':').every((r) => !r || r.startsWith('/')), {
+      error: 'expected absolute paths separated by ":"',
+    })
+    .default(''),
+  DOSSIER_SANDBOX_NETWORK: z.enum(['deny', 'allow'], { error: 'expected deny or allow' }).default('deny'),
+  DOSSIER_SANDBOX_TMP_BYTES: intIn(1024 * 1024, 64 * 1024 * 1024 * 1024, 256 * 1024 * 1024),
+  /** The admin's escape: lets a capture ask for isolation "none" (still an unprivileged uid). */
+  DOSSIER_ALLOW_UNSANDBOXED: z.enum(['true', 'false'], { error: 'expected true or false' }).default('false'),
+  /** Keys that seal Temporal payloads (id:base64 of 32 bytes, comma-separated; the first seals). */
+  DOSSIER_PAYLOAD_KEYS: z
+    .string()
+    .refine(
+      (v) => {
+        try {
+          return parsePayloadKeys(v).length > 0;
+        } catch {
+          return false;
+        }
+      },
+      { error: 'expected id:base64 entries whose secret is 32 bytes, e.g. k1:<44 base64 characters>' },
+    )
+    .optional(),
+  /** The Temporal UI server binary for the embedded stack's audit UI (default: found or built with Go). */
+  DOSSIER_TEMPORAL_UI_SERVER: z.string().min(1).optional(),
   DOSSIER_TEAM: name('local'),
   DOSSIER_PRINCIPAL: name('local'),
 });
@@ -98,6 +147,10 @@ export interface Config {
   workerConcurrency: number;
   team: string;
   principal: string;
+  sandbox: SandboxPolicy;
+  /** Configured payload keys; empty means the embedded stack's own key file under DOSSIER_HOME. */
+  payloadKeys: PayloadKey[];
+  temporalUiServer: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -135,6 +188,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const home = path.resolve(c.DOSSIER_HOME);
   const allowedRoots = c.DOSSIER_ALLOWED_ROOTS.split(':').filter(Boolean);
   const capabilities = [...new Set(c.DOSSIER_WORKER_CAPABILITIES.split(',').map((s) => s.trim()))];
+  const readOnlyPaths = c.DOSSIER_SANDBOX_READ_ONLY_PATHS.split(':')
+    .filter(Boolean)
+    .map((r) => path.resolve(r));
+  // Programs see /usr, /etc files, the allowed roots and the read-only paths: none may hold dossier's state.
+  const shown: [string, string][] = [
+    ['DOSSIER_HOME', '/usr'],
+    ['DOSSIER_HOME', '/etc'],
+    ...allowedRoots.map((r): [string, string] => ['DOSSIER_ALLOWED_ROOTS', path.resolve(r)]),
+    ...readOnlyPaths.map((r): [string, string] => ['DOSSIER_SANDBOX_READ_ONLY_PATHS', r]),
+  ];
+  for (const [variable, root] of shown) {
+    if (home === root || home.startsWith(`${root}/`) || root.startsWith(`${home}/`)) {
+      problems.push(
+        `${variable}: ${root} and DOSSIER_HOME (${home}) overlap; sandboxed programs may read ${root}, so dossier's state must live outside it`,
+      );
+    }
+  }
+  if (problems.length) throw new ConfigError([...new Set(problems)]);
+  const [firstUid, lastUid] = c.DOSSIER_SANDBOX_UIDS.split('-').map(Number) as [number, number];
   return {
     home,
     host: c.DOSSIER_HOST,
@@ -161,5 +233,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: c.DOSSIER_WORKER_CONCURRENCY,
     team: c.DOSSIER_TEAM,
     principal: c.DOSSIER_PRINCIPAL,
+    payloadKeys: c.DOSSIER_PAYLOAD_KEYS ? parsePayloadKeys(c.DOSSIER_PAYLOAD_KEYS) : [],
+    temporalUiServer: c.DOSSIER_TEMPORAL_UI_SERVER,
+    sandbox: {
+      readOnlyPaths: [
+        ...new Set([...allowedRoots.map((r) => path.resolve(r)), ...readOnlyPaths].filter(outsideUsr)),
+      ],
+      uids: { first: firstUid, last: lastUid },
+      leaseDir: c.DOSSIER_SANDBOX_LEASE_DIR ?? defaultLeaseDir(),
+      allowNetwork: c.DOSSIER_SANDBOX_NETWORK === 'allow',
+      allowUnsandboxed: c.DOSSIER_ALLOW_UNSANDBOXED === 'true',
+      tmpBytes: c.DOSSIER_SANDBOX_TMP_BYTES,
+    },
   };
+}
+
+/** /usr is always shown; the root-level links into it (/bin, /sbin) need no mount of their own. */
+function outsideUsr(dir: string): boolean {
+  return !(dir === '/usr' || dir.startsWith('/usr/') || ['/bin', '/sbin', '/lib', '/lib64'].includes(dir));
+}
+
+function defaultLeaseDir(): string {
+  return process.getuid?.() === 0
+    ? '/run/dossier/sandbox-uids'
+    : path.join(os.tmpdir(), 'dossier-sandbox-uids');
 }

@@ -16,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { createActivities } from './activities/index.ts';
 import type { Config } from './config.ts';
 import type { EvidenceStore } from './evidence/store.ts';
+import { payloadKeys } from './temporal/codec.ts';
+import { dataConverter, FAILURE_CONVERTER_PATH } from './temporal/dataConverter.ts';
 import { WORKFLOW_TASK_QUEUE } from './workflows/launch.ts';
 
 const SRC = path.dirname(fileURLToPath(import.meta.url));
@@ -39,6 +41,7 @@ function sourceFingerprint(): string {
     }
   };
   walk(SRC);
+  hash.update(readFileSync(FAILURE_CONVERTER_PATH));
   return hash.digest('hex').slice(0, 16);
 }
 
@@ -46,7 +49,11 @@ function sourceFingerprint(): string {
 export async function workflowBundle(cacheDir: string): Promise<WorkflowBundleWithSourceMap> {
   const file = path.join(cacheDir, `workflows-${sourceFingerprint()}.js`);
   if (existsSync(file)) return { code: readFileSync(file, 'utf8') } as WorkflowBundleWithSourceMap;
-  const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const bundle = await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    failureConverterPath: FAILURE_CONVERTER_PATH,
+    logger: quietLogger,
+  });
   mkdirSync(cacheDir, { recursive: true });
   writeFileSync(`${file}.tmp`, bundle.code);
   renameSync(`${file}.tmp`, file);
@@ -84,12 +91,14 @@ export async function startWorkers(deps: {
   const { config, store } = deps;
   const connection = await NativeConnection.connect({ address: deps.address });
   const { effects, bookkeeping } = createActivities({ store, config });
+  const converter = dataConverter(payloadKeys(config.payloadKeys, config.home));
   const workers: Worker[] = [
     await Worker.create({
       connection,
       namespace: config.namespace,
       taskQueue: WORKFLOW_TASK_QUEUE,
       workflowBundle: deps.bundle,
+      dataConverter: converter,
       activities: bookkeeping,
     }),
   ];
@@ -100,6 +109,7 @@ export async function startWorkers(deps: {
         namespace: config.namespace,
         taskQueue: `dossier-${capability}`,
         activities: effects,
+        dataConverter: converter,
         maxConcurrentActivityTaskExecutions: config.workerConcurrency,
         // Heartbeats carry cancellation back to the activity: send them at
         // least every second so cancel_launch ends a process within ~1-2 s.

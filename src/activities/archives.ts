@@ -1,16 +1,14 @@
 // Archive readers: each turns one archive format into a sequence of entries,
 // handed one at a time to `onEntry`, which consumes a file entry's content
 // before the next entry is read. No reader writes anything itself.
-import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
-import { lstat, mkdir, readdir, readlink } from 'node:fs/promises';
-import path from 'node:path';
-import { PassThrough, type Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
+import { Readable } from 'node:stream';
+import { crc32, createGunzip } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
 import yauzl from 'yauzl';
 import { DossierError } from '../domain/errors.ts';
-import { helper, runHelper } from './observe.ts';
+import { checkedOutput, runHelper, streamHelper } from '../sandbox/helpers.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
 
 export type EntryType = 'file' | 'dir' | 'symlink' | 'hardlink' | 'other';
 
@@ -109,15 +107,8 @@ export async function readZip(file: string, onEntry: OnEntry): Promise<void> {
   }
 }
 
-/** tar, optionally through a decompressor: zlib for gzip, the bzip2 and xz programs for the others. */
-export async function readTar(
-  file: string,
-  compression: 'none' | 'gzip' | 'bzip2' | 'xz',
-  onEntry: OnEntry,
-): Promise<void> {
-  const format =
-    compression === 'none' ? 'tar' : `tar.${{ gzip: 'gz', bzip2: 'bz2', xz: 'xz' }[compression]}`;
-  const input = decompressed(file, compression);
+/** A tar stream (from a file through a decompressor, or from a helper such as sqfs2tar), entry by entry. */
+export async function readTar(input: Readable, format: string, onEntry: OnEntry): Promise<void> {
   const parser = new Parser({ strict: true });
   let chain: Promise<void> = Promise.resolve();
   let failed: unknown;
@@ -173,23 +164,25 @@ export async function readTar(
   await done;
 }
 
-function decompressed(file: string, compression: 'none' | 'gzip' | 'bzip2' | 'xz'): Readable {
+export type Compression = 'none' | 'gzip' | 'bzip2' | 'xz';
+
+/**
+ * A file's bytes through a decompressor: zlib in-process for gzip, the bzip2
+ * and xz programs in the sandbox (reading stdin, writing stdout) for the others.
+ */
+export function decompressed(sandbox: Sandbox, file: string, compression: Compression, timeoutMs: number) {
   const source = createReadStream(file);
   if (compression === 'none') return source;
   if (compression === 'gzip') return source.pipe(createGunzip());
-  const program = compression === 'bzip2' ? helper('bzip2', 'bzip2') : helper('xz', 'xz-utils');
-  const child = spawn(program, ['-dc'], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const out = new PassThrough();
-  let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-500)));
-  source.pipe(child.stdin);
-  child.stdin.on('error', () => undefined);
-  child.stdout.pipe(out, { end: false });
-  child.on('close', (code) => {
-    if (code === 0) out.end();
-    else out.destroy(new Error(`${path.basename(program)} failed: ${stderr.trim() || `exit ${code}`}`));
-  });
-  return out;
+  return checkedOutput(
+    streamHelper(sandbox, {
+      program: compression === 'bzip2' ? 'bzip2' : 'xz',
+      pkg: compression === 'bzip2' ? 'bzip2' : 'xz-utils',
+      args: ['-dc'],
+      stdin: source,
+      timeoutMs,
+    }),
+  );
 }
 
 /** A lone gzip stream is one entry, named after the artifact without .gz. */
@@ -206,56 +199,124 @@ export async function readGzip(file: string, name: string, onEntry: OnEntry): Pr
   }
 }
 
-/**
- * 7z through Debian's 7-Zip: the listing is checked against the bounds first,
- * then 7-Zip unpacks into a private folder (it refuses absolute and `..`
- * paths itself), and that folder is walked as the entries, links included.
- */
-export async function read7z(
-  file: string,
-  rawDir: string,
-  bounds: { maxEntries: number; maxTotalBytes: number },
-  onEntry: OnEntry,
-): Promise<void> {
-  const sevenZip = helper('7zz', '7zip');
-  const listing = await runHelper(sevenZip, ['l', '-slt', '-ba', file]).catch((err) => {
-    throw corrupt('7z', err);
-  });
-  const blocks = listing.split(/\n\s*\n/).filter((b) => /^Path = /m.test(b));
-  const declared = blocks.reduce((n, b) => n + Number(/^Size = (\d+)/m.exec(b)?.[1] ?? 0), 0);
-  if (blocks.length > bounds.maxEntries) throw tooMany(blocks.length, bounds.maxEntries);
-  if (declared > bounds.maxTotalBytes) throw tooBig(declared, bounds.maxTotalBytes);
-  await mkdir(rawDir);
-  await runHelper(sevenZip, ['x', '-y', '-bd', '-snl', `-o${rawDir}`, file]).catch((err) => {
-    throw corrupt('7z', err);
-  });
-  await walkInto(rawDir, '', onEntry);
+interface ListedEntry {
+  name: string;
+  type: EntryType;
+  size: number;
+  crc: number | null;
+}
+
+/** Parses `7zz l -slt -ba`: one block of `Key = value` lines per entry, in archive order. */
+export function parse7zListing(listing: string): ListedEntry[] {
+  return listing
+    .split(/\n\s*\n/)
+    .filter((b) => /^Path = /m.test(b))
+    .map((block) => {
+      const field = (key: string) => new RegExp(`^${key} = (.*)$`, 'm').exec(block)?.[1] ?? '';
+      const attributes = field('Attributes');
+      const type: EntryType = attributes.startsWith('D') ? 'dir' : / l/.test(attributes) ? 'symlink' : 'file';
+      const crc = field('CRC');
+      return {
+        name: field('Path'),
+        type,
+        size: Number(field('Size') || 0),
+        crc: crc ? parseInt(crc, 16) : null,
+      };
+    });
 }
 
 /**
- * Feeds a folder that a trusted unpacker wrote (7-Zip, unsquashfs) to the
- * checked writer as entries, without following links; names get `prefix/`.
+ * 7z through Debian's 7-Zip, in the sandbox. The listing is checked against
+ * the bounds first; then `7zz x -so` streams every entry's bytes in archive
+ * order and they are split by the listed sizes (each checked against its
+ * CRC) and fed to the checked writer. 7-Zip itself writes nothing anywhere:
+ * every byte on disk went through dossier's bounds as it was written.
  */
-export async function walkInto(root: string, prefix: string, onEntry: OnEntry): Promise<void> {
-  const walk = async (dir: string): Promise<void> => {
-    for (const entry of (await readdir(dir, { withFileTypes: true })).sort((x, y) =>
-      x.name < y.name ? -1 : 1,
-    )) {
-      const full = path.join(dir, entry.name);
-      const rel = path.relative(root, full);
-      const name = prefix ? `${prefix}/${rel}` : rel;
-      const info = await lstat(full);
-      if (info.isSymbolicLink())
-        await onEntry({ name, type: 'symlink', linkTarget: await readlink(full), content: null });
-      else if (info.isDirectory()) {
-        await onEntry({ name: `${name}/`, type: 'dir', linkTarget: null, content: null });
-        await walk(full);
-      } else if (info.isFile())
-        await onEntry({ name, type: 'file', linkTarget: null, content: createReadStream(full) });
-      else await onEntry({ name, type: 'other', linkTarget: null, content: null });
+export async function read7z(
+  sandbox: Sandbox,
+  file: string,
+  bounds: { maxEntries: number; maxTotalBytes: number; maxRatio: number; archiveBytes: number },
+  timeoutMs: number,
+  onEntry: OnEntry,
+): Promise<void> {
+  const run = (args: string[]) => ({
+    program: '7zz',
+    pkg: '7zip',
+    // -p: an empty password, so an encrypted archive fails instead of prompting.
+    args: [...args, '-p', '--', '/input/archive'],
+    mounts: [{ host: file, inside: '/input/archive' }],
+    timeoutMs,
+  });
+  const listing = await runHelper(sandbox, run(['l', '-slt', '-ba'])).catch((err) => {
+    throw corrupt('7z', err);
+  });
+  const entries = parse7zListing(listing);
+  const declared = entries.reduce((n, e) => n + e.size, 0);
+  if (entries.length > bounds.maxEntries) throw tooMany(entries.length, bounds.maxEntries);
+  if (declared > bounds.maxTotalBytes) throw tooBig(declared, bounds.maxTotalBytes);
+  if (declared > bounds.maxRatio * Math.max(bounds.archiveBytes, 1))
+    throw tooDense(declared, bounds.archiveBytes, bounds.maxRatio);
+
+  const helper = streamHelper(sandbox, run(['x', '-so', '-ba']));
+  const data = new ExactReader(helper.stdout);
+  try {
+    for (const entry of entries) {
+      if (entry.type === 'dir') {
+        await onEntry({ name: `${entry.name}/`, type: 'dir', linkTarget: null, content: null });
+        continue;
+      }
+      const checked = data.take(entry.size, entry.crc, entry.name);
+      if (entry.type === 'symlink') {
+        const parts: Buffer[] = [];
+        for await (const part of checked) if (entry.size <= 4_096) parts.push(part);
+        const target = Buffer.concat(parts).toString('utf8');
+        await onEntry({ name: entry.name, type: 'symlink', linkTarget: target, content: null });
+      } else {
+        await onEntry({ name: entry.name, type: 'file', linkTarget: null, content: Readable.from(checked) });
+      }
     }
-  };
-  await walk(root);
+    await data.end();
+    await helper.done.catch((err) => {
+      throw corrupt('7z', err);
+    });
+  } finally {
+    helper.stop();
+  }
+}
+
+/** Reads a stream in exact slices, checking each slice's CRC-32 when one is known. */
+class ExactReader {
+  private readonly it: AsyncIterator<Buffer>;
+  private rest: Buffer = Buffer.alloc(0);
+
+  constructor(stream: Readable) {
+    this.it = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  }
+
+  async *take(size: number, crc: number | null, name: string): AsyncGenerator<Buffer> {
+    let left = size;
+    let sum = 0;
+    while (left > 0) {
+      if (this.rest.length === 0) {
+        const next = await this.it.next();
+        if (next.done) throw corrupt('7z', new Error(`the data of ${name} ended ${left} bytes early`));
+        this.rest = next.value;
+      }
+      const piece = this.rest.subarray(0, Math.min(left, this.rest.length));
+      this.rest = this.rest.subarray(piece.length);
+      left -= piece.length;
+      sum = crc32(piece, sum);
+      yield piece;
+    }
+    if (crc !== null && sum !== crc)
+      throw corrupt('7z', new Error(`the data of ${name} does not match its CRC`));
+  }
+
+  /** Nothing may follow the last entry's data. */
+  async end() {
+    const next = this.rest.length ? { done: false } : await this.it.next();
+    if (!next.done) throw corrupt('7z', new Error('more data than the listing declared'));
+  }
 }
 
 export function tooMany(count: number, max: number) {
@@ -264,6 +325,15 @@ export function tooMany(count: number, max: number) {
     `The archive has more than ${max} entries (${count > max ? count : `at least ${count}`}); the extraction was rolled back.`,
     'Raise limits.max_entries (up to its ceiling) if you expect this many entries, with a new idempotency_key.',
     { entries: count, max_entries: max },
+  );
+}
+
+export function tooDense(bytes: number, archiveBytes: number, maxRatio: number) {
+  return new DossierError(
+    'resource_constraint',
+    `The archive expands more than max_ratio=${maxRatio} times its ${archiveBytes} bytes (a compression bomb?); the extraction was rolled back.`,
+    'Raise limits.max_ratio with a new idempotency_key only if you trust this archive.',
+    { archive_bytes: archiveBytes, written: bytes, max_ratio: maxRatio },
   );
 }
 

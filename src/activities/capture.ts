@@ -1,18 +1,18 @@
-// The capture_process_scenario effect: spawn without a shell in the launch's
-// workspace, in its own process group, with an explicit environment; cap and
-// hash the output; end the whole group on timeout, cancel or exit.
-import { spawn } from 'node:child_process';
+// The capture_process_scenario effect: run the program without a shell in the
+// sandbox (its own namespaces and uid, the launch's workspace its only
+// writable place), with an explicit environment; cap and hash the output; end
+// every process it started on timeout, cancel or exit.
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { chmod, copyFile, mkdir, stat } from 'node:fs/promises';
+import { chmod, chown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
-import { ARTIFACT_DIGEST } from '../evidence/artifacts.ts';
+import { ARTIFACT_DIGEST, verifyArtifact } from '../evidence/artifacts.ts';
+import { openUnder } from '../sandbox/paths.ts';
+import { helperPath, type Mount, type SandboxedProcess } from '../sandbox/sandbox.ts';
 import { KILL_GRACE_MS, type CaptureInput } from '../tools/capture.ts';
 import type { Effect, EffectContext, EffectResult } from './effect.ts';
-import { allowedExecutable, registeredArtifact } from './policy.ts';
-import { helper, listTree, parseLtraceLine, readStrace, readTrace } from './observe.ts';
-import { liveGroupMembers, signalGroup } from './processes.ts';
+import { registeredArtifact } from './policy.ts';
+import { listTree, parseLtraceLine, readStrace, readTrace } from './observe.ts';
 
 const HEAD_CHARS = 512;
 const LINE_PART_CHARS = 4_096;
@@ -63,12 +63,6 @@ export function lineRows(text: string): { line: number; part: number; text: stri
   return rows;
 }
 
-async function fileSha256(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
-
 /** A capture as the effects run it: observe_native_calls sets the tracer to ltrace. */
 export type CaptureRun = CaptureInput & { tracer?: 'ltrace'; call_filter?: string };
 
@@ -79,41 +73,68 @@ function tracerOf(input: CaptureRun): 'strace' | 'ltrace' | undefined {
 export const captureProcess: Effect = async (raw, ctx) => {
   const input = raw as CaptureRun;
   const tracer = tracerOf(input);
-  const resolved = ARTIFACT_DIGEST.test(input.executable)
-    ? await artifactExecutable(ctx, input.executable)
-    : await allowedExecutable(input.executable, ctx.config.allowedRoots);
-  const [executableSha256, executableStat] = await Promise.all([fileSha256(resolved), stat(resolved)]);
+  ctx.sandbox.check({ network: input.network, isolation: input.isolation });
+  const program = ARTIFACT_DIGEST.test(input.executable)
+    ? await artifactProgram(ctx, input.executable)
+    : await allowedProgram(input.executable, ctx.config.allowedRoots);
 
   const traceDir = `${ctx.workspace}.trace`;
-  const traceFile = path.join(traceDir, 'strace.txt');
-  const argv = commandLine(input, resolved, ctx.workspace, traceDir, traceFile);
-  if (tracer) await mkdir(traceDir);
-
-  await ctx.begin();
+  const traceFile = path.join(traceDir, 'trace.txt');
+  const identity = ctx.sandbox.identity();
+  let proc: SandboxedProcess;
+  try {
+    // The workspace (and the tracer's folder) belong to the program's uid alone.
+    await chown(ctx.workspace, identity.uid, identity.gid);
+    await chmod(ctx.workspace, 0o700);
+    if (tracer) {
+      await mkdir(traceDir, { mode: 0o700 });
+      await chown(traceDir, identity.uid, identity.gid);
+    }
+    await ctx.begin();
+    proc = ctx.sandbox.spawn(
+      {
+        argv: [...tracerArgs(input, traceFile), program.path, ...input.args],
+        env: input.env,
+        cwd: ctx.workspace,
+        mounts: [
+          { host: ctx.workspace, writable: true },
+          ...(tracer ? [{ host: traceDir, writable: true }] : []),
+          program.mount,
+        ],
+        network: input.network,
+        isolation: input.isolation,
+        limits: {
+          addressSpaceBytes: input.limits.address_space_mb * 1024 * 1024,
+          openFiles: input.limits.open_files,
+          processes: input.limits.processes,
+        },
+      },
+      identity,
+    );
+  } catch (err) {
+    identity.release();
+    throw err;
+  } finally {
+    await program.close();
+  }
   const startedAt = new Date();
   const t0 = performance.now();
-  const child = spawn(argv[0]!, argv.slice(1), {
-    cwd: ctx.workspace,
-    env: input.env,
-    detached: true, // its own process group, so timeout and cancel can end all of it
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const { child } = proc;
   const stdout = new CappedStream(input.max_output_bytes);
   const stderr = new CappedStream(input.max_output_bytes);
   child.stdout.on('data', (c: Buffer) => stdout.push(c));
   child.stderr.on('data', (c: Buffer) => stderr.push(c));
-  child.stdin.on('error', () => undefined); // the process may exit without reading its input
-  child.stdin.end(input.stdin ?? '');
+  child.stdin?.end(input.stdin ?? '');
 
   let ending: 'timeout' | 'cancel' | undefined;
-  const endGroup = (why: 'timeout' | 'cancel') => {
-    if (ending || child.pid === undefined) return;
+  const end = (why: 'timeout' | 'cancel') => {
+    if (ending) return;
     ending = why;
-    signalGroup(child.pid, 'SIGTERM');
-    setTimeout(() => child.pid !== undefined && signalGroup(child.pid, 'SIGKILL'), KILL_GRACE_MS).unref();
+    proc.terminate();
+    setTimeout(() => proc.kill(), KILL_GRACE_MS).unref();
   };
-  const timer = setTimeout(() => endGroup('timeout'), input.timeout_ms);
-  const onAbort = () => endGroup('cancel');
+  const timer = setTimeout(() => end('timeout'), input.timeout_ms);
+  const onAbort = () => end('cancel');
   ctx.signal.addEventListener('abort', onAbort);
   const ticker = setInterval(
     () =>
@@ -127,24 +148,21 @@ export const captureProcess: Effect = async (raw, ctx) => {
     1_000,
   );
 
-  const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; spawnError?: Error }>(
-    (resolve) => {
-      child.once('error', (spawnError) => resolve({ code: null, signal: null, spawnError }));
-      child.once('exit', (code, signal) => resolve({ code, signal }));
-    },
-  );
+  // Count what the program left running when its first process ended; the sandbox ends them all.
+  let strays = 0;
+  child.once('exit', () => (strays = proc.members().length));
+  const exit = await proc.exited;
   const durationMs = Math.round(performance.now() - t0);
   clearTimeout(timer);
   clearInterval(ticker);
   ctx.signal.removeEventListener('abort', onAbort);
-  // Whatever the leader left running in its group goes with it.
-  const strays = child.pid === undefined ? [] : liveGroupMembers(child.pid);
-  if (strays.length > 0) signalGroup(child.pid!, 'SIGKILL');
   await new Promise<void>((resolve) => {
     if (child.stdout.closed && child.stderr.closed) return resolve();
     child.once('close', () => resolve());
     setTimeout(resolve, 1_000).unref();
   });
+  // The uid is given back: nothing of it may reach the workspace any more.
+  await chown(ctx.workspace, process.getuid?.() ?? 0, process.getgid?.() ?? 0).catch(() => undefined);
 
   const [trace, tree] = await Promise.all([
     tracer === 'strace'
@@ -166,16 +184,23 @@ export const captureProcess: Effect = async (raw, ctx) => {
   if (trace?.truncated) limitations.push(`${tracer} events were capped at max_events=${input.max_events}`);
   if (tree.truncated) limitations.push(`the workspace listing was capped at max_files=${input.max_files}`);
   if (tree.unhashed) limitations.push(`${tree.unhashed} large workspace files were listed without SHA-256`);
-  if (process.getuid?.() === 0 && input.isolation === 'none') {
-    limitations.push('the worker runs as root, so the process limit (RLIMIT_NPROC) was not enforced');
+  if (input.isolation === 'none') {
+    limitations.push(
+      'isolation "none" (allowed by the cluster admin): the program saw the worker host filesystem as its uid could, without namespaces',
+    );
+  }
+  if (process.getuid?.() !== 0) {
+    limitations.push(
+      'the worker is not root, so the program ran as the worker uid and the process limit (RLIMIT_NPROC) counted the worker too',
+    );
   }
 
   const document = {
     executable: {
       path: input.executable,
-      resolved_path: resolved,
-      sha256: executableSha256,
-      bytes: executableStat.size,
+      resolved_path: program.real,
+      sha256: program.sha256,
+      bytes: program.bytes,
     },
     args: input.args,
     env_names: Object.keys(input.env).sort(),
@@ -185,10 +210,11 @@ export const captureProcess: Effect = async (raw, ctx) => {
     pid: child.pid ?? null,
     exit: { code: exit.code, signal: exit.signal },
     ended_by: ending ?? 'exit',
-    stray_processes_killed: strays.length,
+    stray_processes_killed: strays,
     isolation: input.isolation,
+    sandbox: proc.facts,
     limits: input.limits,
-    command_line: argv,
+    command_line: [...tracerArgs(input, traceFile), program.path, ...input.args],
     trace: trace ? { tracer, events: trace.events.length, truncated: trace.truncated } : null,
     started_at: startedAt.toISOString(),
     duration_ms: durationMs,
@@ -210,7 +236,7 @@ export const captureProcess: Effect = async (raw, ctx) => {
     stderr_head: errText.slice(0, HEAD_CHARS),
   };
   const result: EffectResult = {
-    status: ending === 'cancel' ? 'cancelled' : exit.spawnError ? 'failed' : 'succeeded',
+    status: ending === 'cancel' ? 'cancelled' : exit.error ? 'failed' : 'succeeded',
     document,
     collections: {
       stdout: lineRows(outText),
@@ -221,7 +247,7 @@ export const captureProcess: Effect = async (raw, ctx) => {
     summary,
     truncated: out.truncated || err.truncated,
     limitations,
-    target: { path: resolved, digest: `sha256:${executableSha256}` },
+    target: { path: program.real, digest: `sha256:${program.sha256}` },
     unknowns: [
       ...(out.truncated
         ? [{ question: 'What did stdout contain past the retained cap?', scope: `${ctx.launchId} stdout` }]
@@ -234,85 +260,93 @@ export const captureProcess: Effect = async (raw, ctx) => {
         : []),
     ],
   };
-  if (exit.spawnError) {
+  if (exit.error) {
     result.error = new DossierError(
       'provider_unavailable',
-      `could not start ${resolved}: ${exit.spawnError.message}`,
+      `could not start ${program.real}: ${exit.error.message}`,
       'Check that the program can run on the worker host, then launch again with a new idempotency_key.',
-      { resolved },
+      { resolved: program.real },
     ).toToolError();
   }
   return result;
 };
 
-/** A registered artifact runs from a private, executable copy beside the workspace. */
-async function artifactExecutable(ctx: EffectContext, digest: string): Promise<string> {
-  const { artifact, file } = await registeredArtifact(ctx, digest);
+/** The program a capture runs: where the sandbox shows it, what was checked, and its mount. */
+interface Program {
+  path: string;
+  real: string;
+  sha256: string;
+  bytes: number;
+  mount: Mount;
+  close(): Promise<void>;
+}
+
+/**
+ * A path under the allowed roots: opened, then checked (what the kernel says
+ * was opened lies under a root), hashed through that descriptor, and mounted
+ * into the sandbox by the same descriptor, so exactly the checked file runs.
+ */
+async function allowedProgram(executable: string, roots: string[]): Promise<Program> {
+  const opened = await openUnder(executable, roots, 'DOSSIER_ALLOWED_ROOTS');
+  try {
+    if ((opened.stat.mode & 0o111) === 0) {
+      throw new DossierError(
+        'unsupported_target',
+        `${opened.real} is not executable.`,
+        'Pass a file with execute permission.',
+        { resolved: opened.real },
+      );
+    }
+    const hash = createHash('sha256');
+    for await (const chunk of opened.handle.createReadStream({ autoClose: false, start: 0 })) {
+      hash.update(chunk as Buffer);
+    }
+    return {
+      path: opened.real,
+      real: opened.real,
+      sha256: hash.digest('hex'),
+      bytes: opened.stat.size,
+      mount: { host: opened.handle.fd, inside: opened.real },
+      close: () => opened.handle.close(),
+    };
+  } catch (err) {
+    await opened.handle.close();
+    throw err;
+  }
+}
+
+/** A registered artifact runs from a private copy made from its verified bytes, read-only to the program. */
+async function artifactProgram(ctx: EffectContext, digest: string): Promise<Program> {
+  const artifact = await registeredArtifact(ctx, digest);
   const dir = `${ctx.workspace}.bin`;
-  await mkdir(dir);
+  await mkdir(dir, { mode: 0o755 });
   const copy = path.join(dir, (artifact.name ?? 'target').replace(/[^A-Za-z0-9._-]/g, '_') || 'target');
-  await copyFile(file, copy);
-  await chmod(copy, 0o500);
-  return copy;
+  await verifyArtifact(ctx.config.home, digest, copy);
+  return {
+    path: copy,
+    real: copy,
+    sha256: digest.slice('sha256:'.length),
+    bytes: artifact.size,
+    mount: { host: dir },
+    close: async () => undefined,
+  };
 }
 
 /** Hashing budget for the files a process leaves in its workspace. */
 const FILE_HASH_BUDGET = 1024 * 1024 * 1024;
 
-/** The wrappers in order: bubblewrap (isolation), prlimit (resource limits), strace (events), the program. */
-export function commandLine(
-  input: CaptureRun,
-  resolved: string,
-  workspace: string,
-  traceDir: string,
-  traceFile: string,
-): string[] {
-  let argv = [resolved, ...input.args];
+/** The tracer in front of the program, if the capture asks for one. */
+export function tracerArgs(input: CaptureRun, traceFile: string): string[] {
   const tracer = tracerOf(input);
   if (tracer === 'strace') {
     const filter = input.trace_filter?.length ? ['-e', `trace=${input.trace_filter.join(',')}`] : [];
-    argv = [helper('strace', 'strace'), '-f', '-qq', '-s', '96', '-o', traceFile, ...filter, '--', ...argv];
-  } else if (tracer === 'ltrace') {
+    return [helperPath('strace', 'strace'), '-f', '-qq', '-s', '96', '-o', traceFile, ...filter, '--'];
+  }
+  if (tracer === 'ltrace') {
     const filter = input.call_filter ? ['-e', input.call_filter] : [];
-    argv = [helper('ltrace', 'ltrace'), '-f', '-s', '96', '-o', traceFile, ...filter, '--', ...argv];
+    return [helperPath('ltrace', 'ltrace'), '-f', '-s', '96', '-o', traceFile, ...filter, '--'];
   }
-  const { address_space_mb: as, open_files: nofile, processes: nproc } = input.limits;
-  argv = [
-    helper('prlimit', 'util-linux'),
-    `--as=${as * 1024 * 1024}`,
-    `--nofile=${nofile}`,
-    `--nproc=${nproc}`,
-    '--',
-    ...argv,
-  ];
-  if (input.isolation === 'bubblewrap') {
-    argv = [
-      helper('bwrap', 'bubblewrap'),
-      '--unshare-all',
-      '--die-with-parent',
-      '--ro-bind',
-      '/',
-      '/',
-      '--dev',
-      '/dev',
-      '--proc',
-      '/proc',
-      '--tmpfs',
-      '/tmp',
-      '--bind',
-      workspace,
-      workspace,
-      ...(tracer ? ['--bind', traceDir, traceDir] : []),
-      ...(resolved.startsWith(`${workspace}.bin/`)
-        ? ['--ro-bind', path.dirname(resolved), path.dirname(resolved)]
-        : []),
-      '--chdir',
-      workspace,
-      '--',
-      ...argv,
-    ];
-  }
-  return argv;
+  return [];
 }
 
 function sha(text: string): string {

@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import type { ToolError } from '../domain/errors.ts';
 import type { EvidenceStore } from '../evidence/store.ts';
 import type { NewUnknown } from '../evidence/types.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
 
 export interface EffectContext {
   config: Config;
@@ -13,6 +14,8 @@ export interface EffectContext {
   /** Who launched it; effects that read the ledger read only this team's. */
   caller: { principal: string; team: string };
   store: EvidenceStore;
+  /** Where every program the effect starts runs. */
+  sandbox: Sandbox;
   /** A fresh, empty directory that belongs to this launch alone. */
   workspace: string;
   /** Aborted when the launch is cancelled. */

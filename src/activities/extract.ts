@@ -10,9 +10,20 @@ import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError, toToolError } from '../domain/errors.ts';
 import type { ExtractInput } from '../tools/extract.ts';
-import { read7z, readGzip, readTar, readZip, sniff, tooBig, tooMany, type ArchiveEntry } from './archives.ts';
+import {
+  decompressed,
+  read7z,
+  readGzip,
+  readTar,
+  readZip,
+  sniff,
+  tooBig,
+  tooDense,
+  tooMany,
+  type ArchiveEntry,
+} from './archives.ts';
 import type { Effect, EffectContext } from './effect.ts';
-import { registeredArtifact } from './policy.ts';
+import { verifiedArtifact } from './policy.ts';
 
 const NESTED = new Set(['zip', 'gzip', 'bzip2', 'xz', '7z', 'tar', 'squashfs']);
 
@@ -185,14 +196,8 @@ export async function startExtraction(
           );
         }
         if (total > limits.max_total_bytes) throw tooBig(total, limits.max_total_bytes);
-        if (total > limits.max_ratio * Math.max(archiveBytes, 1)) {
-          throw new DossierError(
-            'resource_constraint',
-            `The archive expands more than max_ratio=${limits.max_ratio} times its ${archiveBytes} bytes (a compression bomb?); the extraction was rolled back.`,
-            'Raise limits.max_ratio with a new idempotency_key only if you trust this archive.',
-            { archive_bytes: archiveBytes, written: total, max_ratio: limits.max_ratio },
-          );
-        }
+        if (total > limits.max_ratio * Math.max(archiveBytes, 1))
+          throw tooDense(total, archiveBytes, limits.max_ratio);
         head ??= Buffer.from(buf.subarray(0, 512));
         hash.update(buf);
         await fd.write(buf);
@@ -215,8 +220,6 @@ export async function startExtraction(
 
   /** On failure remove everything staged; on success move it into place, whole. */
   async function settle(failure: unknown): Promise<{ staging_removed: boolean; output: string | null }> {
-    for (const raw of ['raw7z', 'rawfs'])
-      await rm(path.join(ctx.workspace, raw), { recursive: true, force: true });
     if (failure) {
       await rm(staging, { recursive: true, force: true });
       return { staging_removed: !existsSync(staging), output: null };
@@ -229,10 +232,19 @@ export async function startExtraction(
   return { onEntry, rows, settle, stats: () => ({ total, written }) };
 }
 
+const TAR_COMPRESSION = { tar: 'none', 'tar.gz': 'gzip', 'tar.bz2': 'bzip2', 'tar.xz': 'xz' } as const;
+
+/** Milliseconds left until a deadline set now, at least one second (helpers need some time to fail cleanly). */
+export function deadline(timeoutMs: number): () => number {
+  const end = Date.now() + timeoutMs;
+  return () => Math.max(1_000, end - Date.now());
+}
+
 export const extractArchive: Effect = async (raw, ctx) => {
   const input = raw as ExtractInput;
-  const { artifact: archive, file } = await registeredArtifact(ctx, input.artifact);
+  const { artifact: archive, file } = await verifiedArtifact(ctx, input.artifact);
   const archiveBytes = (await stat(file)).size;
+  const left = deadline(input.timeout_ms);
   const format = input.format === 'auto' ? await detectFormat(file) : input.format;
   const limits = input.limits;
 
@@ -243,17 +255,22 @@ export const extractArchive: Effect = async (raw, ctx) => {
   let failure: unknown;
   try {
     if (format === 'zip') await readZip(file, onEntry);
-    else if (format === 'tar') await readTar(file, 'none', onEntry);
-    else if (format === 'tar.gz') await readTar(file, 'gzip', onEntry);
-    else if (format === 'tar.bz2') await readTar(file, 'bzip2', onEntry);
-    else if (format === 'tar.xz') await readTar(file, 'xz', onEntry);
-    else if (format === 'gzip')
+    else if (format.startsWith('tar')) {
+      const compression = TAR_COMPRESSION[format as keyof typeof TAR_COMPRESSION];
+      await readTar(decompressed(ctx.sandbox, file, compression, left()), format, onEntry);
+    } else if (format === 'gzip')
       await readGzip(file, (archive.name ?? 'data').replace(/\.gz$/, '') || 'data', onEntry);
     else
       await read7z(
+        ctx.sandbox,
         file,
-        path.join(ctx.workspace, 'raw7z'),
-        { maxEntries: limits.max_entries, maxTotalBytes: limits.max_total_bytes },
+        {
+          maxEntries: limits.max_entries,
+          maxTotalBytes: limits.max_total_bytes,
+          maxRatio: limits.max_ratio,
+          archiveBytes,
+        },
+        left(),
         onEntry,
       );
   } catch (err) {

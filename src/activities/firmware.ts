@@ -1,18 +1,18 @@
-// The extract_firmware effect: binwalk finds signatures (it never extracts:
-// its own extractors have written outside their folder before), dossier
-// carves each region itself, and squashfs regions are unpacked by unsquashfs
-// into a private folder that is then walked into the checked writer, so links
-// are recorded, never created, and every bound applies.
+// The extract_firmware effect: binwalk finds signatures in the sandbox (it
+// never extracts: its own extractors have written outside their folder
+// before), dossier carves each region itself, and squashfs regions become a
+// tar stream (sqfs2tar, in the sandbox) that feeds the checked writer, so
+// links are recorded, never created, and every bound holds while writing.
 import { createReadStream } from 'node:fs';
-import { mkdir, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError, toToolError } from '../domain/errors.ts';
+import { checkedOutput, runHelper, streamHelper } from '../sandbox/helpers.ts';
 import type { FirmwareInput } from '../tools/firmware.ts';
-import { tooBig, tooMany, walkInto } from './archives.ts';
-import type { Effect } from './effect.ts';
-import { startExtraction } from './extract.ts';
-import { helper, runHelper } from './observe.ts';
-import { registeredArtifact } from './policy.ts';
+import { readTar } from './archives.ts';
+import type { Effect, EffectContext } from './effect.ts';
+import { deadline, startExtraction } from './extract.ts';
+import { verifiedArtifact } from './policy.ts';
 
 export interface Signature {
   offset: number;
@@ -37,13 +37,31 @@ export function parseSignatures(table: string, fileBytes: number, max: number): 
   });
 }
 
+/** A squashfs image as a tar stream, from sqfs2tar in the sandbox. */
+function squashfsAsTar(ctx: EffectContext, image: string, timeoutMs: number) {
+  return checkedOutput(
+    streamHelper(ctx.sandbox, {
+      program: 'sqfs2tar',
+      pkg: 'squashfs-tools-ng',
+      args: ['--no-xattr', '/input/fs.sqfs'],
+      mounts: [{ host: image, inside: '/input/fs.sqfs' }],
+      timeoutMs,
+    }),
+  );
+}
+
 export const extractFirmware: Effect = async (raw, ctx) => {
   const input = raw as FirmwareInput;
-  const { artifact: image, file } = await registeredArtifact(ctx, input.artifact);
+  const { artifact: image, file } = await verifiedArtifact(ctx, input.artifact);
   const imageBytes = (await stat(file)).size;
-  const deadline = Date.now() + input.timeout_ms;
-  const left = () => Math.max(1_000, deadline - Date.now());
-  const table = await runHelper(helper('binwalk', 'binwalk'), ['--signature', file], left()).catch((err) => {
+  const left = deadline(input.timeout_ms);
+  const table = await runHelper(ctx.sandbox, {
+    program: 'binwalk',
+    pkg: 'binwalk',
+    args: ['--signature', '/input/image'],
+    mounts: [{ host: file, inside: '/input/image' }],
+    timeoutMs: left(),
+  }).catch((err) => {
     throw new DossierError(
       'provider_unavailable',
       `binwalk could not scan the image: ${(err as Error).message}`,
@@ -71,23 +89,13 @@ export const extractFirmware: Effect = async (raw, ctx) => {
       });
       if (sig.kind !== 'squashfs' || sig.length === 0) continue;
 
-      // Preflight the listing against the bounds before unsquashfs writes anything.
+      // sqfs2tar turns the filesystem into a tar stream in the sandbox; every byte then goes
+      // through the checked writer, so the bounds hold on what is written, as it is written.
       const carved = path.join(ctx.workspace, 'out', name);
-      const listing = await runHelper(helper('unsquashfs', 'squashfs-tools'), ['-lls', carved], left());
-      const lines = listing.split('\n').filter((l) => /^[-dlcbps][rwxsStT-]{9} /.test(l));
-      const declared = lines.reduce((n, l) => n + (Number(/^\S+\s+\S+\s+(\d+)/.exec(l)?.[1]) || 0), 0);
-      if (out.rows.length + lines.length > input.limits.max_entries)
-        throw tooMany(out.rows.length + lines.length, input.limits.max_entries);
-      if (out.stats().total + declared > input.limits.max_total_bytes)
-        throw tooBig(out.stats().total + declared, input.limits.max_total_bytes);
-      const rawDir = path.join(ctx.workspace, 'rawfs', `0x${sig.offset.toString(16)}`);
-      await mkdir(path.dirname(rawDir), { recursive: true });
-      await runHelper(
-        helper('unsquashfs', 'squashfs-tools'),
-        ['-no-xattrs', '-quiet', '-no-progress', '-d', rawDir, carved],
-        left(),
+      const prefix = `squashfs-0x${sig.offset.toString(16)}`;
+      await readTar(squashfsAsTar(ctx, carved, left()), 'squashfs', (entry) =>
+        out.onEntry({ ...entry, name: `${prefix}/${entry.name.replace(/^\.?\/+/, '')}` }),
       );
-      await walkInto(rawDir, `squashfs-0x${sig.offset.toString(16)}`, out.onEntry);
       filesystems.push(`squashfs-0x${sig.offset.toString(16)}`);
     }
   } catch (err) {

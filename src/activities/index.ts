@@ -18,6 +18,7 @@ import { captureProcess, observeNativeCalls } from './capture.ts';
 import { extractArchive } from './extract.ts';
 import { extractFirmware } from './firmware.ts';
 import type { Effect, EffectContext } from './effect.ts';
+import { Sandbox } from '../sandbox/sandbox.ts';
 import type { BookkeepingActivities, EffectActivities, JournalView, LaunchRequest } from './types.ts';
 
 export const PROVIDER = { name: 'dossier', version: '0.1.0' };
@@ -40,6 +41,7 @@ function filterableOf(tool: string): Record<string, string[]> {
 
 export function createActivities(deps: { store: EvidenceStore; config: Config }) {
   const { store, config } = deps;
+  const sandbox = new Sandbox(config.sandbox);
 
   async function runEffect(req: LaunchRequest): Promise<LaunchOutcome> {
     const activity = Context.current();
@@ -66,6 +68,7 @@ export function createActivities(deps: { store: EvidenceStore; config: Config })
       launchId: req.workflowId,
       caller: { principal: req.principal, team: req.team },
       store,
+      sandbox,
       workspace,
       signal: activity.cancellationSignal,
       begin: async () => {

@@ -1,50 +1,10 @@
 // What a capture observes besides output: strace events and the files the
 // process left in its workspace, each bounded, each a collection of rows.
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { lstat, readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { DossierError } from '../domain/errors.ts';
-
-/** Absolute path of a helper program, or a clear provider_unavailable error. */
-export function helper(name: string, pkg: string): string {
-  for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/usr/local/bin']) {
-    const candidate = path.join(dir, name);
-    if (existsSync(candidate)) return candidate;
-  }
-  throw new DossierError(
-    'provider_unavailable',
-    `${name} is not installed on this worker host.`,
-    `Install it (Debian package ${pkg}) on the workers, or run without the option that needs it.`,
-    { helper: name, package: pkg },
-  );
-}
-
-/**
- * Runs a helper program to completion and returns its stdout; on failure the
- * error carries the tail of its stderr. Killed after `timeoutMs`.
- */
-export function runHelper(program: string, args: string[], timeoutMs = 10 * 60_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-1_000)));
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(signal ? `killed by ${signal} (timeout?)` : err.trim() || `exit ${code}`));
-    });
-  });
-}
 
 export interface SyscallEvent {
   seq: number;

@@ -13,6 +13,8 @@ export interface DevServerOptions {
   namespace: string;
   ip?: string;
   logFile?: string;
+  /** No built-in Web UI (the embedded stack runs its own, read-only one). */
+  headless?: boolean;
 }
 
 export interface DevServer {
@@ -36,8 +38,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     ip,
     '--port',
     String(opts.port),
-    '--ui-port',
-    String(opts.uiPort),
+    ...(opts.headless ? ['--headless'] : ['--ui-port', String(opts.uiPort)]),
     '--namespace',
     opts.namespace,
     '--log-level',
@@ -77,7 +78,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   };
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<unknown>) {
+export async function stopChild(child: ChildProcess, exited: Promise<unknown>) {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -85,7 +86,7 @@ async function stopChild(child: ChildProcess, exited: Promise<unknown>) {
   clearTimeout(timer);
 }
 
-async function waitForPort(host: string, port: number, timeoutMs: number) {
+export async function waitForPort(host: string, port: number, timeoutMs: number) {
   const net = await import('node:net');
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {

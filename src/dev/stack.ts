@@ -3,7 +3,7 @@
 // under DOSSIER_HOME. Also used by the tests and benchmarks, so they exercise
 // exactly what users run.
 import { Client, Connection } from '@temporalio/client';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import { openStore } from '../evidence/open.ts';
@@ -11,11 +11,15 @@ import type { EvidenceStore } from '../evidence/store.ts';
 import { Ledger } from '../evidence/ledger.ts';
 import { Gateway } from '../gateway.ts';
 import { LaunchService } from '../launches/service.ts';
+import { Sandbox } from '../sandbox/sandbox.ts';
 import { startHttpGateway, type HttpGateway } from '../mcp/http.ts';
+import { payloadKeys, TeamPayloadCodec } from '../temporal/codec.ts';
+import { dataConverter } from '../temporal/dataConverter.ts';
 import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
 import { startWorkers, workflowBundle, type RunningWorkers } from '../worker.ts';
 import { startDevServer, type DevServer } from './devServer.ts';
 import { resolveTemporalCli, userCacheDir } from './temporalCli.ts';
+import { resolveUiServer, startUiServer } from './uiServer.ts';
 
 export interface DevJson {
   mcp_url: string;
@@ -51,7 +55,10 @@ export interface StackParts {
 
 export async function startStack(config: Config, parts: StackParts = {}): Promise<Stack> {
   const log = parts.log ?? ((line: string) => console.error(line));
-  mkdirSync(config.home, { recursive: true });
+  // dossier's state is the worker's alone: no other uid (sandboxed programs included) may enter it.
+  mkdirSync(config.home, { recursive: true, mode: 0o700 });
+  chmodSync(config.home, 0o700);
+  const keys = payloadKeys(config.payloadKeys, config.home);
   const stoppers: (() => Promise<void>)[] = [];
   const stop = async () => {
     for (const s of stoppers.reverse()) await s().catch((err) => log(`dossier: while stopping: ${err}`));
@@ -67,8 +74,17 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     let temporal: DevServer | undefined;
     let address = config.temporalAddress;
     let uiUrl = config.uiUrl;
+    let uiBinary: string | undefined;
     if (!address && parts.temporal !== false) {
-      const cli = await resolveTemporalCli({ configured: config.temporalCli, log });
+      // The audit UI is Temporal's UI server with writes disabled; the dev server's own UI cannot disable them.
+      const [cli, ui] = await Promise.all([
+        resolveTemporalCli({ configured: config.temporalCli, log }),
+        resolveUiServer(config.temporalUiServer, log).catch((err: Error) => {
+          log(`dossier: the audit UI will not start: ${err.message}`);
+          return undefined;
+        }),
+      ]);
+      uiBinary = ui;
       temporal = await startDevServer({
         cli,
         dbFile: path.join(config.home, 'temporal.db'),
@@ -76,6 +92,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         uiPort: config.uiPort,
         namespace: config.namespace,
         logFile: path.join(config.home, 'temporal.log'),
+        headless: true,
       });
       stoppers.push(() => temporal!.stop());
       address = temporal.address;
@@ -109,8 +126,23 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         maxUploadBytes: config.maxUploadBytes,
         allowedHosts: config.allowedHosts,
         allowedOrigins: config.allowedOrigins,
+        codec: new TeamPayloadCodec(keys),
+        uiOrigin: new URL(uiUrl).origin,
       });
       stoppers.push(() => http!.close());
+    }
+
+    if (uiBinary && temporal) {
+      const ui = await startUiServer({
+        binary: uiBinary,
+        dir: path.join(config.home, 'ui'),
+        temporalAddress: address,
+        host: new URL(uiUrl).hostname,
+        port: Number(new URL(uiUrl).port),
+        namespace: config.namespace,
+        codecEndpoint: http ? http.url.replace(/\/mcp$/, '/codec') : undefined,
+      });
+      stoppers.push(() => ui.stop());
     }
 
     const devJson: DevJson = {
@@ -134,7 +166,11 @@ export function buildGateway(
   connection: Connection,
   uiUrl: string,
 ): Gateway {
-  const client = new Client({ connection, namespace: config.namespace });
+  const client = new Client({
+    connection,
+    namespace: config.namespace,
+    dataConverter: dataConverter(payloadKeys(config.payloadKeys, config.home)),
+  });
   const launches = new LaunchService({ store, client, namespace: config.namespace, uiUrl });
   const ledger = new Ledger(store, {
     replyBudgetBytes: config.replyBudgetBytes,
@@ -142,6 +178,7 @@ export function buildGateway(
     home: config.home,
     allowedRoots: config.allowedRoots,
     uploadLimit: config.maxUploadBytes,
+    sandbox: new Sandbox(config.sandbox),
   });
   return new Gateway({
     launches,

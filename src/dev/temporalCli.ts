@@ -5,10 +5,15 @@
 //   3. a cached build under the per-user cache folder
 //   4. a fresh build with the local Go toolchain into that cache (minutes, once)
 //   5. the Temporal SDK's own download, where the internet is reachable
-import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { buildWithGo, cachedTool, isExecutable, onPath, userCacheDir, type GoTool } from './goTools.ts';
+
+export { userCacheDir };
+
+const CLI: GoTool = {
+  name: 'temporal-cli',
+  module: 'github.com/temporalio/cli/cmd/temporal',
+  binary: 'temporal',
+};
 
 /** Newest tags that `go install` accepts, newest first (later tags carry a `replace` directive). */
 export const CLI_VERSIONS = ['v1.5.1', 'v1.5.0', 'v1.4.1'] as const;
@@ -24,39 +29,8 @@ export interface ResolveOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** dossier's per-user cache folder: built tools and bundles that any DOSSIER_HOME may reuse. */
-export function userCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'dossier');
-}
-
-export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return path.join(userCacheDir(env), 'temporal-cli');
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function onPath(command: string, env: NodeJS.ProcessEnv): string | undefined {
-  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, command);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return undefined;
-}
-
 export function cachedCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  for (const version of CLI_VERSIONS) {
-    const candidate = path.join(cacheDir(env), version, 'temporal');
-    if (isExecutable(candidate)) return candidate;
-  }
-  return undefined;
+  return cachedTool(CLI, CLI_VERSIONS, env);
 }
 
 export async function resolveTemporalCli(opts: ResolveOptions = {}): Promise<TemporalCli> {
@@ -75,13 +49,13 @@ export async function resolveTemporalCli(opts: ResolveOptions = {}): Promise<Tem
   const cached = cachedCli(env);
   if (cached) return { kind: 'path', path: cached, source: 'cache' };
 
-  const tried = ['DOSSIER_TEMPORAL_CLI (unset)', '`temporal` on PATH (absent)', `${cacheDir(env)} (empty)`];
+  const tried = ['DOSSIER_TEMPORAL_CLI (unset)', '`temporal` on PATH (absent)', 'the dossier cache (empty)'];
   const go = onPath('go', env);
   if (go && opts.build !== false) {
     const errors: string[] = [];
     for (const version of CLI_VERSIONS) {
       try {
-        const built = await buildWithGo(go, version, env, log);
+        const built = await buildWithGo(CLI, version, { env, log });
         return { kind: 'path', path: built, source: 'built' };
       } catch (err) {
         errors.push(`${version}: ${(err as Error).message}`);
@@ -101,45 +75,4 @@ export async function resolveTemporalCli(opts: ResolveOptions = {}): Promise<Tem
       'Install Go (https://go.dev/dl) so dossier can build it, install the `temporal` CLI on PATH, ' +
       'or set DOSSIER_TEMPORAL_CLI to an existing binary.',
   );
-}
-
-/** Builds the CLI with `go install` into the cache, showing that it is alive every 15 s. */
-async function buildWithGo(go: string, version: string, env: NodeJS.ProcessEnv, log: (l: string) => void) {
-  const finalDir = path.join(cacheDir(env), version);
-  const stagingDir = `${finalDir}.partial-${process.pid}`;
-  mkdirSync(stagingDir, { recursive: true });
-  log(
-    `dossier: building the Temporal CLI ${version} with Go into ${finalDir}; this takes several minutes, once.`,
-  );
-  const started = Date.now();
-  let lastLine = '';
-  const child = spawn(go, ['install', `github.com/temporalio/cli/cmd/temporal@${version}`], {
-    env: { ...env, GOTOOLCHAIN: 'local', GOBIN: stagingDir },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const collect = (chunk: Buffer) => {
-    const lines = chunk.toString().trim().split('\n');
-    lastLine = lines[lines.length - 1] ?? lastLine;
-  };
-  child.stdout.on('data', collect);
-  child.stderr.on('data', collect);
-  const ticker = setInterval(() => {
-    const secs = Math.round((Date.now() - started) / 1000);
-    log(`dossier: still building the Temporal CLI (${secs}s)${lastLine ? `: ${lastLine}` : ''}`);
-  }, 15_000);
-  try {
-    const code = await new Promise<number | null>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', resolve);
-    });
-    const binary = path.join(stagingDir, 'temporal');
-    if (code !== 0 || !existsSync(binary)) throw new Error(`go install exited ${code}: ${lastLine}`);
-    rmSync(finalDir, { recursive: true, force: true });
-    renameSync(stagingDir, finalDir);
-    log(`dossier: Temporal CLI ${version} built in ${Math.round((Date.now() - started) / 1000)}s.`);
-    return path.join(finalDir, 'temporal');
-  } finally {
-    clearInterval(ticker);
-    rmSync(stagingDir, { recursive: true, force: true });
-  }
 }

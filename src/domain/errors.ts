@@ -15,6 +15,7 @@ export const ERROR_CODES = {
   interrupted: { category: 'lifecycle', retryable: false },
   revision_conflict: { category: 'conflict', retryable: true },
   unsupported_target: { category: 'input', retryable: false },
+  integrity_error: { category: 'integrity', retryable: false },
   internal: { category: 'internal', retryable: false },
 } as const;
 

@@ -1,14 +1,17 @@
 // The content-addressed artifact directory: targets are stored once by
-// SHA-256 under DOSSIER_HOME/artifacts and referenced by digest.
-import { execFile } from 'node:child_process';
+// SHA-256 under DOSSIER_HOME/artifacts and referenced by digest. The folder is
+// the worker's alone (0700; files 0444) and no sandboxed program ever sees it;
+// still, every use proves the bytes again against the digest, so a changed
+// file is refused with integrity_error instead of being run or unpacked.
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync } from 'node:fs';
-import { chmod, mkdir, rename, rm } from 'node:fs/promises';
+import { constants, createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { chmod, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { promisify } from 'node:util';
 import { DossierError } from '../domain/errors.ts';
+import { runHelper } from '../sandbox/helpers.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
 
 export const ARTIFACT_DIGEST = /^sha256:[0-9a-f]{64}$/;
 export const UPLOAD_LIMIT = { default: 256 * 1024 * 1024, max: 4 * 1024 * 1024 * 1024, unit: 'bytes' };
@@ -18,27 +21,86 @@ export function artifactPath(home: string, digest: string): string {
   return path.join(home, 'artifacts', 'sha256', hex.slice(0, 2), hex);
 }
 
-/** What `file` says the content is: a MIME type and a one-line description. */
-export async function detectType(file: string): Promise<{ mime_type: string; description: string }> {
-  const run = promisify(execFile);
+/** What `file` (run in the sandbox: libmagic parses untrusted bytes) says the content is. */
+export async function detectType(
+  sandbox: Sandbox,
+  file: string,
+): Promise<{ mime_type: string; description: string }> {
+  const run = (args: string[]) =>
+    runHelper(sandbox, {
+      program: 'file',
+      pkg: 'file',
+      args: [...args, '--', '/input/artifact'],
+      mounts: [{ host: file, inside: '/input/artifact' }],
+      timeoutMs: 30_000,
+    });
   try {
-    const [mime, description] = await Promise.all([
-      run('file', ['--brief', '--mime-type', file]),
-      run('file', ['--brief', file]),
-    ]);
-    return { mime_type: mime.stdout.trim(), description: description.stdout.trim().slice(0, 512) };
+    const [mime, description] = await Promise.all([run(['--brief', '--mime-type']), run(['--brief'])]);
+    // file reports its own failures on stdout, exit status 0.
+    if (/^cannot open/.test(mime) || !/^[\w.+-]+\/[\w.+-]+$/.test(mime.trim())) throw new Error(mime);
+    return { mime_type: mime.trim(), description: description.trim().slice(0, 512) };
   } catch {
-    return {
-      mime_type: 'application/octet-stream',
-      description: 'unknown (the file command is not installed)',
-    };
+    return { mime_type: 'application/octet-stream', description: 'unknown (file could not tell)' };
   }
+}
+
+function integrityError(digest: string, actual: string): DossierError {
+  return new DossierError(
+    'integrity_error',
+    `The stored bytes of artifact ${digest} no longer match their digest (they hash to sha256:${actual}); nothing was run.`,
+    'Report this to an admin: the artifact store was changed outside dossier. Register the artifact again from a trusted copy.',
+    { artifact: digest, actual: `sha256:${actual}` },
+  );
+}
+
+/**
+ * Proves an artifact's bytes before use. With `copyTo`, the verified bytes are
+ * also written there (0555) in the same pass, so what runs is what was checked.
+ */
+export async function verifyArtifact(home: string, digest: string, copyTo?: string): Promise<string> {
+  const file = artifactPath(home, digest);
+  const source = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => {
+    throw new DossierError(
+      'integrity_error',
+      `Artifact ${digest} is registered but its bytes are missing from the store.`,
+      'Register the artifact again (register_artifact or POST /artifacts).',
+      { artifact: digest },
+    );
+  });
+  const hash = createHash('sha256');
+  try {
+    const out = copyTo
+      ? await open(
+          copyTo,
+          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+          0o700,
+        )
+      : undefined;
+    try {
+      for await (const chunk of source.createReadStream({ autoClose: false })) {
+        hash.update(chunk as Buffer);
+        if (out) await out.write(chunk as Buffer);
+      }
+    } finally {
+      await out?.close();
+    }
+  } finally {
+    await source.close();
+  }
+  const actual = hash.digest('hex');
+  if (`sha256:${actual}` !== digest) {
+    if (copyTo) await rm(copyTo, { force: true });
+    throw integrityError(digest, actual);
+  }
+  if (copyTo) await chmod(copyTo, 0o555);
+  return file;
 }
 
 /** Streams content into the artifact directory, hashing as it goes; refuses more than `limit` bytes. */
 export async function storeArtifact(home: string, source: Readable, limit: number) {
   const tmpDir = path.join(home, 'artifacts', 'tmp');
-  await mkdir(tmpDir, { recursive: true });
+  await mkdir(tmpDir, { recursive: true, mode: 0o700 });
+  await chmod(path.join(home, 'artifacts'), 0o700);
   const tmp = path.join(tmpDir, randomUUID());
   const hash = createHash('sha256');
   let size = 0;
@@ -64,20 +126,31 @@ export async function storeArtifact(home: string, source: Readable, limit: numbe
     );
     const digest = `sha256:${hash.digest('hex')}`;
     const final = artifactPath(home, digest);
-    if (existsSync(final)) {
+    const healthy =
+      existsSync(final) &&
+      (await verifyArtifact(home, digest).then(
+        () => true,
+        () => false,
+      ));
+    if (healthy) {
       await rm(tmp, { force: true });
     } else {
-      await mkdir(path.dirname(final), { recursive: true });
+      // New, or a stored copy that no longer matches its digest: these verified bytes replace it.
+      await mkdir(path.dirname(final), { recursive: true, mode: 0o700 });
       await chmod(tmp, 0o444);
       await rename(tmp, final);
     }
-    return { digest, size, ...(await detectType(final)) };
+    return { digest, size, file: final };
   } catch (err) {
     await rm(tmp, { force: true });
     throw err;
   }
 }
 
-export function storeArtifactFile(home: string, file: string, limit: number) {
-  return storeArtifact(home, createReadStream(file), limit);
+export function storeArtifactFile(home: string, file: string | number, limit: number) {
+  return storeArtifact(
+    home,
+    typeof file === 'number' ? createReadStream('', { fd: file, autoClose: false }) : createReadStream(file),
+    limit,
+  );
 }

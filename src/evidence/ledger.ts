@@ -1,10 +1,11 @@
 // The ledger behind the gateway's read and unknown tools, and the delivery of
 // producing tools' results within the reply budget.
-import { readFile, realpath, stat } from 'node:fs/promises';
 import { DossierError } from '../domain/errors.ts';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { storeArtifact, storeArtifactFile, UPLOAD_LIMIT } from './artifacts.ts';
+import { detectType, storeArtifact, storeArtifactFile, UPLOAD_LIMIT } from './artifacts.ts';
+import { openUnder } from '../sandbox/paths.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
 import { BUNDLE_LIMITS, verifyBundle } from './bundles.ts';
 import { completePromptArgument } from '../mcp/completion.ts';
 import { unknownId } from './evidence.ts';
@@ -23,6 +24,8 @@ export interface LedgerOptions {
   home?: string;
   allowedRoots?: string[];
   uploadLimit?: number;
+  /** Where helpers that read untrusted bytes (file) run. */
+  sandbox?: Sandbox;
 }
 
 export class Ledger {
@@ -37,22 +40,19 @@ export class Ledger {
     this.bundleRoots = opts.bundleRoots ?? [];
   }
 
+  /** Copies a file from under the allowed roots: opened first, then checked, so a swapped link reads nothing. */
   async registerArtifact(caller: Principal, file: string, name?: string) {
-    const resolved = await insideRoots(file, this.opts.allowedRoots ?? [], 'DOSSIER_ALLOWED_ROOTS');
-    const info = await stat(resolved);
-    if (!info.isFile()) {
-      throw new DossierError(
-        'unsupported_target',
-        `${file} is not a regular file.`,
-        'Register a file, not a folder or device.',
+    const opened = await openUnder(file, this.opts.allowedRoots ?? [], 'DOSSIER_ALLOWED_ROOTS');
+    try {
+      const stored = await storeArtifactFile(
+        this.home(),
+        opened.handle.fd,
+        this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
       );
+      return await this.recordArtifact(caller, stored, name ?? path.basename(file), `path:${opened.real}`);
+    } finally {
+      await opened.handle.close();
     }
-    const stored = await storeArtifactFile(
-      this.home(),
-      resolved,
-      this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
-    );
-    return this.recordArtifact(caller, stored, name ?? path.basename(file), `path:${resolved}`);
   }
 
   async uploadArtifact(caller: Principal, body: Readable, name: string | undefined) {
@@ -67,12 +67,15 @@ export class Ledger {
 
   private async recordArtifact(
     caller: Principal,
-    stored: { digest: string; size: number; mime_type: string; description: string },
+    stored: { digest: string; size: number; file: string },
     name: string | null,
     origin: string,
   ) {
+    const type = await detectType(this.sandbox(), stored.file);
     const { created, artifact } = await this.store.putArtifact(caller.team, {
-      ...stored,
+      digest: stored.digest,
+      size: stored.size,
+      ...type,
       name,
       origin,
       registered_by: caller.principal,
@@ -86,39 +89,56 @@ export class Ledger {
     return completePromptArgument(this.store, caller, prompt, argument, typed);
   }
 
+  private sandbox(): Sandbox {
+    if (!this.opts.sandbox) throw new Error('the ledger was built without a sandbox');
+    return this.opts.sandbox;
+  }
+
   private home(): string {
     if (!this.opts.home) throw new Error('the ledger was built without DOSSIER_HOME');
     return this.opts.home;
   }
 
+  /**
+   * Imports a bundle from the caller's team folder under a bundle root
+   * (`<root>/<team>/…`, where exports land); any other path, another team's
+   * included, is not_found. Every record must be the caller's team's.
+   */
   async importBundle(caller: Principal, file: string) {
-    const resolved = await realpath(file).catch(() => {
+    const teamRoots = this.bundleRoots.map((root) => path.join(root, caller.team));
+    const opened = await openUnder(file, teamRoots, 'DOSSIER_BUNDLE_ROOTS').catch((err: unknown) => {
+      if (err instanceof DossierError && err.code !== 'not_found' && err.code !== 'policy_denied') throw err;
       throw new DossierError(
         'not_found',
-        `No bundle file at ${file}.`,
-        'Pass the path export_evidence_bundle reported.',
+        `No bundle of your team at ${file}.`,
+        `Bundles are imported from your team's folder: ${teamRoots.join(', ')}/…; pass the path export_evidence_bundle reported, or copy the bundle there.`,
         { path: file },
       );
     });
-    const roots = await Promise.all(this.bundleRoots.map((r) => realpath(r).catch(() => r)));
-    if (!roots.some((root) => resolved.startsWith(`${root}/`))) {
+    let text: string;
+    try {
+      if (opened.stat.size > BUNDLE_LIMITS.bytes.max) {
+        throw new DossierError(
+          'resource_constraint',
+          `${file} has ${opened.stat.size} bytes, more than a bundle may (${BUNDLE_LIMITS.bytes.max}).`,
+          'Export smaller bundles.',
+          { bytes: opened.stat.size },
+        );
+      }
+      text = await opened.handle.readFile('utf8');
+    } finally {
+      await opened.handle.close();
+    }
+    const built = verifyBundle(text);
+    const foreign = built.find((b) => b.record.team !== caller.team);
+    if (foreign) {
       throw new DossierError(
         'policy_denied',
-        `${file} is outside the folders bundles are imported from.`,
-        `Copy the bundle under one of ${this.bundleRoots.join(', ')} (DOSSIER_BUNDLE_ROOTS).`,
-        { path: file, bundle_roots: this.bundleRoots },
+        `The bundle holds Evidence of another team (${foreign.record.evidence_id}); it was refused whole and nothing was imported.`,
+        "Import only bundles of your team's Evidence.",
+        { evidence_id: foreign.record.evidence_id },
       );
     }
-    const info = await stat(resolved);
-    if (!info.isFile() || info.size > BUNDLE_LIMITS.bytes.max) {
-      throw new DossierError(
-        'resource_constraint',
-        `${file} is not a regular file of at most ${BUNDLE_LIMITS.bytes.max} bytes.`,
-        'Export smaller bundles.',
-        { bytes: info.size },
-      );
-    }
-    const built = verifyBundle(await readFile(resolved, 'utf8'));
     const { imported, present } = await this.store.importEvidence(caller.team, built);
     return { imported, already_present: present, evidence_ids: built.map((b) => b.record.evidence_id) };
   }
@@ -274,23 +294,4 @@ export class Ledger {
     // Pass it as `view` to inspect_analysis_view with this reply's evidence_id.
     return { kind: 'page' as const, collection, offset: 0, limit: Math.max(1, fitted.rows.length) };
   }
-}
-
-/** Resolves a path through links and refuses it unless it lies under one of `roots`. */
-async function insideRoots(file: string, roots: string[], setting: string): Promise<string> {
-  const resolved = await realpath(file).catch(() => {
-    throw new DossierError('not_found', `No file at ${file}.`, 'Check the path on the dossier host.', {
-      path: file,
-    });
-  });
-  const real = await Promise.all(roots.map((r) => realpath(r).catch(() => r)));
-  if (!real.some((root) => resolved.startsWith(root.endsWith('/') ? root : `${root}/`))) {
-    throw new DossierError(
-      'policy_denied',
-      `${file} is outside the folders this tool may read.`,
-      `Use a file under one of ${roots.join(', ') || '(none configured)'} (${setting}).`,
-      { path: file, resolved, roots },
-    );
-  }
-  return resolved;
 }

@@ -9,6 +9,8 @@ import type { AddressInfo } from 'node:net';
 import type { EvidenceStore } from '../evidence/store.ts';
 import type { Principal } from '../evidence/types.ts';
 import type { Gateway } from '../gateway.ts';
+import type { TeamPayloadCodec } from '../temporal/codec.ts';
+import { CODEC_COOKIE, codecCors, codecToken, decodeForTeam, LOGIN_FORM, signedIn } from './codecEndpoint.ts';
 import { createMcpServer } from './server.ts';
 
 export interface HttpOptions {
@@ -24,6 +26,10 @@ export interface HttpOptions {
   /** Sessions idle this long are closed (default 30 minutes). */
   sessionIdleMs?: number;
   maxSessions?: number;
+  /** Serves the Temporal UI's codec endpoint (/codec/decode) when given. */
+  codec?: TeamPayloadCodec;
+  /** The Temporal UI's origin, allowed to call the codec endpoint with credentials. */
+  uiOrigin?: string;
 }
 
 interface Session {
@@ -69,13 +75,16 @@ export async function startHttpGateway(
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://gateway');
     if (url.pathname === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true });
-    if (url.pathname !== '/mcp' && url.pathname !== '/artifacts') {
+    const codecRoute = opts.codec && (url.pathname === '/codec/decode' || url.pathname === '/codec/login');
+    if (url.pathname !== '/mcp' && url.pathname !== '/artifacts' && !codecRoute) {
       return sendJson(res, 404, { error: 'not found; the MCP endpoint is /mcp' });
     }
     if (!allowedHost(req.headers.host))
       return rpcError(res, 403, -32000, `Host ${req.headers.host} is not allowed`);
-    if (!allowedOrigin(req.headers.origin))
+    const uiOrigins = opts.uiOrigin ? [opts.uiOrigin] : [];
+    if (!allowedOrigin(req.headers.origin) && !(codecRoute && uiOrigins.includes(req.headers.origin ?? '')))
       return rpcError(res, 403, -32000, `Origin ${req.headers.origin} is not allowed`);
+    if (codecRoute) return serveCodec(req, res, url.pathname, uiOrigins);
 
     const principal = await authenticate(req, store);
     if (!principal) {
@@ -178,6 +187,47 @@ export async function startHttpGateway(
     };
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
+  }
+
+  async function serveCodec(req: IncomingMessage, res: ServerResponse, route: string, origins: string[]) {
+    codecCors(req, res, origins);
+    if (req.method === 'OPTIONS') return void res.writeHead(204).end();
+    if (route === '/codec/login') {
+      if (req.method === 'GET') {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        return void res.end(LOGIN_FORM);
+      }
+      const read = await readBody(req, 4_096);
+      const token = read === 'too_large' ? null : new URLSearchParams(read.toString('utf8')).get('token');
+      const caller = token ? await store.resolveToken(token.trim()) : undefined;
+      if (!caller) {
+        res.writeHead(401, { 'content-type': 'text/html; charset=utf-8' });
+        return void res.end(`${LOGIN_FORM}<p>That token is not valid.</p>`);
+      }
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'set-cookie': `${CODEC_COOKIE}=${encodeURIComponent(token!.trim())}; HttpOnly; SameSite=Strict; Path=/codec; Max-Age=43200`,
+      });
+      return void res.end(signedIn(caller, opts.uiOrigin));
+    }
+    if (req.method !== 'POST') return sendJson(res, 405, { error: 'POST {payloads: [...]}' });
+    const token = codecToken(req);
+    const caller = token ? await store.resolveToken(token) : undefined;
+    if (!caller) {
+      return sendJson(res, 401, {
+        error:
+          'Send Authorization: Bearer <token>, or sign in at /codec/login; payloads open only for their own team.',
+      });
+    }
+    const read = await readBody(req, opts.maxRequestBytes * 16);
+    if (read === 'too_large') return sendJson(res, 413, { error: 'too many payloads in one request' });
+    try {
+      const decoded = decodeForTeam(opts.codec!, caller, JSON.parse(read.toString('utf8')));
+      res.setHeader('x-dossier-withheld', String(decoded.withheld));
+      return sendJson(res, 200, { payloads: decoded.payloads });
+    } catch (err) {
+      return sendJson(res, 400, { error: (err as Error).message });
+    }
   }
 
   const httpServer = http.createServer((req, res) => {

@@ -82,9 +82,15 @@ const captureInput = z.object({
     .prefault({})
     .describe('Resource limits applied with prlimit before the program starts.'),
   isolation: z
-    .enum(['none', 'bubblewrap'])
-    .default('none')
-    .describe('bubblewrap: no network, read-only system, private /tmp, only the workspace writable.'),
+    .preprocess((v) => (v === 'bubblewrap' ? 'sandbox' : v), z.enum(['sandbox', 'none']))
+    .default('sandbox')
+    .describe(
+      'sandbox (default): own namespaces and an unprivileged uid of its own, no network, a read-only system without dossier’s state, only the workspace writable. none: no namespaces (only where the cluster admin allows it; still unprivileged). "bubblewrap" is an old name of sandbox.',
+    ),
+  network: z
+    .boolean()
+    .default(false)
+    .describe('Give the program network access (only where the cluster policy allows it).'),
   detail: z
     .enum(['complete', 'summary'])
     .default('complete')

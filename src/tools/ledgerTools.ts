@@ -189,7 +189,7 @@ export const importEvidenceBundle = defineTool({
       .max(4_096)
       .refine((p) => p.startsWith('/'), { error: 'path must be absolute' })
       .describe(
-        'Absolute path of the bundle file, under the configured bundle roots (DOSSIER_BUNDLE_ROOTS).',
+        "Absolute path of the bundle file, in your team's folder of a bundle root (<root>/<team>/…; DOSSIER_BUNDLE_ROOTS, by default DOSSIER_HOME/exports, where export_evidence_bundle writes).",
       ),
   }),
   effect: LEDGER_WRITE,

@@ -1,8 +1,7 @@
 // capture_process_scenario in full: strace events, workspace files, explicit
 // environment, resource limits, isolation, timeouts and output floods.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,12 +42,11 @@ const sh = (script: string, extra: Record<string, unknown> = {}) => ({
 });
 
 describe('capture_process_scenario', () => {
-  it('traces a real program with strace: ls on a directory lists its execve and openat events', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-ls-'));
-    writeFileSync(path.join(dir, 'marker.txt'), 'x');
+  it('traces a real program with strace: ls on its workspace lists its execve and openat events', async () => {
     const reply = await call(client, 'capture_process_scenario', {
-      executable: '/usr/bin/ls',
-      args: [dir],
+      executable: '/usr/bin/sh',
+      args: ['-c', 'echo x > marker.txt && exec /usr/bin/ls "$PWD"'],
+      env: { PATH: '/usr/bin' },
       trace_syscalls: true,
       detail: 'summary',
       idempotency_key: 'strace-ls',
@@ -57,9 +55,10 @@ describe('capture_process_scenario', () => {
     expect(reply.summary.stdout_head).toBe('marker.txt\n');
     expect(reply.summary.events).toBeGreaterThan(10);
     const execve = await rows(reply.evidence_id, 'events', { syscall: ['execve'] });
-    expect(execve[0]!.args).toContain('/usr/bin/ls');
+    expect(execve.map((e) => e.args).join('\n')).toContain('/usr/bin/ls');
+    const document = await t.stack.store.getEvidenceDocument('local', reply.evidence_id);
     const opens = await rows(reply.evidence_id, 'events', { syscall: ['openat'] });
-    expect(opens.some((e) => e.args.includes(dir))).toBe(true);
+    expect(opens.some((e) => e.args.includes(document!.workspace as string))).toBe(true);
     expect(opens.every((e) => e.syscall === 'openat')).toBe(true);
   });
 
@@ -127,21 +126,46 @@ describe('capture_process_scenario', () => {
     expect(evidence.evidence.collections.stdout.rows).toBe(65_536 / 2);
   });
 
-  it('runs under bubblewrap on request: private /tmp, no network, and says so in the Evidence', async () => {
-    const outside = path.join('/tmp', `dossier-bwrap-${Date.now()}`);
+  it('runs in the sandbox by default: private /tmp, no network, its own uid, and says so in the Evidence', async () => {
+    const outside = path.join('/tmp', `dossier-sandbox-${Date.now()}`);
     const reply = await call(client, 'capture_process_scenario', {
-      ...sh(`touch ${outside}; echo inside > kept.txt; cat /proc/net/dev | tail -n +3 | cut -d: -f1`, {
-        isolation: 'bubblewrap',
-      }),
-      idempotency_key: 'bwrap',
+      ...sh(`touch ${outside}; echo inside > kept.txt; id -u; cat /proc/net/dev | tail -n +3 | cut -d: -f1`),
+      idempotency_key: 'sandbox-default',
     });
     expect(reply.status).toBe('succeeded');
     expect(existsSync(outside)).toBe(false);
-    const interfaces = (await rows(reply.evidence_id, 'stdout')).map((r) => r.text.trim());
+    const [uid, ...interfaces] = (await rows(reply.evidence_id, 'stdout')).map((r) => r.text.trim());
     expect(interfaces).toEqual(['lo']);
     expect((await rows(reply.evidence_id, 'files')).map((f) => f.path)).toEqual(['kept.txt']);
     const document = await t.stack.store.getEvidenceDocument('local', reply.evidence_id);
-    expect(document).toMatchObject({ isolation: 'bubblewrap' });
+    expect(document).toMatchObject({
+      isolation: 'sandbox',
+      sandbox: { isolation: 'sandbox', network: false },
+    });
+    if (process.getuid?.() === 0) {
+      expect(Number(uid)).toBeGreaterThanOrEqual(1_000_000);
+      expect((document!.sandbox as { uid: number }).uid).toBe(Number(uid));
+    }
+  });
+
+  it('takes "bubblewrap", the old name of the sandbox, and refuses isolation "none" unless the admin allows it', async () => {
+    const old = await call(client, 'capture_process_scenario', {
+      ...sh('true', { isolation: 'bubblewrap' }),
+      idempotency_key: 'sandbox-old-name',
+    });
+    expect(old.status).toBe('succeeded');
+    const none = await call(client, 'capture_process_scenario', {
+      ...sh('true', { isolation: 'none' }),
+      idempotency_key: 'sandbox-none',
+    });
+    expect(none.status).toBe('failed');
+    expect(none.error).toMatchObject({ code: 'policy_denied' });
+    expect(none.error.remediation).toContain('DOSSIER_ALLOW_UNSANDBOXED');
+    const network = await call(client, 'capture_process_scenario', {
+      ...sh('true', { network: true }),
+      idempotency_key: 'sandbox-network',
+    });
+    expect(network.error).toMatchObject({ code: 'policy_denied' });
   });
 });
 

@@ -4,6 +4,8 @@ import { Connection } from '@temporalio/client';
 import { execFileSync } from 'node:child_process';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { payloadKeys } from '../../src/temporal/codec.ts';
+import { dataConverter } from '../../src/temporal/dataConverter.ts';
 import { call, effectCounter } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
@@ -216,7 +218,7 @@ describe('stdio transport', () => {
 describe('capture_process_scenario as a keyed launch', () => {
   it('a second call with the same key and body launches nothing and returns the first evidence_id', async () => {
     const client = await t.connect();
-    const effect = effectCounter();
+    const effect = effectCounter(t.home);
     const args = { ...effect.launch(), idempotency_key: 'slice-once-1' };
 
     const first = await call(client, 'capture_process_scenario', args);
@@ -240,7 +242,7 @@ describe('capture_process_scenario as a keyed launch', () => {
 
   it('refuses the same key with a different body, with both digests and the first launch time', async () => {
     const client = await t.connect();
-    const effect = effectCounter();
+    const effect = effectCounter(t.home);
     const first = await call(client, 'capture_process_scenario', {
       ...effect.launch(),
       idempotency_key: 'slice-body',
@@ -261,7 +263,7 @@ describe('capture_process_scenario as a keyed launch', () => {
 
   it('refuses a missing or malformed key as invalid input and runs nothing', async () => {
     const client = await t.connect();
-    const effect = effectCounter();
+    const effect = effectCounter(t.home);
     const missing = await call(client, 'capture_process_scenario', effect.launch());
     expect(missing.error.code).toBe('invalid_params');
     expect(missing.error.message).toMatch(/idempotency_key/);
@@ -328,7 +330,12 @@ describe('capture_process_scenario as a keyed launch', () => {
     const connection = await Connection.connect({ address: t.env.DOSSIER_TEMPORAL_ADDRESS! });
     try {
       const { Client: TemporalClient } = await import('@temporalio/client');
-      const temporal = new TemporalClient({ connection, namespace: t.namespace });
+      // The auditor's client holds the cluster's payload key: memo and payloads are sealed.
+      const temporal = new TemporalClient({
+        connection,
+        namespace: t.namespace,
+        dataConverter: dataConverter(payloadKeys([], t.home)),
+      });
       const description = await temporal.workflow.getHandle(reply.launch.workflow_id).describe();
       const sa = description.typedSearchAttributes;
       const attrs = Object.fromEntries(

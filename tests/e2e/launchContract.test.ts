@@ -15,7 +15,7 @@ afterAll(async () => {
 
 describe('concurrent retries', () => {
   it('50 concurrent identical calls from separate MCP clients: exactly one effect, one evidence_id', async () => {
-    const effect = effectCounter();
+    const effect = effectCounter(t.home);
     const clients = await Promise.all(Array.from({ length: 50 }, () => t.connect()));
     const args = { ...effect.launch(), idempotency_key: 'concurrent-50' };
     const replies = await Promise.all(clients.map((c) => call(c, 'capture_process_scenario', args)));
@@ -27,7 +27,7 @@ describe('concurrent retries', () => {
   });
 
   it('concurrent calls with one key and different bodies: one effect, every other reply idempotency_key_reused', async () => {
-    const effect = effectCounter();
+    const effect = effectCounter(t.home);
     const clients = await Promise.all(Array.from({ length: 10 }, () => t.connect()));
     const replies = await Promise.all(
       clients.map((c, i) =>
@@ -49,7 +49,7 @@ describe('concurrent retries', () => {
 describe('waiting', () => {
   it('a 5-second launch called with wait_ms 500 answers running; the retry attaches; one effect in all', async () => {
     const client = await t.connect();
-    const effect = effectCounter();
+    const effect = effectCounter(t.home);
     const args = { ...slowEffect(effect, 5), idempotency_key: 'slow-5s', wait_ms: 500 };
     const started = Date.now();
     const first = await call(client, 'capture_process_scenario', args);
@@ -67,7 +67,7 @@ describe('waiting', () => {
 
   it('sends MCP progress notifications while waiting when the client gives a progress token', async () => {
     const client = await t.connect();
-    const effect = effectCounter();
+    const effect = effectCounter(t.home);
     const progress: { progress: number; message?: string }[] = [];
     const result = await client.callTool(
       {
@@ -86,7 +86,7 @@ describe('waiting', () => {
 
   it('get_launch and await_launch read a running launch without starting anything', async () => {
     const client = await t.connect();
-    const effect = effectCounter();
+    const effect = effectCounter(t.home);
     await call(client, 'capture_process_scenario', {
       ...slowEffect(effect, 2),
       idempotency_key: 'read-running',
@@ -106,7 +106,7 @@ describe('waiting', () => {
 describe('cancel_launch', () => {
   it('ends the process group, retains the outcome as cancelled, and a retry returns cancelled', async () => {
     const client = await t.connect();
-    const effect = effectCounter();
+    const effect = effectCounter(t.home);
     const args = { ...slowEffect(effect, 60), idempotency_key: 'cancel-me', wait_ms: 0 };
     await call(client, 'capture_process_scenario', args);
     const pid = await eventually('the process to report its pid', async () => {
@@ -136,7 +136,7 @@ describe('keys are scoped to the principal', () => {
   it('the same key from another principal is a separate launch, and neither can read the other’s', async () => {
     const alice = await t.connect(await t.tokenFor('alice', 're-team'));
     const bob = await t.connect(await t.tokenFor('bob', 're-team'));
-    const effect = effectCounter();
+    const effect = effectCounter(t.home);
     const args = { ...effect.launch(), idempotency_key: 'shared-key' };
     const a = await call(alice, 'capture_process_scenario', args);
     const b = await call(bob, 'capture_process_scenario', args);

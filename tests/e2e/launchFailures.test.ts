@@ -5,13 +5,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { signalGroup } from '../../src/activities/processes.ts';
+import { signalGroup } from '../../src/sandbox/processes.ts';
 import { startDevServer, type DevServer } from '../../src/dev/devServer.ts';
 import { call, effectCounter, slowEffect } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
 import { spawnDossier, type Proc } from '../helpers/processes.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
-import { eventually } from '../helpers/wait.ts';
+import { eventually, processesRunning } from '../helpers/wait.ts';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-failures-'));
 let temporal: DevServer;
@@ -58,7 +58,7 @@ afterAll(async () => {
 
 describe('a launch survives what fails around it', () => {
   it('the client’s HTTP connection is cut mid-wait; a new client retries with the key and gets the same launch', async () => {
-    const effect = effectCounter();
+    const effect = effectCounter(env.DOSSIER_HOME!);
     const args = { ...slowEffect(effect, 2), idempotency_key: 'cut-connection' };
     const first = await gateway.connect();
     const pending = call(first, 'capture_process_scenario', args).catch((err: Error) => err);
@@ -73,7 +73,7 @@ describe('a launch survives what fails around it', () => {
   });
 
   it('the gateway process is restarted between a call and its retry: the retry attaches', async () => {
-    const effect = effectCounter();
+    const effect = effectCounter(env.DOSSIER_HOME!);
     const args = { ...slowEffect(effect, 3), idempotency_key: 'gateway-restart', wait_ms: 300 };
     const before = await call(await gateway.connect(), 'capture_process_scenario', args);
     expect(before.status).toBe('running');
@@ -91,17 +91,20 @@ describe('a launch survives what fails around it', () => {
 
   it('a worker killed with SIGKILL mid-launch leaves it interrupted, never re-run; a new worker serves new launches', async () => {
     const client = await gateway.connect();
-    const effect = effectCounter();
+    const effect = effectCounter(env.DOSSIER_HOME!);
     const args = { ...slowEffect(effect, 120), idempotency_key: 'worker-killed', wait_ms: 0 };
     await call(client, 'capture_process_scenario', args);
     const pid = await eventually('the process to report its pid', async () => {
       const r = await call(client, 'get_launch', { idempotency_key: 'worker-killed' });
       return r.progress?.pid as number;
     });
-    leftovers.push(pid); // the target outlives its worker; the test cleans it up
+    leftovers.push(pid); // cleaned up if it ever outlived its worker
     expect(effect.count()).toBe(1);
+    expect(processesRunning(effect.marker).length).toBeGreaterThan(0);
 
     await worker.kill('SIGKILL');
+    // The sandbox dies with the worker that supervised it: no unsupervised target runs on.
+    await eventually('the target to end with its worker', () => processesRunning(effect.marker).length === 0);
     worker = await startWorker();
     const outcome = await call(client, 'await_launch', { idempotency_key: 'worker-killed', wait_ms: 60_000 });
     expect(outcome.status).toBe('interrupted');
@@ -119,7 +122,7 @@ describe('a launch survives what fails around it', () => {
 
   it('the Temporal server is restarted on the same SQLite file mid-launch: no second effect, the outcome is retained', async () => {
     const client = await gateway.connect();
-    const effect = effectCounter();
+    const effect = effectCounter(env.DOSSIER_HOME!);
     const args = { ...slowEffect(effect, 4), idempotency_key: 'temporal-restart', wait_ms: 0 };
     await call(client, 'capture_process_scenario', args);
     await eventually('the effect to begin', () => effect.count() === 1);

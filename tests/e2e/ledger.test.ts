@@ -1,6 +1,6 @@
 // The Evidence ledger end to end over MCP, on a stack whose store is
 // PostgreSQL (the other e2e files use the SQLite default).
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -119,7 +119,7 @@ describe('malformed requests and other teams', () => {
 });
 
 describe('evidence bundles', () => {
-  it('exports a bundle file, imports it atomically for another team, and refuses a tampered one whole', async () => {
+  it('exports a bundle into the team folder; another cluster imports it for the same team, atomically; a tampered one is refused whole', async () => {
     const big = await call(client, 'get_launch', { idempotency_key: 'seq-5000' });
     const small = await call(client, 'get_launch', { idempotency_key: 'seq-3' });
     const exported = await call(client, 'export_evidence_bundle', {
@@ -129,26 +129,48 @@ describe('evidence bundles', () => {
     expect(exported.status).toBe('succeeded');
     const file = exported.summary.path as string;
     expect(file).toContain(path.join(t.home, 'exports', 'local'));
-    const copy = path.join(inbox, 'bundle.json');
-    writeFileSync(copy, readFileSync(file));
 
+    // Another cluster (its own store) with the bundle copied into its inbox's folder for team local.
+    const other = await startTestStack({ env: { DOSSIER_BUNDLE_ROOTS: inbox } });
+    try {
+      const there = await other.connect();
+      mkdirSync(path.join(inbox, 'local'), { recursive: true });
+      const copy = path.join(inbox, 'local', 'bundle.json');
+      writeFileSync(copy, readFileSync(file));
+      const tampered = path.join(inbox, 'local', 'tampered.json');
+      writeFileSync(tampered, readFileSync(file, 'utf8').replace('"text":"4242"', '"text":"4243"'));
+      const refused = await call(there, 'import_evidence_bundle', { path: tampered });
+      expect(refused.error.code).toBe('invalid_params');
+      expect(refused.error.message).toMatch(/refused whole/);
+      expect((await call(there, 'list_evidence', {})).evidence).toEqual([]);
+
+      const imported = await call(there, 'import_evidence_bundle', { path: copy });
+      expect(imported).toMatchObject({ imported: 2, already_present: 0 });
+      const rows = await call(there, 'inspect_analysis_view', {
+        evidence_id: big.evidence_id,
+        view: { kind: 'page', collection: 'stdout', offset: 4998, limit: 5 },
+      });
+      expect(rows.rows.map((r: Reply) => r.row.text)).toEqual(['4999', '5000']);
+      expect((await call(there, 'import_evidence_bundle', { path: copy })).imported).toBe(0);
+      const outside = await call(there, 'import_evidence_bundle', { path: '/etc/hostname' });
+      expect(outside.error.code).toBe('not_found');
+    } finally {
+      await other.stop(true);
+    }
+  });
+
+  it('another team can import neither a bundle path of this team nor this team’s bundle copied into its own folder', async () => {
+    const exported = await call(client, 'get_launch', { idempotency_key: 'export-1' });
+    const file = exported.summary.path as string;
     const bob = await t.connect(await t.tokenFor('bob', 'partner-team'));
-    const tampered = path.join(inbox, 'tampered.json');
-    writeFileSync(tampered, readFileSync(file, 'utf8').replace('"text":"4242"', '"text":"4243"'));
-    const refused = await call(bob, 'import_evidence_bundle', { path: tampered });
-    expect(refused.error.code).toBe('invalid_params');
-    expect(refused.error.message).toMatch(/refused whole/);
+    const direct = await call(bob, 'import_evidence_bundle', { path: file });
+    expect(direct.error.code).toBe('not_found');
+    mkdirSync(path.join(inbox, 'partner-team'), { recursive: true });
+    const planted = path.join(inbox, 'partner-team', 'planted.json');
+    writeFileSync(planted, readFileSync(file));
+    const foreign = await call(bob, 'import_evidence_bundle', { path: planted });
+    expect(foreign.error.code).toBe('policy_denied');
+    expect(foreign.error.message).toMatch(/another team/);
     expect((await call(bob, 'list_evidence', {})).evidence).toEqual([]);
-
-    const imported = await call(bob, 'import_evidence_bundle', { path: copy });
-    expect(imported).toMatchObject({ imported: 2, already_present: 0 });
-    const rows = await call(bob, 'inspect_analysis_view', {
-      evidence_id: big.evidence_id,
-      view: { kind: 'page', collection: 'stdout', offset: 4998, limit: 5 },
-    });
-    expect(rows.rows.map((r: Reply) => r.row.text)).toEqual(['4999', '5000']);
-    expect((await call(bob, 'import_evidence_bundle', { path: copy })).imported).toBe(0);
-    const outside = await call(bob, 'import_evidence_bundle', { path: '/etc/hostname' });
-    expect(outside.error.code).toBe('policy_denied');
   });
 });

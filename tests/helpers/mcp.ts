@@ -1,6 +1,6 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import os from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 export type Reply = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -12,38 +12,44 @@ export async function call(client: Client, name: string, args: Record<string, un
 }
 
 /**
- * An effect counter that lives outside dossier: each launch of `counterArgs`
- * appends one line to the file (tee -a, no shell), so the file's line count is
- * the number of times the effect really happened.
+ * An effect counter that dossier cannot fake: each launch of `launch()` makes
+ * its program write a marker file into its own workspace (every dispatch gets
+ * a fresh one), so the number of workspaces holding the marker is the number
+ * of times the program really ran. Works inside the sandbox, which shows the
+ * program nothing but its workspace.
  */
-export function effectCounter() {
-  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'dossier-effect-')), 'effects.log');
+export function effectCounter(home: string) {
+  const marker = `effect-${randomUUID().slice(0, 8)}`;
   return {
-    file,
+    marker,
     launch: (extra: Record<string, unknown> = {}) => ({
       executable: '/usr/bin/tee',
-      args: ['-a', file],
+      args: [marker],
       stdin: 'effect\n',
       ...extra,
     }),
     count(): number {
-      try {
-        return readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
-      } catch {
-        return 0;
+      const root = path.join(home, 'workspaces');
+      if (!existsSync(root)) return 0;
+      let n = 0;
+      for (const launch of readdirSync(root)) {
+        for (const attempt of readdirSync(path.join(root, launch))) {
+          if (existsSync(path.join(root, launch, attempt, marker))) n++;
+        }
       }
+      return n;
     },
   };
 }
 
 /**
  * A launch that counts itself when it starts, then runs for `seconds`: the
- * line is appended before the sleep, so a second effect would show at once.
+ * marker is written before the sleep, so a second effect would show at once.
  */
 export function slowEffect(counter: ReturnType<typeof effectCounter>, seconds: number) {
   return {
     executable: '/usr/bin/sh',
-    args: ['-c', `echo started >> "$COUNTER"; sleep ${seconds}; echo done`],
-    env: { COUNTER: counter.file, PATH: '/usr/bin:/bin' },
+    args: ['-c', `echo started > ${counter.marker}; sleep ${seconds}; echo done`],
+    env: { PATH: '/usr/bin:/bin' },
   };
 }

@@ -1,0 +1,112 @@
+// The audit UI of the embedded stack: Temporal's own UI server (built once
+// with Go, like the CLI), on loopback, with every write action disabled
+// (Terminate, Reset, Signal, Start, batch, activity commands: its API refuses
+// them too) and the gateway's codec endpoint configured, which decodes a
+// payload only for its own team. The CLI dev server's built-in UI cannot
+// disable writes, so the dev server runs headless.
+import { spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { buildWithGo, cachedTool, isExecutable, type GoTool } from './goTools.ts';
+import { stopChild, waitForPort } from './devServer.ts';
+
+export const UI_SERVER: GoTool = {
+  name: 'temporal-ui',
+  module: 'github.com/temporalio/ui-server/v2/cmd/server',
+  binary: 'server',
+};
+export const UI_VERSIONS = ['v2.42.1'] as const;
+
+/** The UI server binary: DOSSIER_TEMPORAL_UI_SERVER, a cached build, or a fresh build (minutes, once). */
+export async function resolveUiServer(
+  configured: string | undefined,
+  log: (line: string) => void = (line) => console.error(line),
+): Promise<string> {
+  if (configured) {
+    if (!isExecutable(configured))
+      throw new Error(`DOSSIER_TEMPORAL_UI_SERVER=${configured} is not an executable file.`);
+    return configured;
+  }
+  return cachedTool(UI_SERVER, UI_VERSIONS) ?? buildWithGo(UI_SERVER, UI_VERSIONS[0], { log });
+}
+
+export interface UiServerOptions {
+  binary: string;
+  /** Folder for its configuration and log. */
+  dir: string;
+  temporalAddress: string;
+  host: string;
+  port: number;
+  namespace: string;
+  /** The gateway's codec endpoint (…/codec), or none. */
+  codecEndpoint?: string;
+}
+
+export interface UiServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The UI server's settings: read-only audit, the codec endpoint with the browser's credentials. */
+export function uiConfig(opts: Omit<UiServerOptions, 'binary' | 'dir'>): string {
+  const lines = [
+    `temporalGrpcAddress: ${JSON.stringify(opts.temporalAddress)}`,
+    `host: ${JSON.stringify(opts.host)}`,
+    `port: ${opts.port}`,
+    'enableUi: true',
+    `defaultNamespace: ${JSON.stringify(opts.namespace)}`,
+    'notifyOnNewVersion: false',
+    'hideLogs: true',
+    'disableWriteActions: true',
+    ...[
+      'workflowTerminateDisabled',
+      'workflowCancelDisabled',
+      'workflowSignalDisabled',
+      'workflowUpdateDisabled',
+      'workflowResetDisabled',
+      'batchActionsDisabled',
+      'startWorkflowDisabled',
+      'activityCommandsDisabled',
+    ].map((setting) => `${setting}: true`),
+    'cors:',
+    '  cookieInsecure: true',
+    'codec:',
+    `  endpoint: ${JSON.stringify(opts.codecEndpoint ?? '')}`,
+    `  includeCredentials: ${opts.codecEndpoint ? 'true' : 'false'}`,
+    '  defaultErrorMessage: "Payloads are sealed per team. Sign in at the codec endpoint to read your team\'s."',
+    `  defaultErrorLink: ${JSON.stringify(opts.codecEndpoint ? `${opts.codecEndpoint}/login` : '')}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
+  const configDir = path.join(opts.dir, 'config');
+  mkdirSync(configDir, { recursive: true });
+  writeFileSync(path.join(configDir, 'dossier.yaml'), uiConfig(opts));
+  const log = createWriteStream(path.join(opts.dir, 'ui.log'), { flags: 'a' });
+  const child = spawn(opts.binary, ['--root', opts.dir, '--config', 'config', '--env', 'dossier', 'start'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let tail = '';
+  const keep = (chunk: Buffer) => {
+    log.write(chunk);
+    tail = (tail + chunk.toString()).slice(-2_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const ready = await Promise.race([
+    waitForPort(opts.host, opts.port, 30_000).then(() => true),
+    exited.then(() => false),
+  ]);
+  if (!ready) {
+    log.end();
+    throw new Error(
+      `The Temporal UI server exited during start-up (is port ${opts.port} in use? set DOSSIER_UI_PORT). Its last output:\n${tail}`,
+    );
+  }
+  return {
+    url: `http://${opts.host}:${opts.port}`,
+    stop: () => stopChild(child, exited).finally(() => log.end()),
+  };
+}

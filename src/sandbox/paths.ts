@@ -1,0 +1,80 @@
+// Paths a caller names are opened first and checked after: the kernel says
+// which file the descriptor really is (/proc/self/fd), so a link swapped in
+// between a check and a use can never redirect the read. Never check a name
+// and open it again.
+import { constants } from 'node:fs';
+import { open, readlink, realpath, type FileHandle } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import path from 'node:path';
+import { DossierError } from '../domain/errors.ts';
+
+export interface OpenedFile {
+  handle: FileHandle;
+  /** The path of the file that was opened, as the kernel names it. */
+  real: string;
+  stat: Stats;
+}
+
+export function isUnder(file: string, root: string): boolean {
+  return file === root || file.startsWith(root.endsWith('/') ? root : `${root}/`);
+}
+
+/**
+ * Opens a regular file the caller named and proves it lies under one of
+ * `roots`; otherwise `not_found` (nothing there) or `policy_denied`.
+ * `setting` names the configuration that lists the roots, for the remediation.
+ */
+export async function openUnder(file: string, roots: string[], setting: string): Promise<OpenedFile> {
+  if (!path.isAbsolute(file) || file.includes('\0')) {
+    throw new DossierError(
+      'invalid_params',
+      `${JSON.stringify(file)} is not an absolute path.`,
+      'Pass an absolute path without NUL bytes.',
+    );
+  }
+  let handle: FileHandle;
+  try {
+    // O_NONBLOCK: a FIFO swapped in must not hang the open; O_NOCTTY: a terminal never becomes ours.
+    handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM') {
+      throw new DossierError(
+        'policy_denied',
+        `${file} may not be read.`,
+        'Use a file the workers can read.',
+        {
+          path: file,
+        },
+      );
+    }
+    throw new DossierError('not_found', `No file at ${file}.`, 'Check the path on the dossier host.', {
+      path: file,
+    });
+  }
+  try {
+    const real = await readlink(`/proc/self/fd/${handle.fd}`);
+    const realRoots = await Promise.all(roots.map((r) => realpath(r).catch(() => r)));
+    if (real.endsWith(' (deleted)') || !realRoots.some((root) => isUnder(real, root))) {
+      throw new DossierError(
+        'policy_denied',
+        `${file} is outside the folders this tool may read.`,
+        `Use a file under one of ${roots.join(', ') || '(none configured)'} (${setting}).`,
+        { path: file, resolved: real, roots },
+      );
+    }
+    const stat = await handle.stat();
+    if (!stat.isFile()) {
+      throw new DossierError(
+        'unsupported_target',
+        `${file} is not a regular file.`,
+        'Name a file, not a folder, device or pipe.',
+        { path: file, resolved: real },
+      );
+    }
+    return { handle, real, stat };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}

@@ -1,0 +1,318 @@
+// The one way dossier starts a program on a target's behalf: captures, and
+// every helper that parses untrusted bytes (7-Zip, sqfs2tar, binwalk, file,
+// the decompressors, analysis providers). Bubblewrap gives the program its own
+// mount, PID, IPC, UTS and network namespaces with a minimal read-only view of
+// the system — /usr, a handful of /etc files, nothing of DOSSIER_HOME — plus
+// only the paths the caller mounts. When the worker is root, bubblewrap sets
+// up with root's rights and the program then runs as an unprivileged uid of
+// its own (setpriv: no capabilities, no_new_privs, no supplementary groups);
+// prlimit applies the resource limits last, as that uid.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { DossierError } from '../domain/errors.ts';
+import { IdentityPool, type Identity, type UidRange } from './identities.ts';
+import {
+  childrenOf,
+  liveGroupMembers,
+  liveNamespaceMembers,
+  pidNamespaceOf,
+  signalGroup,
+  signalProcess,
+} from './processes.ts';
+
+export interface SandboxPolicy {
+  /** Host paths shown read-only to every sandboxed program besides /usr and SYSTEM_ETC. */
+  readOnlyPaths: string[];
+  uids: UidRange;
+  /** Host-wide folder of uid leases, shared by every worker on the host. */
+  leaseDir: string;
+  /** Whether a tool input may ask for network access. */
+  allowNetwork: boolean;
+  /** Whether a capture may ask for `isolation: "none"` (the admin's escape; the Evidence records it). */
+  allowUnsandboxed: boolean;
+  /** Size of the private /tmp every sandbox gets. */
+  tmpBytes: number;
+}
+
+/** What a program needs from /etc to run: loader, names, time zone, file magic, tracer prototypes. */
+const SYSTEM_ETC = [
+  'alternatives',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'timezone',
+  'nsswitch.conf',
+  'magic',
+  'magic.mime',
+  'mime.types',
+  'ltrace.conf',
+  'os-release',
+  'debian_version',
+  'protocols',
+  'services',
+];
+/** Only with network: name resolution and certificates. */
+const NETWORK_ETC = ['resolv.conf', 'hosts', 'host.conf', 'gai.conf', 'ssl', 'ca-certificates'];
+
+export interface Mount {
+  /** A host path, or an open file descriptor (pins exactly the inode that was checked). */
+  host: string | number;
+  /** Where the program sees it (for a path, default: the same path). */
+  inside?: string;
+  writable?: boolean;
+}
+
+export interface Limits {
+  addressSpaceBytes?: number;
+  openFiles?: number;
+  processes?: number;
+  /** Largest file the program may write (RLIMIT_FSIZE). */
+  fileBytes?: number;
+  cpuSeconds?: number;
+}
+
+export interface SandboxRequest {
+  /** Program and arguments, as the program sees its filesystem. */
+  argv: string[];
+  env: Record<string, string>;
+  cwd?: string;
+  mounts?: Mount[];
+  network?: boolean;
+  limits?: Limits;
+  /** `none` runs without namespaces (the admin's escape): still unprivileged when the worker is root. */
+  isolation?: 'sandbox' | 'none';
+  stdin?: 'pipe' | 'ignore';
+}
+
+/** What the Evidence says about the place a program ran in. */
+export interface SandboxFacts {
+  isolation: 'sandbox' | 'none';
+  uid: number;
+  gid: number;
+  network: boolean;
+  visible: string[];
+  writable: string[];
+}
+
+export interface SandboxedProcess {
+  child: ChildProcess & { stdout: Readable; stderr: Readable; stdin: Writable | null };
+  facts: SandboxFacts;
+  /** SIGTERM to every process of the program, wherever it forked. */
+  terminate(): void;
+  /** SIGKILL to all of them; the sandbox goes with its first process. */
+  kill(): void;
+  /** Live processes of the program besides its first (for the Evidence: strays left running). */
+  members(): number[];
+  /** Resolves when the first process has exited and the uid is given back. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>;
+}
+
+const isRoot = () => process.getuid?.() === 0;
+
+function which(name: string, pkg: string): string {
+  for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin']) {
+    const candidate = path.join(dir, name);
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new DossierError(
+    'provider_unavailable',
+    `${name} is not installed on this host.`,
+    `Install it (Debian package ${pkg}) on the workers and gateways.`,
+    { program: name, package: pkg },
+  );
+}
+
+/** Absolute path of a helper program, or a clear provider_unavailable error. */
+export const helperPath = which;
+
+export class Sandbox {
+  private readonly identities: IdentityPool | undefined;
+
+  constructor(readonly policy: SandboxPolicy) {
+    this.identities = isRoot() ? new IdentityPool(policy.uids, policy.leaseDir) : undefined;
+  }
+
+  /** Refuses what the policy does not allow, before anything runs. */
+  check(req: Pick<SandboxRequest, 'network' | 'isolation'>) {
+    if (req.network && !this.policy.allowNetwork) {
+      throw new DossierError(
+        'policy_denied',
+        'This cluster gives sandboxed programs no network.',
+        'Run without network, or ask an admin to set DOSSIER_SANDBOX_NETWORK=allow.',
+      );
+    }
+    if (req.isolation === 'none' && !this.policy.allowUnsandboxed) {
+      throw new DossierError(
+        'policy_denied',
+        'isolation "none" is disabled on this cluster: programs always run in the sandbox.',
+        'Use the default isolation ("sandbox"), or ask an admin to set DOSSIER_ALLOW_UNSANDBOXED=true.',
+      );
+    }
+  }
+
+  /** A uid of its own for one program; the workspace it writes must belong to it. */
+  identity(): Identity {
+    if (this.identities) return this.identities.acquire();
+    const uid = process.getuid?.() ?? 65534;
+    return { uid, gid: process.getgid?.() ?? uid, release: () => undefined };
+  }
+
+  spawn(req: SandboxRequest, identity: Identity = this.identity()): SandboxedProcess {
+    try {
+      this.check(req);
+      return this.start(req, identity);
+    } catch (err) {
+      identity.release();
+      throw err;
+    }
+  }
+
+  private start(req: SandboxRequest, identity: Identity): SandboxedProcess {
+    const isolation = req.isolation ?? 'sandbox';
+    const network = req.network ?? false;
+    const mounts = req.mounts ?? [];
+    const fds: number[] = [];
+    let argv = [...limitArgs(req.limits), ...req.argv];
+    if (isRoot()) {
+      argv = [
+        which('setpriv', 'util-linux'),
+        `--reuid=${identity.uid}`,
+        `--regid=${identity.gid}`,
+        '--clear-groups',
+        '--no-new-privs',
+        '--inh-caps=-all',
+        '--bounding-set=-all',
+        ...(isolation === 'none' ? ['--pdeathsig=KILL'] : []),
+        '--',
+        ...argv,
+      ];
+    }
+    const visible = ['/usr', ...SYSTEM_ETC.map((e) => `/etc/${e}`)];
+    const writable: string[] = [];
+    if (isolation === 'sandbox') {
+      const bwrap: string[] = [which('bwrap', 'bubblewrap')];
+      bwrap.push(
+        ...(isRoot()
+          ? ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try']
+          : ['--unshare-all', '--disable-userns']),
+        ...(network ? ['--share-net'] : isRoot() ? ['--unshare-net'] : []),
+        '--die-with-parent',
+        '--new-session',
+        '--ro-bind',
+        '/usr',
+        '/usr',
+      );
+      for (const link of ['bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32']) {
+        if (existsSync(`/usr/${link}`)) bwrap.push('--symlink', `usr/${link}`, `/${link}`);
+      }
+      // bwrap makes missing parents 0700 (root's): make them traversable first.
+      const made = new Set(['/', '/usr', '/proc', '/dev', '/tmp']);
+      const parents = (dest: string) => {
+        const chain: string[] = [];
+        for (let dir = path.dirname(dest); !made.has(dir); dir = path.dirname(dir)) chain.unshift(dir);
+        for (const dir of chain) {
+          if (this.policy.readOnlyPaths.some((ro) => dir === ro || dir.startsWith(`${ro}/`))) continue;
+          made.add(dir);
+          bwrap.push('--perms', '0755', '--dir', dir);
+        }
+      };
+      for (const entry of [...SYSTEM_ETC, ...(network ? NETWORK_ETC : [])]) {
+        if (!existsSync(`/etc/${entry}`)) continue;
+        parents(`/etc/${entry}`);
+        bwrap.push('--ro-bind', `/etc/${entry}`, `/etc/${entry}`);
+      }
+      for (const extra of this.policy.readOnlyPaths) {
+        if (!existsSync(extra)) continue;
+        parents(extra);
+        bwrap.push('--ro-bind', extra, extra);
+        visible.push(extra);
+      }
+      bwrap.push('--proc', '/proc', '--dev', '/dev');
+      bwrap.push('--perms', '1777', '--size', String(this.policy.tmpBytes), '--tmpfs', '/tmp');
+      for (const m of mounts) {
+        const inside = m.inside ?? (typeof m.host === 'string' ? m.host : undefined);
+        if (!inside) throw new Error('a mount of a file descriptor needs its inside path');
+        if (!inside.startsWith('/usr/')) parents(inside);
+        if (typeof m.host === 'number') {
+          fds.push(m.host);
+          bwrap.push(m.writable ? '--bind-fd' : '--ro-bind-fd', String(2 + fds.length), inside);
+        } else {
+          bwrap.push(m.writable ? '--bind' : '--ro-bind', m.host, inside);
+        }
+        (m.writable ? writable : visible).push(inside);
+      }
+      if (req.cwd) bwrap.push('--chdir', req.cwd);
+      argv = [...bwrap, '--', ...argv];
+    }
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: isolation === 'none' ? req.cwd : '/',
+      env: req.env,
+      // The first process leads its own group, so `none` captures can be ended as a whole.
+      detached: true,
+      stdio: [req.stdin ?? 'pipe', 'pipe', 'pipe', ...fds],
+    }) as SandboxedProcess['child'];
+    child.stdin?.on('error', () => undefined); // the program may exit without reading its input
+
+    // bwrap's first process stays outside; its child is the sandbox's PID 1, and every
+    // process the program forks lives in that namespace.
+    let namespace: string | undefined;
+    const learnNamespace = () => {
+      if (isolation !== 'sandbox' || child.pid === undefined || namespace) return;
+      const inner = childrenOf(child.pid)[0];
+      namespace = inner === undefined ? undefined : pidNamespaceOf(inner);
+    };
+    const members = (): number[] => {
+      if (child.pid === undefined) return [];
+      learnNamespace();
+      if (isolation === 'none') return liveGroupMembers(child.pid).filter((p) => p !== child.pid);
+      return namespace ? liveNamespaceMembers(namespace) : [];
+    };
+    const signalAll = (signal: NodeJS.Signals) => {
+      if (child.pid === undefined) return;
+      if (isolation === 'none') {
+        signalGroup(child.pid, signal);
+        return;
+      }
+      for (const pid of members()) signalProcess(pid, signal);
+      if (signal === 'SIGKILL') signalProcess(child.pid, signal);
+    };
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
+      (resolve) => {
+        child.once('error', (error) => {
+          identity.release();
+          resolve({ code: null, signal: null, error });
+        });
+        child.once('exit', (code, signal) => {
+          // A sandbox dies with its first process; `none` leaves strays in the group: end them too.
+          if (isolation === 'none') signalGroup(child.pid!, 'SIGKILL');
+          identity.release();
+          resolve({ code, signal });
+        });
+      },
+    );
+    // Learn the namespace while the program runs, to reach every process it forks.
+    setImmediate(learnNamespace);
+    return {
+      child,
+      facts: { isolation, uid: identity.uid, gid: identity.gid, network, visible, writable },
+      terminate: () => signalAll('SIGTERM'),
+      kill: () => signalAll('SIGKILL'),
+      members,
+      exited,
+    };
+  }
+}
+
+function limitArgs(limits: Limits | undefined): string[] {
+  if (!limits) return [];
+  const args: string[] = [];
+  if (limits.addressSpaceBytes) args.push(`--as=${limits.addressSpaceBytes}`);
+  if (limits.openFiles) args.push(`--nofile=${limits.openFiles}`);
+  if (limits.processes) args.push(`--nproc=${limits.processes}`);
+  if (limits.fileBytes) args.push(`--fsize=${limits.fileBytes}`);
+  if (limits.cpuSeconds) args.push(`--cpu=${limits.cpuSeconds}`);
+  return args.length ? [which('prlimit', 'util-linux'), ...args, '--'] : [];
+}
