@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../src/dev/devServer.ts';
 import { resolveTemporalCli } from '../src/dev/temporalCli.ts';
+import { resolveUiServer } from '../src/dev/uiServer.ts';
 import { workflowBundle } from '../src/worker.ts';
 import { freePort } from './helpers/ports.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
@@ -16,6 +17,7 @@ declare module 'vitest' {
     temporalAddress: string;
     uiUrl: string;
     temporalCli: string;
+    uiServer: string;
     bundleCacheDir: string;
     postgresUrl: string;
   }
@@ -52,6 +54,7 @@ export async function setup(project: TestProject) {
   project.provide('temporalAddress', server.address);
   project.provide('uiUrl', server.uiUrl);
   project.provide('temporalCli', cli.path);
+  project.provide('uiServer', await resolveUiServer(process.env.DOSSIER_TEMPORAL_UI_SERVER));
   project.provide('bundleCacheDir', bundleCacheDir);
 }
 

@@ -6,6 +6,7 @@ import { ROLES } from '../evidence/store.ts';
 import type { Role } from '../evidence/types.ts';
 import { startStack, writeDevJson, type DevJson, type StackParts } from '../dev/stack.ts';
 import { resolveTemporalCli } from '../dev/temporalCli.ts';
+import { resolveUiServer } from '../dev/uiServer.ts';
 import { serveStdio } from '../mcp/stdio.ts';
 import { callCommand, launchesCommand } from './client.ts';
 
@@ -23,7 +24,7 @@ const USAGE = `usage: dossier <command>
   launches [--status S] [--tool T] [--limit N]
                         a table of recent launches with status and UI link
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
-  provision-temporal    find or build the Temporal CLI and print its path
+  provision-temporal    find or build the Temporal CLI and the Temporal UI server; print their paths
 
 Configuration: DOSSIER_* environment variables (see docs/operations.md).`;
 
@@ -50,8 +51,10 @@ async function main(argv: string[]) {
         );
       return serveStdio(loadConfig(), process.env.DOSSIER_TOKEN);
     case 'provision-temporal': {
-      const cli = await resolveTemporalCli({ configured: loadConfig().temporalCli });
+      const config = loadConfig();
+      const cli = await resolveTemporalCli({ configured: config.temporalCli });
       console.log(cli.kind === 'path' ? cli.path : 'sdk-download');
+      console.log(await resolveUiServer(config.temporalUiServer));
       return;
     }
     case undefined:

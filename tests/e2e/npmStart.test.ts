@@ -54,6 +54,7 @@ describe('npm start (the embedded default)', () => {
       DOSSIER_TEMPORAL_PORT: String(await freePort()),
       DOSSIER_UI_PORT: String(await freePort()),
       DOSSIER_TEMPORAL_CLI: inject('temporalCli'),
+      DOSSIER_TEMPORAL_UI_SERVER: inject('uiServer'),
     };
     const first = await startProduct(env);
     const dev = JSON.parse(readFileSync(path.join(home, 'dev.json'), 'utf8'));
@@ -67,6 +68,10 @@ describe('npm start (the embedded default)', () => {
     expect(first.output()).toContain(dev.token);
     expect(first.output()).toContain('claude mcp add');
     expect((await fetch(dev.ui_url)).status).toBe(200);
+    // The audit UI is read-only and reads payloads through the gateway's team-scoped codec endpoint.
+    const settings = (await (await fetch(`${dev.ui_url}/api/v1/settings`)).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(settings.DisableWriteActions).toBe(true);
+    expect(settings.Codec.Endpoint).toBe(dev.mcp_url.replace(/\/mcp$/, '/codec'));
     expect((await fetch(dev.mcp_url, { method: 'POST', body: '{}' })).status).toBe(401);
 
     const client = await mcp(dev.mcp_url, dev.token);

@@ -1,0 +1,451 @@
+// Isolation below the API, tried as a hostile operator of another team would:
+// what a launched program can reach, what a tampered artifact store runs, what
+// a swapped symlink copies, what a bomb writes to disk, and what Temporal and
+// its UI show of a team's secrets.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startUiServer } from '../../src/dev/uiServer.ts';
+import { artifactPath } from '../../src/evidence/artifacts.ts';
+import { call, effectCounter, type Reply } from '../helpers/mcp.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-isolation-'));
+const roots = path.join(work, 'roots');
+let t: TestStack;
+let alice: Client; // team local
+let mallory: Client; // another team
+const sha = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
+
+beforeAll(async () => {
+  mkdirSync(roots);
+  t = await startTestStack({ env: { DOSSIER_ALLOWED_ROOTS: `/usr/bin:${roots}` } });
+  alice = await t.connect();
+  mallory = await t.connect(await t.tokenFor('mallory', 'rival-team'));
+});
+afterAll(async () => {
+  await t?.stop(true);
+});
+
+async function rows(client: Client, evidenceId: string, collection: string): Promise<Reply[]> {
+  const page = await call(client, 'inspect_analysis_view', {
+    evidence_id: evidenceId,
+    view: { kind: 'page', collection, offset: 0, limit: 256 },
+  });
+  return page.rows.map((r: Reply) => r.row);
+}
+
+describe('what a launched program can reach', () => {
+  it('another team’s capture cannot read the store, dev.json, other workspaces, artifacts, extractions, /etc/shadow or /root, write the artifact store, reach the gateway or signal a worker', async () => {
+    // Team local leaves traces: an artifact, an extraction and a workspace.
+    const secret = path.join(roots, 'secret.tar');
+    const tree = path.join(work, 'tree');
+    mkdirSync(tree);
+    writeFileSync(path.join(tree, 'plans.txt'), 'team local only\n');
+    execFileSync('tar', ['-cf', secret, '-C', tree, 'plans.txt']);
+    const artifact = (await call(alice, 'register_artifact', { path: secret })).artifact;
+    const extracted = await call(alice, 'extract_artifact', {
+      artifact: artifact.digest,
+      idempotency_key: 'local-extract',
+    });
+    expect(extracted.status).toBe('succeeded');
+    const local = await call(alice, 'capture_process_scenario', {
+      executable: '/usr/bin/sh',
+      args: ['-c', 'echo private > notes.txt'],
+      idempotency_key: 'local-notes',
+    });
+    const localDoc = await t.stack.store.getEvidenceDocument('local', local.evidence_id);
+    const storeFile = artifactPath(t.home, artifact.digest);
+    const before = readFileSync(storeFile);
+
+    const port = new URL(t.url).port;
+    const probes: [string, string][] = [
+      ['read the store', `cat ${t.home}/dossier.db`],
+      ['read dev.json', `cat ${t.home}/dev.json`],
+      ['read the payload key', `cat ${t.home}/payload.key`],
+      ['read another workspace', `cat ${localDoc!.workspace}/notes.txt`],
+      ['list the artifacts', `ls ${t.home}/artifacts/sha256`],
+      ['read an artifact', `cat ${storeFile}`],
+      ['read an extraction', `cat ${extracted.summary.output}/plans.txt`],
+      ['read /etc/shadow', 'cat /etc/shadow'],
+      ['list /root', 'ls /root'],
+      ['write the artifact store', `echo tampered > ${storeFile}`],
+      [
+        'connect to the gateway',
+        `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 2)"`,
+      ],
+      ['signal a worker', `kill -0 ${process.pid}`],
+    ];
+    const script = probes
+      .map(
+        ([what, cmd]) =>
+          `if ${cmd} >/dev/null 2>&1; then echo "${what}: ALLOWED"; else echo "${what}: denied"; fi`,
+      )
+      .join('\n');
+    const attack = await call(mallory, 'capture_process_scenario', {
+      executable: '/usr/bin/sh',
+      args: ['-c', script],
+      env: { PATH: '/usr/bin:/bin' },
+      idempotency_key: 'reach-everything',
+    });
+    expect(attack.status).toBe('succeeded');
+    const lines = (await rows(mallory, attack.evidence_id, 'stdout')).map((r) => r.text);
+    expect(lines).toEqual(probes.map(([what]) => `${what}: denied`));
+    expect(readFileSync(storeFile)).toEqual(before);
+
+    const evidence = await call(mallory, 'get_evidence', { evidence_id: attack.evidence_id });
+    expect(evidence.evidence.parameters.isolation).toBe('sandbox');
+    const facts = (await t.stack.store.getEvidenceDocument('rival-team', attack.evidence_id))!
+      .sandbox as Reply;
+    expect(facts).toMatchObject({ isolation: 'sandbox', network: false });
+    expect(
+      [...facts.visible, ...facts.writable].some(
+        (p: string) => p.startsWith(t.home) && !p.includes('/workspaces/'),
+      ),
+    ).toBe(false);
+  });
+
+  it('a program cannot keep processes alive past its launch, and runs as a uid of its own', async () => {
+    const reply = await call(alice, 'capture_process_scenario', {
+      executable: '/usr/bin/sh',
+      args: ['-c', 'id -u; (sleep 300 &) ; echo started'],
+      env: { PATH: '/usr/bin:/bin' },
+      idempotency_key: 'orphan-attempt',
+    });
+    const [uid] = (await rows(alice, reply.evidence_id, 'stdout')).map((r) => r.text);
+    if (process.getuid?.() === 0) expect(Number(uid)).toBeGreaterThanOrEqual(1_000_000);
+    const sleepers = execFileSync('ps', ['-eo', 'uid=,args=']).toString().split('\n');
+    expect(sleepers.filter((l) => l.trim().startsWith(`${uid} `) && l.includes('sleep 300'))).toEqual([]);
+  });
+});
+
+describe('artifacts are immutable and verified', () => {
+  it('a changed artifact store file is refused with integrity_error and nothing runs; registering the content again heals it', async () => {
+    const script = path.join(roots, 'hello.sh');
+    writeFileSync(script, '#!/bin/sh\necho hello\n');
+    chmodSync(script, 0o755);
+    const { artifact } = await call(alice, 'register_artifact', { path: script });
+    const stored = artifactPath(t.home, artifact.digest);
+    chmodSync(stored, 0o644);
+    writeFileSync(stored, '#!/bin/sh\necho tampered\n'); // an out-of-band change to the store
+    const counter = effectCounter(t.home);
+    const refused = await call(alice, 'capture_process_scenario', {
+      executable: artifact.digest,
+      idempotency_key: 'run-tampered',
+    });
+    expect(refused.status).toBe('failed');
+    expect(refused.error).toMatchObject({ code: 'integrity_error', category: 'integrity' });
+    expect(refused.error.details.effect_began).toBe(false);
+    expect(counter.count()).toBe(0);
+    const extract = await call(alice, 'extract_artifact', {
+      artifact: artifact.digest,
+      idempotency_key: 'x-tampered',
+    });
+    expect(extract.error.code).toBe('integrity_error');
+
+    await call(alice, 'register_artifact', { path: script });
+    const healed = await call(alice, 'capture_process_scenario', {
+      executable: artifact.digest,
+      env: { PATH: '/usr/bin:/bin' },
+      idempotency_key: 'run-healed',
+    });
+    expect(healed.summary.stdout_head).toBe('hello\n');
+    expect(
+      (await call(alice, 'get_evidence', { evidence_id: healed.evidence_id })).evidence.target.digest,
+    ).toBe(artifact.digest);
+  });
+});
+
+describe('paths a caller names', () => {
+  it('a symlink swapped between check and copy 300 times never copies /etc/shadow', async () => {
+    const dir = path.join(roots, 'race');
+    mkdirSync(path.join(dir, 'real'), { recursive: true });
+    writeFileSync(path.join(dir, 'good'), 'harmless\n');
+    writeFileSync(path.join(dir, 'real', 'shadow'), 'also harmless\n');
+    // One swapper flips the last component, the other a directory on the way.
+    const swapper: ChildProcess = spawn('python3', [
+      '-c',
+      `import os
+d = ${JSON.stringify(dir)}
+while True:
+    for target, name in (('/etc/shadow', 'link'), ('good', 'link'), ('/etc', 'dir'), ('real', 'dir')):
+        tmp = os.path.join(d, name + '.tmp')
+        try: os.remove(tmp)
+        except FileNotFoundError: pass
+        os.symlink(target, tmp)
+        os.replace(tmp, os.path.join(d, name))`,
+    ]);
+    const shadow = `sha256:${sha(readFileSync('/etc/shadow'))}`;
+    const allowed = new Set([`sha256:${sha('harmless\n')}`, `sha256:${sha('also harmless\n')}`]);
+    const outcomes: Record<string, number> = {};
+    try {
+      for (let i = 0; i < 300; i++) {
+        const reply = await call(alice, 'register_artifact', {
+          path: path.join(dir, i % 2 ? 'link' : 'dir/shadow'),
+        });
+        const digest = reply.artifact?.digest as string | undefined;
+        expect(digest).not.toBe(shadow);
+        if (digest) expect(allowed.has(digest)).toBe(true);
+        const key = digest ? 'copied a harmless file' : reply.error.code;
+        outcomes[key] = (outcomes[key] ?? 0) + 1;
+      }
+    } finally {
+      swapper.kill('SIGKILL');
+    }
+    expect(
+      Object.keys(outcomes).every((k) =>
+        ['copied a harmless file', 'policy_denied', 'not_found'].includes(k),
+      ),
+    ).toBe(true);
+    expect(outcomes.policy_denied).toBeGreaterThan(0);
+    const storedDigests = readdirSync(path.join(t.home, 'artifacts', 'sha256')).flatMap((p) =>
+      readdirSync(path.join(t.home, 'artifacts', 'sha256', p)),
+    );
+    expect(storedDigests).not.toContain(shadow.slice('sha256:'.length));
+  });
+});
+
+describe('bounds hold while writing', () => {
+  /** Samples the bytes under DOSSIER_HOME's workspaces and extractions while `run` runs; returns the peak growth. */
+  async function peakGrowth(run: () => Promise<Reply>) {
+    const size = () => {
+      let total = 0;
+      const walk = (dir: string) => {
+        let entries: string[] = [];
+        try {
+          entries = readdirSync(dir);
+        } catch {
+          return;
+        }
+        for (const name of entries) {
+          const full = path.join(dir, name);
+          try {
+            const info = statSync(full);
+            if (info.isDirectory()) walk(full);
+            else total += info.blocks * 512;
+          } catch {
+            // removed while we looked
+          }
+        }
+      };
+      walk(path.join(t.home, 'workspaces'));
+      walk(path.join(t.home, 'extractions'));
+      return total;
+    };
+    const base = size();
+    let peak = 0;
+    let done = false;
+    const sampler = (async () => {
+      while (!done) {
+        peak = Math.max(peak, size() - base);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    const reply = await run();
+    done = true;
+    await sampler;
+    return { reply, peak };
+  }
+
+  it.each([
+    [
+      '7z',
+      (file: string, zeros: string) => execFileSync('7zz', ['a', '-bd', file, zeros], { stdio: 'ignore' }),
+    ],
+    [
+      'tar.xz',
+      (file: string, zeros: string) =>
+        execFileSync('tar', ['-cJf', file, '-C', path.dirname(zeros), path.basename(zeros)]),
+    ],
+  ])('a %s bomb is refused with peak disk within the ratio bound', async (kind, make) => {
+    const zeros = path.join(work, `zeros-${kind}`);
+    execFileSync('truncate', ['-s', String(256 * 1024 * 1024), zeros]);
+    const bomb = path.join(roots, `bomb.${kind}`);
+    make(bomb, zeros);
+    const bytes = statSync(bomb).size;
+    const { artifact } = await call(alice, 'register_artifact', { path: bomb });
+    const { reply, peak } = await peakGrowth(() =>
+      call(alice, 'extract_artifact', {
+        artifact: artifact.digest,
+        limits: { max_ratio: 100 },
+        idempotency_key: `bomb-${kind}`,
+      }),
+    );
+    expect(reply.status).toBe('failed');
+    expect(reply.error.code).toBe('resource_constraint');
+    const bound = 100 * bytes;
+    expect(peak).toBeLessThanOrEqual(bound + 1024 * 1024);
+    expect(reply.summary?.output ?? null).toBeNull();
+  });
+});
+
+describe('Temporal holds no secret in clear', () => {
+  let launch: Reply;
+  const secretEnv = `env-secret-${Date.now()}`;
+  const secretStdin = `stdin-secret-${Date.now()}`;
+  let history: string;
+
+  beforeAll(async () => {
+    launch = await call(alice, 'capture_process_scenario', {
+      executable: '/usr/bin/cat',
+      env: { API_TOKEN: secretEnv },
+      stdin: secretStdin,
+      idempotency_key: 'secrets-in-temporal',
+    });
+    expect(launch.status).toBe('succeeded');
+    history = execFileSync(inject('temporalCli'), [
+      'workflow',
+      'show',
+      '--workflow-id',
+      launch.launch.workflow_id,
+      '--namespace',
+      t.namespace,
+      '--address',
+      t.env.DOSSIER_TEMPORAL_ADDRESS!,
+      '-o',
+      'json',
+    ]).toString();
+  });
+
+  it('temporal workflow show -o json of a capture with env values and stdin contains neither in clear', () => {
+    expect(history.length).toBeGreaterThan(1_000);
+    expect(history).not.toContain(secretEnv);
+    expect(history).not.toContain(secretStdin);
+    expect(history).not.toContain(Buffer.from(secretEnv).toString('base64').slice(0, 16));
+    expect(history).toContain(Buffer.from('binary/encrypted').toString('base64'));
+  });
+
+  it('the codec endpoint opens a payload for its own team’s token only', async () => {
+    const started = JSON.parse(history).events.find((e: Reply) => e.workflowExecutionStartedEventAttributes)
+      .workflowExecutionStartedEventAttributes.input.payloads as Reply[];
+    const decode = (token?: string) =>
+      fetch(t.url.replace(/\/mcp$/, '/codec/decode'), {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(token ? { Authorization: `Bearer ${token}` } : {}),
+        },
+        body: JSON.stringify({ payloads: started }),
+      });
+    const own = await decode(t.token);
+    expect(own.status).toBe(200);
+    const opened = ((await own.json()) as { payloads: Reply[] }).payloads;
+    expect(Buffer.from(opened[0]!.data, 'base64').toString()).toContain(secretEnv);
+
+    const rival = await decode(await t.tokenFor('eve', 'rival-team'));
+    expect(rival.status).toBe(200);
+    expect(rival.headers.get('x-dossier-withheld')).toBe('1');
+    const withheld = ((await rival.json()) as { payloads: Reply[] }).payloads;
+    expect(withheld).toEqual(started);
+    expect(JSON.stringify(withheld)).not.toContain(Buffer.from(secretEnv).toString('base64').slice(0, 16));
+
+    expect((await decode()).status).toBe(401);
+    expect((await decode('dsr_not-a-token')).status).toBe(401);
+  });
+});
+
+describe('the audit UI audits, it does not act', () => {
+  it('runs with write actions disabled and the codec endpoint configured; its API refuses a terminate', async () => {
+    const ui = await startUiServer({
+      binary: inject('uiServer'),
+      dir: path.join(work, 'ui'),
+      temporalAddress: t.env.DOSSIER_TEMPORAL_ADDRESS!,
+      host: '127.0.0.1',
+      port: await freePort(),
+      namespace: t.namespace,
+      codecEndpoint: t.url.replace(/\/mcp$/, '/codec'),
+    });
+    try {
+      const settingsReply = await fetch(`${ui.url}/api/v1/settings`);
+      const settings = (await settingsReply.json()) as Reply;
+      // The UI's own CSRF cookie and header, as a browser would send them: the refusal is the write block's.
+      const csrf = /_csrf=([^;]+)/.exec(settingsReply.headers.get('set-cookie') ?? '')![1]!;
+      expect(settings).toMatchObject({
+        DisableWriteActions: true,
+        WorkflowTerminateDisabled: true,
+        WorkflowResetDisabled: true,
+        WorkflowSignalDisabled: true,
+        StartWorkflowDisabled: true,
+        BatchActionsDisabled: true,
+        Codec: { Endpoint: t.url.replace(/\/mcp$/, '/codec'), IncludeCredentials: true },
+      });
+      const launch = await call(alice, 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        idempotency_key: 'ui-terminate-target',
+      });
+      const terminate = await fetch(
+        `${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${encodeURIComponent(launch.launch.workflow_id)}/terminate`,
+        { method: 'POST', body: '{}', headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf } },
+      );
+      expect(terminate.status).toBe(405);
+    } finally {
+      await ui.stop();
+    }
+  });
+
+  it('the codec sign-in sets an HttpOnly cookie that the decode endpoint accepts from the UI’s origin', async () => {
+    const base = t.url.replace(/\/mcp$/, '/codec');
+    expect((await fetch(`${base}/login`)).headers.get('content-type')).toContain('text/html');
+    const bad = await fetch(`${base}/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ token: 'dsr_nope' }),
+    });
+    expect(bad.status).toBe(401);
+    const good = await fetch(`${base}/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ token: t.token }),
+    });
+    const cookie = good.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/Path=\/codec/);
+    const decoded = await fetch(`${base}/decode`, {
+      method: 'POST',
+      headers: { cookie: cookie.split(';')[0]!, 'content-type': 'application/json' },
+      body: JSON.stringify({ payloads: [] }),
+    });
+    expect(decoded.status).toBe(200);
+  });
+});
+
+describe('isolation "none", the admin’s escape', () => {
+  it('runs only where the admin allows it, still as an unprivileged uid that cannot enter DOSSIER_HOME, and the Evidence says so', async () => {
+    const escape = await startTestStack({ env: { DOSSIER_ALLOW_UNSANDBOXED: 'true' } });
+    try {
+      const client = await escape.connect();
+      const reply = await call(client, 'capture_process_scenario', {
+        executable: '/usr/bin/sh',
+        args: [
+          '-c',
+          `id -u; cat /etc/hostname >/dev/null && echo host-visible; ls ${escape.home} || echo home-denied`,
+        ],
+        env: { PATH: '/usr/bin:/bin' },
+        isolation: 'none',
+        idempotency_key: 'escape-hatch',
+      });
+      expect(reply.status).toBe('succeeded');
+      const lines = (await rows(client, reply.evidence_id, 'stdout')).map((r) => r.text);
+      if (process.getuid?.() === 0) {
+        expect(Number(lines[0])).toBeGreaterThanOrEqual(1_000_000);
+        expect(lines).toContain('home-denied');
+      }
+      expect(lines).toContain('host-visible');
+      const evidence = (await call(client, 'get_evidence', { evidence_id: reply.evidence_id })).evidence;
+      expect(evidence.limitations.join(' ')).toMatch(/isolation "none"/);
+    } finally {
+      await escape.stop(true);
+    }
+  });
+});
