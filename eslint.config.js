@@ -1,9 +1,80 @@
-// Lint rules that catch real mistakes; formatting is prettier's job.
+// Lint rules that catch real mistakes, and keep every import arrow pointing
+// down the layers of docs/architecture.md; formatting is prettier's job.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// The layers, lowest first. A layer imports only from the layers before it (and
+// itself); config.ts is composition but its types may be read anywhere.
+const LAYERS = [
+  ['domain', ['domain']],
+  ['tools', ['domain', 'tools']],
+  ['temporal', ['domain', 'temporal']],
+  ['sandbox', ['domain', 'sandbox']],
+  ['store', ['domain', 'store']],
+  ['evidence', ['domain', 'tools', 'sandbox', 'store', 'evidence']],
+  ['launches', ['domain', 'tools', 'launches']],
+  ['workflows', ['domain', 'launches', 'temporal', 'workflows']],
+  ['activities', ['domain', 'tools', 'temporal', 'sandbox', 'store', 'evidence', 'launches', 'activities']],
+  ['gateway', ['domain', 'tools', 'temporal', 'sandbox', 'store', 'evidence', 'launches', 'gateway']],
+  ['mcp', ['domain', 'tools', 'temporal', 'store', 'gateway', 'mcp']],
+];
+const ALL = [
+  'domain',
+  'tools',
+  'temporal',
+  'sandbox',
+  'store',
+  'evidence',
+  'launches',
+  'workflows',
+  'activities',
+  'gateway',
+  'mcp',
+  'dev',
+  'cli',
+];
+const TOP = ['compose', 'worker'];
+
+// Workflow code runs in Temporal's deterministic sandbox: no I/O, no clocks, no Node built-ins.
+const WORKFLOW_EXTRA = [
+  {
+    group: ['node:*'],
+    message: 'Workflows are deterministic: no Node built-ins; all I/O lives in src/activities.',
+  },
+  {
+    group: ['**/codec.ts', '**/dataConverter.ts', '**/setup.ts'],
+    message: 'Workflows import only the pure parts of src/temporal (queues, search attribute names).',
+  },
+];
+
+const layerRules = LAYERS.map(([layer, allowed]) => ({
+  files: [`src/${layer}/**/*.ts`],
+  rules: {
+    '@typescript-eslint/no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          ...(layer === 'workflows' ? WORKFLOW_EXTRA : []),
+          {
+            group: [
+              ...ALL.filter((l) => !allowed.includes(l)).map((l) => `**/${l}/*`),
+              ...TOP.map((f) => `**/${f}.ts`),
+            ],
+            message: `src/${layer} may import only from ${allowed.join(', ')} (docs/architecture.md, "Layers").`,
+          },
+          {
+            group: ['**/config.ts'],
+            allowTypeImports: true,
+            message: 'Below the composition layer, read the configuration as a type only.',
+          },
+        ],
+      },
+    ],
+  },
+}));
+
 export default tseslint.config(
-  { ignores: ['node_modules', '.dossier', 'coverage', '**/*.d.ts'] },
+  { ignores: ['node_modules', '.dossier', 'coverage', '**/*.d.ts', 'tests/conformance/node_modules'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -13,23 +84,12 @@ export default tseslint.config(
     },
   },
   {
-    // Workflow code runs in Temporal's deterministic sandbox: no I/O, no clocks, no Node built-ins.
-    files: ['src/workflows/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['node:*', '../activities/*', '../evidence/*', '../mcp/*'],
-              allowTypeImports: true,
-              message: 'Workflows import activity types only; all I/O lives in src/activities.',
-            },
-          ],
-        },
-      ],
-    },
+    // Files a newcomer can hold in their head.
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*.test.ts'],
+    rules: { 'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }] },
   },
+  ...layerRules,
   {
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', exports: 'writable' } },

@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { Ledger, replyBytes } from '../src/evidence/ledger.ts';
-import { openStore } from '../src/evidence/open.ts';
-import type { EvidenceStore } from '../src/evidence/store.ts';
-import type { Principal } from '../src/evidence/types.ts';
+import { Ledger, replyBytes } from '../src/gateway/ledger.ts';
+import { openStore } from '../src/store/store.ts';
+import type { Store } from '../src/store/store.ts';
+import type { Principal } from '../src/domain/types.ts';
 import { startPostgres } from '../tests/helpers/postgres.ts';
 import { syntheticTrace } from '../tests/helpers/synthetic.ts';
 import { freePort, median, ms, timed } from './lib.ts';
@@ -17,12 +17,12 @@ const alice: Principal = { principal: 'alice', team: 't', role: 'operator' };
 const SIZES = [1_000, 100_000, 1_000_000];
 const RUNS = 20;
 
-async function measure(store: EvidenceStore, label: string, lines: string[]) {
+async function measure(store: Store, label: string, lines: string[]) {
   const ledger = new Ledger(store, { replyBudgetBytes: 40_000 });
   const pageMs: Record<number, number> = {};
   for (const n of SIZES) {
     const input = syntheticTrace(n, 't', 'alice');
-    const [retainMs, record] = await timed(() => store.putEvidence(input));
+    const [retainMs, record] = await timed(() => store.evidence.put(input));
     const id = record.evidence_id;
     const summary: number[] = [];
     const page: number[] = [];
@@ -68,7 +68,7 @@ export async function benchEvidence(): Promise<string[]> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-store-'));
   const sqlite = await openStore(path.join(dir, 'sizes.db'));
   const ledger = new Ledger(sqlite, { replyBudgetBytes: 40_000 });
-  const trace = await sqlite.putEvidence(syntheticTrace(8_000));
+  const trace = await sqlite.evidence.put(syntheticTrace(8_000));
   const summary = await ledger.inspect(alice, trace.evidence_id, { kind: 'summary' });
   const page = await ledger.inspect(alice, trace.evidence_id, {
     kind: 'page',

@@ -26,7 +26,7 @@ export async function benchGateway(): Promise<string[]> {
     DOSSIER_TEMPORAL_ADDRESS: backend.devJson.temporal_address,
     DOSSIER_PORT: String(port),
   };
-  const token = await backend.store.createToken({ principal: 'bench', team: 'bench', role: 'operator' });
+  const token = await backend.store.tokens.create({ principal: 'bench', team: 'bench', role: 'operator' });
   const proc = await spawnDossier('gateway', gatewayEnv, 'dossier is ready');
   const gateway = proc.child;
   const url = `http://127.0.0.1:${port}/mcp`;

@@ -4,11 +4,9 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { CAPABILITIES, type Capability } from './domain/types.ts';
 import type { SandboxPolicy } from './sandbox/sandbox.ts';
 import { parsePayloadKeys, type PayloadKey } from './temporal/codec.ts';
-
-export const CAPABILITIES = ['capture', 'extract', 'device', 'analysis'] as const;
-export type Capability = (typeof CAPABILITIES)[number];
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 

@@ -15,10 +15,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from './activities/index.ts';
 import type { Config } from './config.ts';
-import type { EvidenceStore } from './evidence/store.ts';
+import type { Store } from './store/store.ts';
 import { payloadKeys } from './temporal/codec.ts';
 import { dataConverter, FAILURE_CONVERTER_PATH } from './temporal/dataConverter.ts';
-import { WORKFLOW_TASK_QUEUE } from './workflows/launch.ts';
+import { capabilityQueue, WORKFLOW_TASK_QUEUE } from './temporal/queues.ts';
 
 const SRC = path.dirname(fileURLToPath(import.meta.url));
 const WORKFLOWS_PATH = path.join(SRC, 'workflows', 'index.ts');
@@ -83,7 +83,7 @@ function installRuntime() {
 
 export async function startWorkers(deps: {
   config: Config;
-  store: EvidenceStore;
+  store: Store;
   address: string;
   bundle: WorkflowBundleWithSourceMap;
 }): Promise<RunningWorkers> {
@@ -107,7 +107,7 @@ export async function startWorkers(deps: {
       await Worker.create({
         connection,
         namespace: config.namespace,
-        taskQueue: `dossier-${capability}`,
+        taskQueue: capabilityQueue(capability),
         activities: effects,
         dataConverter: converter,
         maxConcurrentActivityTaskExecutions: config.workerConcurrency,

@@ -5,9 +5,8 @@ import path from 'node:path';
 import { buildBundle } from '../evidence/bundles.ts';
 import type { Effect } from './effect.ts';
 
-export const exportEvidenceBundle: Effect = async (raw, ctx) => {
-  const input = raw as { evidence_ids: string[] };
-  const bundle = await buildBundle(ctx.store, ctx.caller.team, input.evidence_ids);
+export const exportEvidenceBundle: Effect<{ evidence_ids: string[] }> = async (input, ctx) => {
+  const bundle = await buildBundle(ctx.store.evidence, ctx.caller.team, input.evidence_ids);
   const dir = path.join(ctx.config.home, 'exports', ctx.caller.team);
   const file = path.join(dir, `bundle-${bundle.digest}.json`);
   await ctx.begin();

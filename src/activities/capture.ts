@@ -6,10 +6,11 @@ import { createHash } from 'node:crypto';
 import { chmod, chown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
-import { ARTIFACT_DIGEST, verifyArtifact } from '../evidence/artifacts.ts';
+import { ARTIFACT_DIGEST } from '../domain/types.ts';
+import { verifyArtifact } from '../evidence/artifacts.ts';
 import { openUnder } from '../sandbox/paths.ts';
 import { helperPath, type Mount, type SandboxedProcess } from '../sandbox/sandbox.ts';
-import { KILL_GRACE_MS, type CaptureInput } from '../tools/capture.ts';
+import { KILL_GRACE_MS, type CaptureInput, type ObserveInput } from '../tools/capture.ts';
 import type { Effect, EffectContext, EffectResult } from './effect.ts';
 import { registeredArtifact } from './policy.ts';
 import { listTree, parseLtraceLine, readStrace, readTrace } from './observe.ts';
@@ -70,8 +71,7 @@ function tracerOf(input: CaptureRun): 'strace' | 'ltrace' | undefined {
   return input.tracer ?? (input.trace_syscalls ? 'strace' : undefined);
 }
 
-export const captureProcess: Effect = async (raw, ctx) => {
-  const input = raw as CaptureRun;
+export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   const tracer = tracerOf(input);
   ctx.sandbox.check({ network: input.network, isolation: input.isolation });
   const program = ARTIFACT_DIGEST.test(input.executable)
@@ -354,5 +354,5 @@ function sha(text: string): string {
 }
 
 /** observe_native_calls: the same bounded capture, traced with ltrace -f into `events`. */
-export const observeNativeCalls: Effect = (raw, ctx) =>
-  captureProcess({ ...(raw as CaptureRun), trace_syscalls: false, tracer: 'ltrace' }, ctx);
+export const observeNativeCalls: Effect<ObserveInput> = (input, ctx) =>
+  captureProcess({ ...input, trace_syscalls: false, tracer: 'ltrace' }, ctx);

@@ -3,8 +3,8 @@
 // activities/index.ts, so an effect only does its own job.
 import type { Config } from '../config.ts';
 import type { ToolError } from '../domain/errors.ts';
-import type { EvidenceStore } from '../evidence/store.ts';
-import type { NewUnknown } from '../evidence/types.ts';
+import type { Store } from '../store/store.ts';
+import type { NewUnknown } from '../domain/types.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 
 export interface EffectContext {
@@ -13,7 +13,8 @@ export interface EffectContext {
   launchId: string;
   /** Who launched it; effects that read the ledger read only this team's. */
   caller: { principal: string; team: string };
-  store: EvidenceStore;
+  /** The team's Evidence and artifact records (reads are filtered by `caller.team`). */
+  store: Pick<Store, 'evidence' | 'artifacts'>;
   /** Where every program the effect starts runs. */
   sandbox: Sandbox;
   /** A fresh, empty directory that belongs to this launch alone. */
@@ -44,4 +45,8 @@ export interface EffectResult {
   unknowns?: NewUnknown[];
 }
 
-export type Effect = (input: Record<string, unknown>, ctx: EffectContext) => Promise<EffectResult>;
+/** An effect implementation, typed by its contract's parsed input. */
+export type Effect<Input = Record<string, unknown>> = (
+  input: Input,
+  ctx: EffectContext,
+) => Promise<EffectResult>;

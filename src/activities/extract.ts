@@ -240,8 +240,7 @@ export function deadline(timeoutMs: number): () => number {
   return () => Math.max(1_000, end - Date.now());
 }
 
-export const extractArchive: Effect = async (raw, ctx) => {
-  const input = raw as ExtractInput;
+export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   const { artifact: archive, file } = await verifiedArtifact(ctx, input.artifact);
   const archiveBytes = (await stat(file)).size;
   const left = deadline(input.timeout_ms);

@@ -50,8 +50,7 @@ function squashfsAsTar(ctx: EffectContext, image: string, timeoutMs: number) {
   );
 }
 
-export const extractFirmware: Effect = async (raw, ctx) => {
-  const input = raw as FirmwareInput;
+export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
   const { artifact: image, file } = await verifiedArtifact(ctx, input.artifact);
   const imageBytes = (await stat(file)).size;
   const left = deadline(input.timeout_ms);

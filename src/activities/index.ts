@@ -9,28 +9,23 @@ import path from 'node:path';
 import type { Config } from '../config.ts';
 import { sha256Hex } from '../domain/canonical.ts';
 import { toToolError } from '../domain/errors.ts';
-import type { EvidenceStore } from '../evidence/store.ts';
-import type { LaunchOutcome } from '../evidence/types.ts';
-import { isFinished } from '../evidence/types.ts';
-import { TOOLS_BY_NAME } from '../tools/catalog.ts';
-import { exportEvidenceBundle } from './bundle.ts';
-import { captureProcess, observeNativeCalls } from './capture.ts';
-import { extractArchive } from './extract.ts';
-import { extractFirmware } from './firmware.ts';
-import type { Effect, EffectContext } from './effect.ts';
+import type { Store } from '../store/store.ts';
+import type { LaunchOutcome } from '../domain/types.ts';
+import { isFinished } from '../domain/types.ts';
+import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
+import { isLaunchTool } from '../tools/contract.ts';
+import { bindAll } from '../tools/registry.ts';
+import type { EffectContext } from './effect.ts';
+import { EFFECT_BINDINGS } from './effects.ts';
 import { Sandbox } from '../sandbox/sandbox.ts';
-import type { BookkeepingActivities, EffectActivities, JournalView, LaunchRequest } from './types.ts';
+import type {
+  BookkeepingActivities,
+  EffectActivities,
+  JournalView,
+  LaunchRequest,
+} from '../launches/protocol.ts';
 
 export const PROVIDER = { name: 'dossier', version: '0.1.0' };
-
-/** Effect implementations by tool name; a tool's contract says which capability serves it. */
-export const EFFECTS: Record<string, Effect> = {
-  capture_process_scenario: captureProcess,
-  export_evidence_bundle: exportEvidenceBundle,
-  extract_artifact: extractArchive,
-  observe_native_calls: observeNativeCalls,
-  extract_firmware: extractFirmware,
-};
 
 const PROGRESS_WRITE_INTERVAL_MS = 1_000;
 
@@ -39,13 +34,14 @@ function filterableOf(tool: string): Record<string, string[]> {
   return Object.fromEntries(Object.entries(collections).map(([name, spec]) => [name, spec.filterable]));
 }
 
-export function createActivities(deps: { store: EvidenceStore; config: Config }) {
+export function createActivities(deps: { store: Store; config: Config }) {
   const { store, config } = deps;
   const sandbox = new Sandbox(config.sandbox);
+  const effects = bindAll('worker', CATALOG, EFFECT_BINDINGS, isLaunchTool);
 
   async function runEffect(req: LaunchRequest): Promise<LaunchOutcome> {
     const activity = Context.current();
-    const effect = EFFECTS[req.tool];
+    const effect = effects.get(req.tool)?.run;
     if (!effect)
       throw ApplicationFailure.nonRetryable(`no effect implementation for tool ${req.tool}`, 'UnknownTool');
     const runId = activity.info.workflowExecution?.runId ?? 'unknown';
@@ -72,7 +68,7 @@ export function createActivities(deps: { store: EvidenceStore; config: Config })
       workspace,
       signal: activity.cancellationSignal,
       begin: async () => {
-        if (!(await store.journalEffectStarted(req.workflowId, { phase: 'started' }))) {
+        if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }))) {
           throw ApplicationFailure.nonRetryable(
             'the journal says an earlier attempt already began this effect; it is not run again',
             'EffectAlreadyStarted',
@@ -85,7 +81,7 @@ export function createActivities(deps: { store: EvidenceStore; config: Config })
         activity.heartbeat(facts);
         if (Date.now() - lastWrite >= PROGRESS_WRITE_INTERVAL_MS) {
           lastWrite = Date.now();
-          store.recordProgress(req.workflowId, facts).catch(() => undefined);
+          store.launches.recordProgress(req.workflowId, facts).catch(() => undefined);
         }
       },
     };
@@ -93,7 +89,7 @@ export function createActivities(deps: { store: EvidenceStore; config: Config })
     let outcome: LaunchOutcome;
     try {
       const result = await effect(req.input, ctx);
-      const evidence = await store.putEvidence({
+      const evidence = await store.evidence.put({
         record: {
           tool: req.tool,
           provider: PROVIDER,
@@ -138,7 +134,7 @@ export function createActivities(deps: { store: EvidenceStore; config: Config })
   }
 
   async function readJournal(workflowId: string): Promise<JournalView> {
-    const record = await store.getLaunchByWorkflowId(workflowId);
+    const record = await store.launches.byWorkflowId(workflowId);
     if (!record) return { effect: 'not_started', finished: null };
     return {
       effect: record.effect,
@@ -155,7 +151,7 @@ export function createActivities(deps: { store: EvidenceStore; config: Config })
 
   /** First writer wins: returns the outcome that the store holds afterwards. */
   async function finishLaunch(workflowId: string, outcome: LaunchOutcome): Promise<LaunchOutcome> {
-    const record = await store.finishLaunch(workflowId, outcome);
+    const record = await store.launches.finish(workflowId, outcome);
     if (!record || !isFinished(record.status)) return outcome;
     return {
       status: record.status,
@@ -165,7 +161,7 @@ export function createActivities(deps: { store: EvidenceStore; config: Config })
     };
   }
 
-  const effects: EffectActivities = { runEffect };
+  const effectActivities: EffectActivities = { runEffect };
   const bookkeeping: BookkeepingActivities = { readJournal, finishLaunch };
-  return { effects, bookkeeping };
+  return { effects: effectActivities, bookkeeping };
 }

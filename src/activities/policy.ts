@@ -5,7 +5,7 @@ import type { EffectContext } from './effect.ts';
 
 /** A registered artifact of the caller's team, or not_found. */
 export async function registeredArtifact(ctx: EffectContext, digest: string) {
-  const artifact = await ctx.store.getArtifact(ctx.caller.team, digest);
+  const artifact = await ctx.store.artifacts.get(ctx.caller.team, digest);
   if (!artifact) {
     throw new DossierError(
       'not_found',

@@ -1,13 +1,13 @@
 // `dossier <command>`: start (the embedded stack), worker, gateway, token, provision-temporal.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { openStore } from '../evidence/open.ts';
-import { ROLES } from '../evidence/store.ts';
-import type { Role } from '../evidence/types.ts';
+import { openStore } from '../store/store.ts';
+import { ROLES } from '../store/tokens.ts';
+import type { Role } from '../domain/types.ts';
 import { startStack, writeDevJson, type DevJson, type StackParts } from '../dev/stack.ts';
 import { resolveTemporalCli } from '../dev/temporalCli.ts';
 import { resolveUiServer } from '../dev/uiServer.ts';
-import { serveStdio } from '../mcp/stdio.ts';
+import { stdioCommand } from './stdio.ts';
 import { callCommand, launchesCommand } from './client.ts';
 
 const USAGE = `usage: dossier <command>
@@ -49,7 +49,7 @@ async function main(argv: string[]) {
           ['dossier mcp needs --stdio (HTTP is served by `dossier start` and `dossier gateway`)'],
           'Invalid arguments',
         );
-      return serveStdio(loadConfig(), process.env.DOSSIER_TOKEN);
+      return stdioCommand(loadConfig(), process.env.DOSSIER_TOKEN);
     case 'provision-temporal': {
       const config = loadConfig();
       const cli = await resolveTemporalCli({ configured: config.temporalCli });
@@ -140,7 +140,7 @@ async function token(args: string[]) {
     const store = await openStore(loadConfig().store);
     try {
       if (sub === 'list') {
-        for (const t of await store.listTokens(values.team)) {
+        for (const t of await store.tokens.list(values.team)) {
           console.log(
             [
               t.id,
@@ -162,7 +162,7 @@ async function token(args: string[]) {
             ['the token id to revoke is required (the first column of `dossier token list`)'],
             'Invalid arguments',
           );
-        const n = await store.revokeToken(id);
+        const n = await store.tokens.revoke(id);
         console.error(
           n === 0
             ? `No live token has an id starting with ${id}.`
@@ -199,7 +199,7 @@ async function token(args: string[]) {
   const config = loadConfig();
   const store = await openStore(config.store);
   try {
-    const created = await store.createToken(
+    const created = await store.tokens.create(
       { principal: values.principal!, team: values.team!, role: values.role as Role },
       values.label,
     );

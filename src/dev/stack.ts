@@ -2,19 +2,14 @@
 // with its Web UI, one worker for every capability, and the HTTP gateway, all
 // under DOSSIER_HOME. Also used by the tests and benchmarks, so they exercise
 // exactly what users run.
-import { Client, Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.ts';
-import { openStore } from '../evidence/open.ts';
-import type { EvidenceStore } from '../evidence/store.ts';
-import { Ledger } from '../evidence/ledger.ts';
-import { Gateway } from '../gateway.ts';
-import { LaunchService } from '../launches/service.ts';
-import { Sandbox } from '../sandbox/sandbox.ts';
+import { openStore, type Store } from '../store/store.ts';
+import { buildGateway } from '../compose.ts';
 import { startHttpGateway, type HttpGateway } from '../mcp/http.ts';
 import { payloadKeys, TeamPayloadCodec } from '../temporal/codec.ts';
-import { dataConverter } from '../temporal/dataConverter.ts';
 import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
 import { startWorkers, workflowBundle, type RunningWorkers } from '../worker.ts';
 import { startDevServer, type DevServer } from './devServer.ts';
@@ -32,7 +27,7 @@ export interface DevJson {
 export interface Stack {
   devJson: DevJson;
   config: Config;
-  store: EvidenceStore;
+  store: Store;
   http: HttpGateway;
   temporal: DevServer | undefined;
   stop(): Promise<void>;
@@ -119,7 +114,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     let http: HttpGateway | undefined;
     if (parts.gateway !== false) {
       const gateway = buildGateway(config, store, connection, uiUrl);
-      http = await startHttpGateway(gateway, store, {
+      http = await startHttpGateway(gateway, store.tokens, {
         host: config.host,
         port: config.port,
         maxRequestBytes: config.maxRequestBytes,
@@ -159,48 +154,18 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
   }
 }
 
-/** The application behind every transport (HTTP here, stdio in `dossier mcp --stdio`). */
-export function buildGateway(
-  config: Config,
-  store: EvidenceStore,
-  connection: Connection,
-  uiUrl: string,
-): Gateway {
-  const client = new Client({
-    connection,
-    namespace: config.namespace,
-    dataConverter: dataConverter(payloadKeys(config.payloadKeys, config.home)),
-  });
-  const launches = new LaunchService({ store, client, namespace: config.namespace, uiUrl });
-  const ledger = new Ledger(store, {
-    replyBudgetBytes: config.replyBudgetBytes,
-    bundleRoots: config.bundleRoots,
-    home: config.home,
-    allowedRoots: config.allowedRoots,
-    uploadLimit: config.maxUploadBytes,
-    sandbox: new Sandbox(config.sandbox),
-  });
-  return new Gateway({
-    launches,
-    ledger,
-    namespace: config.namespace,
-    uiUrl,
-    rateLimitPerMinute: config.rateLimitPerMinute,
-  });
-}
-
 /** The local principal's token: made on first start, kept in dev.json (0600) and reused while it resolves. */
-async function localToken(config: Config, store: EvidenceStore): Promise<string> {
+async function localToken(config: Config, store: Store): Promise<string> {
   const file = devJsonPath(config);
   if (existsSync(file)) {
     try {
       const previous = JSON.parse(readFileSync(file, 'utf8')) as Partial<DevJson>;
-      if (previous.token && (await store.resolveToken(previous.token))) return previous.token;
+      if (previous.token && (await store.tokens.resolve(previous.token))) return previous.token;
     } catch {
       // unreadable dev.json: make a new token below
     }
   }
-  return store.createToken(
+  return store.tokens.create(
     { principal: config.principal, team: config.team, role: 'admin' },
     'npm start local token',
   );

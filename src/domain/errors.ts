@@ -1,4 +1,4 @@
-// The closed set of tool error codes (brief §6). Every expected failure is a
+// The closed set of tool error codes. Every expected failure is a
 // DossierError; anything else is a bug and surfaces as `internal`.
 
 export const ERROR_CODES = {

@@ -13,9 +13,6 @@ import { DossierError } from '../domain/errors.ts';
 import { runHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 
-export const ARTIFACT_DIGEST = /^sha256:[0-9a-f]{64}$/;
-export const UPLOAD_LIMIT = { default: 256 * 1024 * 1024, max: 4 * 1024 * 1024 * 1024, unit: 'bytes' };
-
 export function artifactPath(home: string, digest: string): string {
   const hex = digest.replace(/^sha256:/, '');
   return path.join(home, 'artifacts', 'sha256', hex.slice(0, 2), hex);

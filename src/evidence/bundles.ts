@@ -4,15 +4,12 @@
 // one mismatch refuses the whole bundle.
 import { canonicalJson, sha256Hex } from '../domain/canonical.ts';
 import { DossierError } from '../domain/errors.ts';
-import { buildEvidence, RESIDUAL_UNKNOWNS, type BuiltEvidence } from './evidence.ts';
-import type { EvidenceStore } from './store.ts';
-import type { EvidenceRecord, NewUnknown } from './types.ts';
+import { BUNDLE_LIMITS } from '../tools/ledger.ts';
+import { buildEvidence, RESIDUAL_UNKNOWNS, type BuiltEvidence } from '../domain/evidence.ts';
+import type { EvidenceStore } from '../store/evidence.ts';
+import type { EvidenceRecord, NewUnknown } from '../domain/types.ts';
 
 export const BUNDLE_FORMAT = 'dossier.evidence-bundle/1';
-export const BUNDLE_LIMITS = {
-  evidence: { default: 16, max: 64, unit: 'Evidence records' },
-  bytes: { default: 256 * 1024 * 1024, max: 256 * 1024 * 1024, unit: 'bytes' },
-};
 
 interface BundleEntry {
   record: EvidenceRecord;
@@ -24,8 +21,8 @@ export async function buildBundle(store: EvidenceStore, team: string, evidenceId
   const evidence: BundleEntry[] = [];
   let bytes = 0;
   for (const id of [...new Set(evidenceIds)]) {
-    const record = await store.getEvidence(team, id);
-    const document = await store.getEvidenceDocument(team, id);
+    const record = await store.get(team, id);
+    const document = await store.document(team, id);
     if (!record || !document) {
       throw new DossierError(
         'not_found',

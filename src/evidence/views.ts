@@ -1,15 +1,14 @@
-// Retained views of Evidence (brief §4): a summary, or one page of one
+// Retained views of Evidence: a summary, or one page of one
 // collection with exact filters and coverage. An empty page never implies an
 // absent row: coverage says how many matched and whether the list is exhausted.
 import { DossierError } from '../domain/errors.ts';
-import type { EvidenceStore } from './store.ts';
-import type { EvidenceRecord, PageRow, Where } from './types.ts';
+import type { z } from 'zod';
+import { WHERE_LIMITS, type viewSchema } from '../tools/ledger.ts';
+import type { EvidenceStore } from '../store/evidence.ts';
+import type { EvidenceRecord, PageRow, Where } from '../domain/types.ts';
 
-export const PAGE_LIMIT = { default: 64, max: 256, unit: 'rows' };
-export const WHERE_LIMITS = { fields: 8, values: 64, valueChars: 4_096 };
-
-export type ViewRequest =
-  { kind: 'summary' } | { kind: 'page'; collection: string; where?: Where; offset: number; limit: number };
+/** A view request, as inspect_analysis_view's `view` input parses it. */
+export type ViewRequest = z.output<typeof viewSchema>;
 
 export interface Coverage {
   offset: number;
@@ -57,7 +56,7 @@ export async function findEvidence(
   team: string,
   evidenceId: string,
 ): Promise<EvidenceRecord> {
-  const record = await store.getEvidence(team, evidenceId);
+  const record = await store.get(team, evidenceId);
   if (!record) {
     throw new DossierError(
       'not_found',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bodyDigest, idempotencyKeySchema, launchWorkflowId } from './keys.ts';
+import { idempotencyKeySchema } from '../tools/contract.ts';
+import { bodyDigest, launchWorkflowId } from './keys.ts';
 
 describe('idempotency keys', () => {
   it('accepts 1-128 characters of A-Z a-z 0-9 . _ : - and nothing else', () => {
@@ -13,7 +14,7 @@ describe('idempotency keys', () => {
 });
 
 describe('bodyDigest', () => {
-  it('ignores the key and wait_ms but not any other field', () => {
+  it('ignores the key, wait_ms and detail (they only steer the call and shape its reply) but no other field', () => {
     const base = bodyDigest('capture_process_scenario', { executable: '/usr/bin/true', args: [] });
     expect(
       bodyDigest('capture_process_scenario', {
@@ -21,6 +22,7 @@ describe('bodyDigest', () => {
         executable: '/usr/bin/true',
         idempotency_key: 'k',
         wait_ms: 5,
+        detail: 'summary',
       }),
     ).toBe(base);
     expect(bodyDigest('capture_process_scenario', { executable: '/usr/bin/true', args: ['x'] })).not.toBe(

@@ -1,7 +1,7 @@
 // Outcomes of launches that ended without a result of their own. Pure, so the
 // workflow (deterministic sandbox) and the gateway build them the same way.
 import { DossierError, type ErrorCode } from '../domain/errors.ts';
-import type { FinishedStatus, LaunchOutcome } from '../evidence/types.ts';
+import type { FinishedStatus, LaunchOutcome } from '../domain/types.ts';
 
 export function errorOutcome(
   status: FinishedStatus,

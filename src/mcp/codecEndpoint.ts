@@ -5,7 +5,7 @@
 // token kept in an HttpOnly cookie by the small sign-in form at …/codec/login.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Payload } from '@temporalio/common';
-import type { Principal } from '../evidence/types.ts';
+import type { Principal } from '../domain/types.ts';
 import { sealedTeam, type TeamPayloadCodec } from '../temporal/codec.ts';
 
 export const CODEC_COOKIE = 'dossier_codec_token';

@@ -6,9 +6,9 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { EvidenceStore } from '../evidence/store.ts';
-import type { Principal } from '../evidence/types.ts';
-import type { Gateway } from '../gateway.ts';
+import type { TokenStore } from '../store/tokens.ts';
+import type { Principal } from '../domain/types.ts';
+import type { Gateway } from '../gateway/gateway.ts';
 import type { TeamPayloadCodec } from '../temporal/codec.ts';
 import { CODEC_COOKIE, codecCors, codecToken, decodeForTeam, LOGIN_FORM, signedIn } from './codecEndpoint.ts';
 import { createMcpServer } from './server.ts';
@@ -50,7 +50,7 @@ export interface HttpGateway {
 
 export async function startHttpGateway(
   gateway: Gateway,
-  store: EvidenceStore,
+  tokens: TokenStore,
   opts: HttpOptions,
 ): Promise<HttpGateway> {
   const sessions = new Map<string, Session>();
@@ -86,7 +86,7 @@ export async function startHttpGateway(
       return rpcError(res, 403, -32000, `Origin ${req.headers.origin} is not allowed`);
     if (codecRoute) return serveCodec(req, res, url.pathname, uiOrigins);
 
-    const principal = await authenticate(req, store);
+    const principal = await authenticate(req, tokens);
     if (!principal) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="dossier"');
       return rpcError(
@@ -199,7 +199,7 @@ export async function startHttpGateway(
       }
       const read = await readBody(req, 4_096);
       const token = read === 'too_large' ? null : new URLSearchParams(read.toString('utf8')).get('token');
-      const caller = token ? await store.resolveToken(token.trim()) : undefined;
+      const caller = token ? await tokens.resolve(token.trim()) : undefined;
       if (!caller) {
         res.writeHead(401, { 'content-type': 'text/html; charset=utf-8' });
         return void res.end(`${LOGIN_FORM}<p>That token is not valid.</p>`);
@@ -212,7 +212,7 @@ export async function startHttpGateway(
     }
     if (req.method !== 'POST') return sendJson(res, 405, { error: 'POST {payloads: [...]}' });
     const token = codecToken(req);
-    const caller = token ? await store.resolveToken(token) : undefined;
+    const caller = token ? await tokens.resolve(token) : undefined;
     if (!caller) {
       return sendJson(res, 401, {
         error:
@@ -274,11 +274,11 @@ export async function startHttpGateway(
   };
 }
 
-async function authenticate(req: IncomingMessage, store: EvidenceStore): Promise<Principal | undefined> {
+async function authenticate(req: IncomingMessage, tokens: TokenStore): Promise<Principal | undefined> {
   const header = req.headers.authorization;
   const match = header ? /^Bearer\s+(\S{1,512})$/i.exec(header) : null;
   if (!match?.[1]) return undefined;
-  return store.resolveToken(match[1]);
+  return tokens.resolve(match[1]);
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {

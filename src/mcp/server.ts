@@ -13,9 +13,9 @@ import {
   McpError,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { PROMPTS, PROMPTS_BY_NAME, renderPrompt } from './prompts.ts';
-import type { Gateway } from '../gateway.ts';
-import type { Principal } from '../evidence/types.ts';
+import { PROMPTS, PROMPTS_BY_NAME, renderPrompt } from '../tools/prompts.ts';
+import type { Gateway } from '../gateway/gateway.ts';
+import type { Principal } from '../domain/types.ts';
 import { CATALOG } from '../tools/catalog.ts';
 import { isLaunchTool, type ToolContract } from '../tools/contract.ts';
 import { inputJsonSchema, outputJsonSchema } from '../tools/outputs.ts';
@@ -42,7 +42,7 @@ export function listTools(): Tool[] {
       title: c.title,
       readOnlyHint: c.effect.readOnly,
       destructiveHint: c.effect.destructive,
-      // With the key required, repeating a launch call has no further effect (brief §2).
+      // With the key required, repeating a launch call has no further effect (docs/idempotency.md).
       idempotentHint: isLaunchTool(c) ? true : c.effect.idempotent,
       openWorldHint: c.effect.openWorld,
     },

@@ -1,8 +1,8 @@
 // capture_process_scenario: launch one process without a shell and retain what
 // it did. The process may be hostile: every bound has a default and a ceiling.
 import { z } from 'zod';
-import { ARTIFACT_DIGEST } from '../evidence/artifacts.ts';
-import { bounded, defineTool } from './contract.ts';
+import { ARTIFACT_DIGEST } from '../domain/types.ts';
+import { bounded, defineTool, investigationSchema } from './contract.ts';
 
 export const CAPTURE_LIMITS = {
   timeout_ms: { default: 30_000, max: 300_000, unit: 'ms' },
@@ -97,11 +97,7 @@ const captureInput = z.object({
     .describe(
       'complete: the whole result when it fits the reply budget, else summary + continuation; summary: always the summary.',
     ),
-  investigation: z
-    .string()
-    .regex(/^[A-Za-z0-9._:-]{1,128}$/)
-    .optional()
-    .describe('Optional investigation this capture belongs to, for grouping Evidence.'),
+  investigation: investigationSchema.optional(),
 });
 
 export type CaptureInput = z.infer<typeof captureInput>;
@@ -147,6 +143,8 @@ const observeInput = captureInput.omit({ trace_syscalls: true, trace_filter: tru
       'Which library calls to trace (ltrace -e), e.g. "strlen+puts" or "*@libcrypto.so*"; default all.',
     ),
 });
+
+export type ObserveInput = z.infer<typeof observeInput>;
 
 export const observeNativeCallsTool = defineTool({
   name: 'observe_native_calls',

@@ -3,7 +3,8 @@ import { captureProcessScenario, observeNativeCallsTool } from './capture.ts';
 import { extractArtifact } from './extract.ts';
 import { extractFirmwareTool } from './firmware.ts';
 import type { ToolContract } from './contract.ts';
-import { awaitLaunch, cancelLaunch, getLaunch, listLaunches, whoami } from './launchTools.ts';
+import { catalogOf } from './registry.ts';
+import { awaitLaunch, cancelLaunch, getLaunch, listLaunches, whoami } from './launches.ts';
 import {
   exportEvidenceBundle,
   getEvidence,
@@ -15,29 +16,28 @@ import {
   recordUnknown,
   registerArtifact,
   updateUnknown,
-} from './ledgerTools.ts';
+} from './ledger.ts';
 
-export const CATALOG: readonly ToolContract[] = [
+export const CATALOG: readonly ToolContract[] = catalogOf([
   captureProcessScenario,
   observeNativeCallsTool,
   extractArtifact,
   extractFirmwareTool,
+  exportEvidenceBundle,
   getLaunch,
   awaitLaunch,
   cancelLaunch,
   listLaunches,
   inspectAnalysisView,
-  listArtifacts,
   getEvidence,
   listEvidence,
   recordUnknown,
   updateUnknown,
   listUnknowns,
-  exportEvidenceBundle,
   importEvidenceBundle,
   registerArtifact,
   listArtifacts,
   whoami,
-] as unknown as readonly ToolContract[];
+] as unknown as readonly ToolContract[]);
 
 export const TOOLS_BY_NAME: ReadonlyMap<string, ToolContract> = new Map(CATALOG.map((c) => [c.name, c]));

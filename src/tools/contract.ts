@@ -2,7 +2,7 @@
 // annotations, input validation, workflow routing, search attributes and
 // docs/tools.md are derived. A tool without an effect audit does not load.
 import { z } from 'zod';
-import type { Capability } from '../config.ts';
+import type { Capability } from '../domain/types.ts';
 
 /** What calling the tool does to the world outside the gateway. */
 export interface EffectAudit {
@@ -46,6 +46,43 @@ export function isLaunchTool(contract: ToolContract): boolean {
   return !contract.effect.idempotent;
 }
 
+export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
+export const WAIT_MS = { default: 20_000, max: 110_000 } as const;
+
+export const idempotencyKeySchema = z
+  .string({ error: 'idempotency_key is required: 1-128 characters of A-Z a-z 0-9 . _ : -' })
+  .regex(IDEMPOTENCY_KEY, {
+    error:
+      'idempotency_key must be 1-128 characters of A-Z a-z 0-9 . _ : - (choose one key per intended effect)',
+  })
+  .describe(
+    'Required. Your name for this one intended effect (1-128 of A-Z a-z 0-9 . _ : -). Retrying with the same key and body never runs it twice; reuse it only for the same call.',
+  );
+
+export const waitMsSchema = z
+  .number()
+  .int()
+  .min(0)
+  .max(WAIT_MS.max)
+  .default(WAIT_MS.default)
+  .describe(
+    `How long this call waits for the launch to finish, in ms (default ${WAIT_MS.default}, at most ${WAIT_MS.max}); past it the reply is status "running" and await_launch continues.`,
+  );
+
+const callSchemas = new Map<string, z.ZodObject>();
+
+/** The schema a call is validated against: launch tools add the key and wait_ms. Unknown fields are refused. */
+export function callSchema(contract: ToolContract): z.ZodObject {
+  let schema = callSchemas.get(contract.name);
+  if (!schema) {
+    schema = isLaunchTool(contract)
+      ? contract.input.extend({ idempotency_key: idempotencyKeySchema, wait_ms: waitMsSchema }).strict()
+      : contract.input.strict();
+    callSchemas.set(contract.name, schema);
+  }
+  return schema;
+}
+
 export function defineTool<Input extends z.ZodObject>(contract: ToolContract<Input>): ToolContract<Input> {
   if (!contract.effect) throw new Error(`tool ${contract.name} has no effect audit`);
   if (!/^[a-z][a-z0-9_]{1,63}$/.test(contract.name))
@@ -77,3 +114,9 @@ export const listCursorSchema = z
   .describe('next_cursor from the previous page; omit for the first.');
 
 export const listLimitSchema = z.number().int().min(1).max(LIST_LIMIT.max).default(LIST_LIMIT.default);
+
+/** An optional investigation that groups Evidence, launches and unknowns. */
+export const investigationSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]{1,128}$/, { error: 'investigation is 1-128 characters of A-Z a-z 0-9 . _ : -' })
+  .describe('Optional investigation this belongs to, for grouping Evidence.');

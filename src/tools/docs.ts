@@ -1,8 +1,7 @@
 // Renders docs/tools.md from the contracts, so the reference cannot drift from the code.
 import { z } from 'zod';
-import { callSchema } from '../gateway.ts';
 import { CATALOG } from './catalog.ts';
-import { isLaunchTool } from './contract.ts';
+import { callSchema, isLaunchTool } from './contract.ts';
 
 type JsonSchema = {
   properties?: Record<string, JsonSchema & { description?: string; default?: unknown }>;

@@ -2,8 +2,8 @@
 // The archive is assumed hostile: every path is checked, links are recorded
 // and never created, and every bound has a default and a ceiling.
 import { z } from 'zod';
-import { ARTIFACT_DIGEST } from '../evidence/artifacts.ts';
-import { bounded, defineTool } from './contract.ts';
+import { ARTIFACT_DIGEST } from '../domain/types.ts';
+import { bounded, defineTool, investigationSchema } from './contract.ts';
 
 export const EXTRACT_LIMITS = {
   max_entries: { default: 10_000, max: 100_000, unit: 'entries' },
@@ -43,10 +43,7 @@ export const extractInput = z.object({
     .describe('Bounds; exceeding one fails the extraction and rolls it back.'),
   timeout_ms: bounded(EXTRACT_LIMITS.timeout_ms, 'Wall-clock limit of the extraction'),
   detail: z.enum(['complete', 'summary']).default('complete'),
-  investigation: z
-    .string()
-    .regex(/^[A-Za-z0-9._:-]{1,128}$/)
-    .optional(),
+  investigation: investigationSchema.optional(),
 });
 
 export type ExtractInput = z.infer<typeof extractInput>;

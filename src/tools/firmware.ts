@@ -1,7 +1,7 @@
 // extract_firmware: signature scan and carving of a firmware image, with
 // squashfs filesystems unpacked, under the bounds of extract_artifact.
 import { z } from 'zod';
-import { ARTIFACT_DIGEST } from '../evidence/artifacts.ts';
+import { ARTIFACT_DIGEST } from '../domain/types.ts';
 import { bounded, defineTool } from './contract.ts';
 import { EXTRACT_LIMITS, extractInput } from './extract.ts';
 

@@ -1,9 +1,8 @@
 // Output schemas. A reply is either the tool's result or `{error}` in the one
-// error shape of brief §6, so every schema admits an optional `error`.
+// error shape (src/domain/errors.ts), so every schema admits an optional `error`.
 import { z } from 'zod';
 import { ERROR_CODES } from '../domain/errors.ts';
-import { callSchema } from '../gateway.ts';
-import { isLaunchTool, type ToolContract } from './contract.ts';
+import { callSchema, isLaunchTool, type ToolContract } from './contract.ts';
 
 export const toolErrorSchema = z.object({
   code: z.enum(Object.keys(ERROR_CODES) as [string, ...string[]]),
@@ -14,25 +13,28 @@ export const toolErrorSchema = z.object({
   details: z.record(z.string(), z.unknown()),
 });
 
+/** What every launch reply carries (docs/idempotency.md); more fields are welcome. */
 export const launchReplySchema = z.looseObject({
-  status: z.enum(['succeeded', 'failed', 'running', 'interrupted', 'cancelled']).optional(),
-  launch: z
-    .looseObject({
-      idempotency_key: z.string(),
-      workflow_id: z.string(),
-      run_id: z.string().nullable(),
-      tool: z.string(),
-      attached: z.boolean(),
-      started_at: z.string(),
-      finished_at: z.string().optional(),
-      ui_url: z.string(),
-    })
-    .optional(),
+  status: z.enum(['succeeded', 'failed', 'running', 'interrupted', 'cancelled']),
+  launch: z.looseObject({
+    idempotency_key: z.string(),
+    workflow_id: z.string(),
+    run_id: z.string().nullable(),
+    tool: z.string(),
+    principal: z.string(),
+    attached: z.boolean(),
+    started_at: z.string(),
+    finished_at: z.string().optional(),
+    ui_url: z.string(),
+  }),
   evidence_id: z.string().optional(),
   summary: z.record(z.string(), z.unknown()).optional(),
   progress: z.record(z.string(), z.unknown()).optional(),
-  error: toolErrorSchema.optional(),
+  error: z.record(z.string(), z.unknown()).optional(),
 });
+
+/** A launch tool's output: its reply, or `{error}` when the call itself was refused. */
+const launchOutputSchema = launchReplySchema.partial().extend({ error: toolErrorSchema.optional() });
 
 const genericReplySchema = z.looseObject({ error: toolErrorSchema.optional() });
 
@@ -40,7 +42,7 @@ const LAUNCH_REPLY_TOOLS = new Set(['get_launch', 'await_launch', 'cancel_launch
 
 export function outputSchemaFor(contract: ToolContract) {
   return isLaunchTool(contract) || LAUNCH_REPLY_TOOLS.has(contract.name)
-    ? launchReplySchema
+    ? launchOutputSchema
     : genericReplySchema;
 }
 

@@ -1,2 +1,2 @@
 // Every workflow the workers register. Bundled by Temporal's workflow bundler.
-export { launchWorkflow, WORKFLOW_TASK_QUEUE } from './launch.ts';
+export { launchWorkflow } from './launch.ts';

@@ -8,11 +8,10 @@ import {
   proxyActivities,
   TimeoutFailure,
 } from '@temporalio/workflow';
-import type { BookkeepingActivities, EffectActivities, LaunchRequest } from '../activities/types.ts';
-import type { LaunchOutcome } from '../evidence/types.ts';
+import type { BookkeepingActivities, EffectActivities, LaunchRequest } from '../launches/protocol.ts';
+import type { LaunchOutcome } from '../domain/types.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
-
-export const WORKFLOW_TASK_QUEUE = 'dossier';
+import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 
 /** How often a launch may be re-dispatched when the journal proves the effect never began. */
 const MAX_DISPATCHES = 3;
@@ -26,7 +25,7 @@ const bookkeeping = proxyActivities<BookkeepingActivities>({
 
 export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome> {
   const effects = proxyActivities<EffectActivities>({
-    taskQueue: `dossier-${req.capability}`,
+    taskQueue: capabilityQueue(req.capability),
     // The effect must never run twice on its own: one attempt, and a dead worker
     // is noticed through missed heartbeats rather than by waiting for the end.
     retry: { maximumAttempts: 1 },
@@ -85,7 +84,7 @@ function noWorkerOutcome(capability: string): LaunchOutcome {
   return errorOutcome(
     'failed',
     'provider_unavailable',
-    `No worker picked up this launch: none serves the "${capability}" capability (task queue dossier-${capability}). Nothing was run.`,
+    `No worker picked up this launch: none serves the "${capability}" capability (task queue ${capabilityQueue(capability)}). Nothing was run.`,
     `Start a worker with DOSSIER_WORKER_CAPABILITIES including ${capability}, then launch again with a new idempotency_key.`,
     { capability },
   );

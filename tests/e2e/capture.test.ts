@@ -56,7 +56,7 @@ describe('capture_process_scenario', () => {
     expect(reply.summary.events).toBeGreaterThan(10);
     const execve = await rows(reply.evidence_id, 'events', { syscall: ['execve'] });
     expect(execve.map((e) => e.args).join('\n')).toContain('/usr/bin/ls');
-    const document = await t.stack.store.getEvidenceDocument('local', reply.evidence_id);
+    const document = await t.stack.store.evidence.document('local', reply.evidence_id);
     const opens = await rows(reply.evidence_id, 'events', { syscall: ['openat'] });
     expect(opens.some((e) => e.args.includes(document!.workspace as string))).toBe(true);
     expect(opens.every((e) => e.syscall === 'openat')).toBe(true);
@@ -104,7 +104,7 @@ describe('capture_process_scenario', () => {
     expect(reply.summary.ended_by).toBe('timeout');
     const evidence = await call(client, 'get_evidence', { evidence_id: reply.evidence_id });
     expect(evidence.evidence.limitations).toContain('the process was ended after timeout_ms=500');
-    const launch = await t.stack.store.getEvidenceDocument('local', reply.evidence_id);
+    const launch = await t.stack.store.evidence.document('local', reply.evidence_id);
     expect(groupAlive(launch!.pid as number)).toBe(false);
     const unknowns = await call(client, 'list_unknowns', { status: 'open' });
     expect(unknowns.unknowns.map((u: Reply) => u.scope)).toContain(`${reply.launch.workflow_id} run`);
@@ -137,7 +137,7 @@ describe('capture_process_scenario', () => {
     const [uid, ...interfaces] = (await rows(reply.evidence_id, 'stdout')).map((r) => r.text.trim());
     expect(interfaces).toEqual(['lo']);
     expect((await rows(reply.evidence_id, 'files')).map((f) => f.path)).toEqual(['kept.txt']);
-    const document = await t.stack.store.getEvidenceDocument('local', reply.evidence_id);
+    const document = await t.stack.store.evidence.document('local', reply.evidence_id);
     expect(document).toMatchObject({
       isolation: 'sandbox',
       sandbox: { isolation: 'sandbox', network: false },

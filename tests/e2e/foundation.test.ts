@@ -311,7 +311,7 @@ describe('capture_process_scenario as a keyed launch', () => {
       team: 'local',
       launch: { workflow_id: 'launch/local/local/slice-evidence', run_id: reply.launch.run_id },
     });
-    expect(await t.stack.store.allRows(reply.evidence_id, 'stdout')).toEqual([
+    expect(await t.stack.store.evidence.allRows(reply.evidence_id, 'stdout')).toEqual([
       { line: 1, part: 0, text: 'retained' },
     ]);
 

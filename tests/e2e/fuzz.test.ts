@@ -149,10 +149,10 @@ function malformed(random: () => number, i: number): string | Uint8Array<ArrayBu
 async function snapshot() {
   const store = t.stack.store;
   return {
-    launches: (await store.listLaunches('local', { limit: 200 })).items.length,
-    evidence: (await store.listEvidence('local', { limit: 200 })).items.length,
-    unknowns: (await store.listUnknowns('local', { limit: 200 })).items.length,
-    artifacts: (await store.listArtifacts('local', { limit: 200 })).items.length,
+    launches: (await store.launches.list('local', { limit: 200 })).items.length,
+    evidence: (await store.evidence.list('local', { limit: 200 })).items.length,
+    unknowns: (await store.unknowns.list('local', { limit: 200 })).items.length,
+    artifacts: (await store.artifacts.list('local', { limit: 200 })).items.length,
   };
 }
 

@@ -67,7 +67,7 @@ describe('what a launched program can reach', () => {
       args: ['-c', 'echo private > notes.txt'],
       idempotency_key: 'local-notes',
     });
-    const localDoc = await t.stack.store.getEvidenceDocument('local', local.evidence_id);
+    const localDoc = await t.stack.store.evidence.document('local', local.evidence_id);
     const storeFile = artifactPath(t.home, artifact.digest);
     const before = readFileSync(storeFile);
 
@@ -108,8 +108,7 @@ describe('what a launched program can reach', () => {
 
     const evidence = await call(mallory, 'get_evidence', { evidence_id: attack.evidence_id });
     expect(evidence.evidence.parameters.isolation).toBe('sandbox');
-    const facts = (await t.stack.store.getEvidenceDocument('rival-team', attack.evidence_id))!
-      .sandbox as Reply;
+    const facts = (await t.stack.store.evidence.document('rival-team', attack.evidence_id))!.sandbox as Reply;
     expect(facts).toMatchObject({ isolation: 'sandbox', network: false });
     expect(
       [...facts.visible, ...facts.writable].some(

@@ -1,4 +1,4 @@
-// The key contract of brief §2 under concurrency, waiting, cancellation and
+// The key contract (docs/idempotency.md) under concurrency, waiting, cancellation and
 // tenancy. The effect is counted by the launched process itself.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, effectCounter, slowEffect } from '../helpers/mcp.ts';

@@ -1,4 +1,4 @@
-// Guided prompts and live completion over MCP (brief §5).
+// Guided prompts and live completion over MCP.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { PromptListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,7 +96,7 @@ describe('completion', () => {
   it('keeps the documented bounds on a store with 20,000 candidates', async () => {
     const token = await t.tokenFor('bulk', 'bulk-team');
     for (let i = 0; i < 20_000; i++) {
-      await t.stack.store.claimLaunch({
+      await t.stack.store.launches.claim({
         team: 'bulk-team',
         principal: 'bulk',
         key: `k${String(i).padStart(5, '0')}`,

@@ -44,15 +44,15 @@ afterAll(async () => {
 async function snapshot() {
   const store = t.stack.store;
   return {
-    launches: (await store.listLaunches('owners', { limit: 200 })).items.map((l) => [l.key, l.status]),
-    evidence: (await store.listEvidence('owners', { limit: 200 })).items.map((e) => e.evidence_id),
-    unknowns: (await store.listUnknowns('owners', { limit: 200 })).items.map((u) => [
+    launches: (await store.launches.list('owners', { limit: 200 })).items.map((l) => [l.key, l.status]),
+    evidence: (await store.evidence.list('owners', { limit: 200 })).items.map((e) => e.evidence_id),
+    unknowns: (await store.unknowns.list('owners', { limit: 200 })).items.map((u) => [
       u.unknown_id,
       u.revision,
       u.status,
     ]),
-    artifacts: (await store.listArtifacts('owners', { limit: 200 })).items.map((a) => a.digest),
-    otherLaunches: (await store.listLaunches('intruders', { limit: 200 })).items.map((l) => [
+    artifacts: (await store.artifacts.list('owners', { limit: 200 })).items.map((a) => a.digest),
+    otherLaunches: (await store.launches.list('intruders', { limit: 200 })).items.map((l) => [
       l.key,
       l.status,
     ]),

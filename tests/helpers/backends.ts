@@ -6,8 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { openStore } from '../../src/evidence/open.ts';
-import type { EvidenceStore } from '../../src/evidence/store.ts';
+import { openStore } from '../../src/store/store.ts';
+import type { Store } from '../../src/store/store.ts';
 
 export const BACKENDS = ['sqlite', 'postgres'] as const;
 export type Backend = (typeof BACKENDS)[number];
@@ -31,7 +31,7 @@ export async function freshStoreLocation(backend: Backend): Promise<{ location: 
 
 export async function freshStore(
   backend: Backend,
-): Promise<{ store: EvidenceStore; location: string; close(): Promise<void> }> {
+): Promise<{ store: Store; location: string; close(): Promise<void> }> {
   const { location, cleanup } = await freshStoreLocation(backend);
   const store = await openStore(location);
   return {

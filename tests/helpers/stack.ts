@@ -10,7 +10,7 @@ import path from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { startStack, type Stack, type StackParts } from '../../src/dev/stack.ts';
-import type { Role } from '../../src/evidence/types.ts';
+import type { Role } from '../../src/domain/types.ts';
 
 export interface TestStack {
   stack: Stack;
@@ -72,7 +72,7 @@ export async function startTestStack(
       clients.push(client);
       return client;
     },
-    tokenFor: (principal, team, role = 'operator') => stack.store.createToken({ principal, team, role }),
+    tokenFor: (principal, team, role = 'operator') => stack.store.tokens.create({ principal, team, role }),
     async stop(remove = false) {
       await Promise.allSettled(clients.splice(0).map((c) => c.close()));
       await stack.stop();

@@ -1,7 +1,7 @@
 // A synthetic feature trace shaped like the seed's problem case: N references
 // whose owners are all unavailable, a few matches, one residual unknown per
 // unavailable owner. The last two references are identical on purpose.
-import type { NewEvidence } from '../../src/evidence/types.ts';
+import type { NewEvidence } from '../../src/domain/types.ts';
 
 export function syntheticTrace(
   references: number,

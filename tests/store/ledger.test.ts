@@ -1,9 +1,9 @@
-// Retained views (brief §4) on both backends, through the transport-free Ledger:
+// Retained views on both backends, through the transport-free Ledger:
 // pages reproduce collections exactly, filters are exact, coverage is honest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger } from '../../src/evidence/ledger.ts';
-import type { EvidenceStore } from '../../src/evidence/store.ts';
-import type { EvidenceRecord, Principal } from '../../src/evidence/types.ts';
+import { Ledger } from '../../src/gateway/ledger.ts';
+import type { Store } from '../../src/store/store.ts';
+import type { EvidenceRecord, Principal } from '../../src/domain/types.ts';
 import { BACKENDS, freshStore } from '../helpers/backends.ts';
 import { syntheticTrace } from '../helpers/synthetic.ts';
 
@@ -11,7 +11,7 @@ const alice: Principal = { principal: 'alice', team: 't', role: 'operator' };
 const mallory: Principal = { principal: 'mallory', team: 'other', role: 'admin' };
 
 describe.each(BACKENDS)('retained views on %s', (backend) => {
-  let store: EvidenceStore;
+  let store: Store;
   let close: () => Promise<void>;
   let ledger: Ledger;
   let trace: EvidenceRecord;
@@ -20,7 +20,7 @@ describe.each(BACKENDS)('retained views on %s', (backend) => {
   beforeAll(async () => {
     ({ store, close } = await freshStore(backend));
     ledger = new Ledger(store, { replyBudgetBytes: 40_000 });
-    trace = await store.putEvidence(input);
+    trace = await store.evidence.put(input);
   });
   afterAll(async () => {
     await close();
@@ -167,7 +167,7 @@ describe.each(BACKENDS)('retained views on %s', (backend) => {
         settled_by: [trace.evidence_id],
       }),
     ).rejects.toMatchObject({ code: 'revision_conflict', details: { current_revision: 2 } });
-    expect(await store.getUnknown('t', unknown.unknown_id)).toMatchObject({
+    expect(await store.unknowns.get('t', unknown.unknown_id)).toMatchObject({
       status: 'resolved',
       revision: 2,
     });

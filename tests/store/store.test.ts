@@ -1,6 +1,7 @@
 // The store's suite, run on SQLite and on PostgreSQL alike.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { EvidenceStore, NewLaunch } from '../../src/evidence/store.ts';
+import type { NewLaunch } from '../../src/store/launches.ts';
+import type { Store } from '../../src/store/store.ts';
 import { BACKENDS, freshStore } from '../helpers/backends.ts';
 
 const launch = (over: Partial<NewLaunch> = {}): NewLaunch => ({
@@ -16,7 +17,7 @@ const launch = (over: Partial<NewLaunch> = {}): NewLaunch => ({
 });
 
 describe.each(BACKENDS)('store on %s', (backend) => {
-  let store: EvidenceStore;
+  let store: Store;
   let close: () => Promise<void>;
   beforeEach(async () => {
     ({ store, close } = await freshStore(backend));
@@ -26,8 +27,8 @@ describe.each(BACKENDS)('store on %s', (backend) => {
   });
 
   it('claims a key once; a second claim returns the first record unchanged', async () => {
-    const a = await store.claimLaunch(launch());
-    const b = await store.claimLaunch(launch({ bodyDigest: 'd2' }));
+    const a = await store.launches.claim(launch());
+    const b = await store.launches.claim(launch({ bodyDigest: 'd2' }));
     expect(a.created).toBe(true);
     expect(b.created).toBe(false);
     expect(b.record.bodyDigest).toBe('d1');
@@ -35,33 +36,33 @@ describe.each(BACKENDS)('store on %s', (backend) => {
 
   it('gives exactly one of many concurrent claims of a key the win', async () => {
     const claims = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => store.claimLaunch(launch({ bodyDigest: `d${i}` }))),
+      Array.from({ length: 20 }, (_, i) => store.launches.claim(launch({ bodyDigest: `d${i}` }))),
     );
     expect(claims.filter((c) => c.created)).toHaveLength(1);
     expect(new Set(claims.map((c) => c.record.bodyDigest)).size).toBe(1);
   });
 
   it('scopes keys to the principal', async () => {
-    await store.claimLaunch(launch());
-    const bob = await store.claimLaunch(launch({ principal: 'bob', workflowId: 'launch/t/bob/k1' }));
+    await store.launches.claim(launch());
+    const bob = await store.launches.claim(launch({ principal: 'bob', workflowId: 'launch/t/bob/k1' }));
     expect(bob.created).toBe(true);
   });
 
   it('journals the effect as started exactly once', async () => {
-    await store.claimLaunch(launch());
-    expect(await store.journalEffectStarted('launch/t/alice/k1')).toBe(true);
-    expect(await store.journalEffectStarted('launch/t/alice/k1')).toBe(false);
+    await store.launches.claim(launch());
+    expect(await store.launches.journalStarted('launch/t/alice/k1')).toBe(true);
+    expect(await store.launches.journalStarted('launch/t/alice/k1')).toBe(false);
   });
 
   it('keeps the first recorded outcome', async () => {
-    await store.claimLaunch(launch());
-    await store.finishLaunch('launch/t/alice/k1', {
+    await store.launches.claim(launch());
+    await store.launches.finish('launch/t/alice/k1', {
       status: 'succeeded',
       evidenceId: 'ev_1',
       summary: {},
       error: null,
     });
-    const after = await store.finishLaunch('launch/t/alice/k1', {
+    const after = await store.launches.finish('launch/t/alice/k1', {
       status: 'interrupted',
       evidenceId: null,
       summary: null,
@@ -71,23 +72,23 @@ describe.each(BACKENDS)('store on %s', (backend) => {
   });
 
   it('keeps tokens hashed and resolves only live ones', async () => {
-    const token = await store.createToken({ principal: 'alice', team: 't', role: 'operator' });
+    const token = await store.tokens.create({ principal: 'alice', team: 't', role: 'operator' });
     expect(token).toMatch(/^dsr_/);
-    expect(await store.resolveToken(token)).toEqual({ principal: 'alice', team: 't', role: 'operator' });
-    expect(await store.resolveToken(`${token}x`)).toBeUndefined();
+    expect(await store.tokens.resolve(token)).toEqual({ principal: 'alice', team: 't', role: 'operator' });
+    expect(await store.tokens.resolve(`${token}x`)).toBeUndefined();
   });
 
   it('pages launches newest first with an opaque cursor, team by team', async () => {
     for (let i = 0; i < 5; i++)
-      await store.claimLaunch(launch({ key: `k${i}`, workflowId: `launch/t/alice/k${i}` }));
-    await store.claimLaunch(launch({ team: 'u', key: 'other', workflowId: 'launch/u/alice/other' }));
-    const first = await store.listLaunches('t', { limit: 3 });
-    const second = await store.listLaunches('t', { limit: 3, cursor: first.nextCursor! });
+      await store.launches.claim(launch({ key: `k${i}`, workflowId: `launch/t/alice/k${i}` }));
+    await store.launches.claim(launch({ team: 'u', key: 'other', workflowId: 'launch/u/alice/other' }));
+    const first = await store.launches.list('t', { limit: 3 });
+    const second = await store.launches.list('t', { limit: 3, cursor: first.nextCursor! });
     expect(first.items).toHaveLength(3);
     expect(second.items).toHaveLength(2);
     expect(second.nextCursor).toBeNull();
     const keys = [...first.items, ...second.items].map((r) => r.key);
     expect(new Set(keys).size).toBe(5);
-    await expect(store.listLaunches('t', { limit: 3, cursor: 'garbage' })).rejects.toThrow(/cursor/);
+    await expect(store.launches.list('t', { limit: 3, cursor: 'garbage' })).rejects.toThrow(/cursor/);
   });
 });

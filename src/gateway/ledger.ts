@@ -3,15 +3,18 @@
 import { DossierError } from '../domain/errors.ts';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { detectType, storeArtifact, storeArtifactFile, UPLOAD_LIMIT } from './artifacts.ts';
+import { detectType, storeArtifact, storeArtifactFile } from '../evidence/artifacts.ts';
+import { BUNDLE_LIMITS, PAGE_LIMIT, UPLOAD_LIMIT } from '../tools/ledger.ts';
 import { openUnder } from '../sandbox/paths.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
-import { BUNDLE_LIMITS, verifyBundle } from './bundles.ts';
-import { completePromptArgument } from '../mcp/completion.ts';
-import { unknownId } from './evidence.ts';
-import type { EvidenceStore, EvidenceFilter, UnknownFilter } from './store.ts';
-import type { EvidenceRecord, Principal, UnknownStatus } from './types.ts';
-import { findEvidence, fitPage, PAGE_LIMIT, pageView, summaryView, type ViewRequest } from './views.ts';
+import { verifyBundle } from '../evidence/bundles.ts';
+import { completePromptArgument } from './completion.ts';
+import { unknownId } from '../domain/evidence.ts';
+import type { EvidenceFilter } from '../store/evidence.ts';
+import type { Store } from '../store/store.ts';
+import type { UnknownFilter } from '../store/unknowns.ts';
+import type { EvidenceRecord, Principal, UnknownStatus } from '../domain/types.ts';
+import { findEvidence, fitPage, pageView, summaryView, type ViewRequest } from '../evidence/views.ts';
 
 /** Bytes a reply takes on the wire as MCP text content (its JSON). */
 export const replyBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
@@ -33,7 +36,7 @@ export class Ledger {
   private readonly bundleRoots: string[];
 
   constructor(
-    private readonly store: EvidenceStore,
+    private readonly store: Pick<Store, 'evidence' | 'unknowns' | 'artifacts' | 'candidates'>,
     private readonly opts: LedgerOptions,
   ) {
     this.replyBudgetBytes = opts.replyBudgetBytes;
@@ -61,7 +64,7 @@ export class Ledger {
   }
 
   async listArtifacts(caller: Principal, filter: { cursor?: string; limit: number }) {
-    const page = await this.store.listArtifacts(caller.team, filter);
+    const page = await this.store.artifacts.list(caller.team, filter);
     return { artifacts: page.items, next_cursor: page.nextCursor };
   }
 
@@ -72,7 +75,7 @@ export class Ledger {
     origin: string,
   ) {
     const type = await detectType(this.sandbox(), stored.file);
-    const { created, artifact } = await this.store.putArtifact(caller.team, {
+    const { created, artifact } = await this.store.artifacts.put(caller.team, {
       digest: stored.digest,
       size: stored.size,
       ...type,
@@ -86,7 +89,7 @@ export class Ledger {
 
   /** Prompt-argument completion over this team's live records (never an error: empty instead). */
   complete(caller: Principal, prompt: string, argument: string, typed: string) {
-    return completePromptArgument(this.store, caller, prompt, argument, typed);
+    return completePromptArgument(this.store.candidates, caller, prompt, argument, typed);
   }
 
   private sandbox(): Sandbox {
@@ -139,23 +142,23 @@ export class Ledger {
         { evidence_id: foreign.record.evidence_id },
       );
     }
-    const { imported, present } = await this.store.importEvidence(caller.team, built);
+    const { imported, present } = await this.store.evidence.importAll(caller.team, built);
     return { imported, already_present: present, evidence_ids: built.map((b) => b.record.evidence_id) };
   }
 
   async inspect(caller: Principal, evidenceId: string, view: ViewRequest) {
-    const record = await findEvidence(this.store, caller.team, evidenceId);
+    const record = await findEvidence(this.store.evidence, caller.team, evidenceId);
     if (view.kind === 'summary') return { ...summaryView(record) };
-    const page = await pageView(this.store, record, view);
+    const page = await pageView(this.store.evidence, record, view);
     return { ...fitPage(page, (p) => replyBytes(p) <= this.replyBudgetBytes) };
   }
 
   async get(caller: Principal, evidenceId: string) {
-    return { evidence: await findEvidence(this.store, caller.team, evidenceId) };
+    return { evidence: await findEvidence(this.store.evidence, caller.team, evidenceId) };
   }
 
   async list(caller: Principal, filter: EvidenceFilter) {
-    const page = await this.store.listEvidence(caller.team, filter);
+    const page = await this.store.evidence.list(caller.team, filter);
     return { evidence: page.items, next_cursor: page.nextCursor };
   }
 
@@ -165,7 +168,7 @@ export class Ledger {
   ) {
     await this.requireEvidence(caller, input.evidence_ids);
     const id = unknownId(input);
-    const { created, unknown } = await this.store.recordUnknown(
+    const { created, unknown } = await this.store.unknowns.record(
       caller.team,
       caller.principal,
       { unknown_id: id, question: input.question, scope: input.scope },
@@ -185,7 +188,7 @@ export class Ledger {
       settled_by?: string[];
     },
   ) {
-    const current = await this.store.getUnknown(caller.team, input.unknown_id);
+    const current = await this.store.unknowns.get(caller.team, input.unknown_id);
     if (!current) {
       throw new DossierError(
         'not_found',
@@ -205,7 +208,7 @@ export class Ledger {
       );
     }
     await this.requireEvidence(caller, input.settled_by ?? []);
-    const { applied, unknown } = await this.store.updateUnknown(
+    const { applied, unknown } = await this.store.unknowns.update(
       caller.team,
       input.unknown_id,
       input.expected_revision,
@@ -231,12 +234,12 @@ export class Ledger {
   }
 
   async listUnknowns(caller: Principal, filter: UnknownFilter) {
-    const page = await this.store.listUnknowns(caller.team, filter);
+    const page = await this.store.unknowns.list(caller.team, filter);
     return { unknowns: page.items, next_cursor: page.nextCursor };
   }
 
   private async requireEvidence(caller: Principal, ids: string[]) {
-    for (const id of ids) await findEvidence(this.store, caller.team, id);
+    for (const id of ids) await findEvidence(this.store.evidence, caller.team, id);
   }
 
   /**
@@ -250,7 +253,7 @@ export class Ledger {
   ): Promise<Record<string, unknown>> {
     const evidenceId = reply.evidence_id as string | undefined;
     if (!evidenceId) return reply;
-    const record = await findEvidence(this.store, caller.team, evidenceId);
+    const record = await findEvidence(this.store.evidence, caller.team, evidenceId);
     const collections = Object.entries(record.collections);
     const estimate =
       replyBytes(reply) +
@@ -258,8 +261,8 @@ export class Ledger {
       collections.reduce((n, [name, c]) => n + c.bytes + name.length + 8, 64);
     if (detail === 'complete' && estimate <= this.replyBudgetBytes) {
       const [document, stored] = await Promise.all([
-        this.store.getEvidenceDocument(caller.team, evidenceId),
-        this.store.allCollections(evidenceId),
+        this.store.evidence.document(caller.team, evidenceId),
+        this.store.evidence.allCollections(evidenceId),
       ]);
       // Empty collections have no rows in the store; the complete result still names them.
       const rows = Object.fromEntries(collections.map(([name]) => [name, stored[name] ?? []]));
@@ -284,7 +287,7 @@ export class Ledger {
     const largest = Object.entries(record.collections).sort((a, b) => b[1].rows - a[1].rows)[0];
     if (!largest || largest[1].rows === 0) return undefined;
     const [collection] = largest;
-    const page = await pageView(this.store, record, {
+    const page = await pageView(this.store.evidence, record, {
       kind: 'page',
       collection,
       offset: 0,

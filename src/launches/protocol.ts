@@ -1,5 +1,5 @@
 // The activity surface as types, so workflow code can proxy it without importing I/O.
-import type { EffectJournal, LaunchOutcome } from '../evidence/types.ts';
+import type { EffectJournal, LaunchOutcome } from '../domain/types.ts';
 
 export interface LaunchRequest {
   workflowId: string;

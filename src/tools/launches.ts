@@ -1,7 +1,13 @@
-// The gateway-local launch tools (brief §2): read, wait for, cancel and list launches.
+// The gateway-local launch tools: read, wait for, cancel and list launches.
 import { z } from 'zod';
-import { idempotencyKeySchema, waitMsSchema } from '../launches/keys.ts';
-import { defineTool, LIST_LIMIT, listCursorSchema, listLimitSchema } from './contract.ts';
+import {
+  defineTool,
+  idempotencyKeySchema,
+  LIST_LIMIT,
+  listCursorSchema,
+  listLimitSchema,
+  waitMsSchema,
+} from './contract.ts';
 
 const READ = { idempotent: true, readOnly: true, destructive: false, openWorld: false, effects: [] };
 

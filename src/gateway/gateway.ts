@@ -2,35 +2,21 @@
 // authorizes it, and routes it to launches or to the store. Transport-free, so
 // HTTP, stdio and tests drive exactly the same code.
 import type { Readable } from 'node:stream';
-import { z } from 'zod';
-import { DossierError, toToolError, type ToolError } from './domain/errors.ts';
-import { replyBytes, type Ledger } from './evidence/ledger.ts';
-import type { Principal } from './evidence/types.ts';
-import { idempotencyKeySchema, waitMsSchema } from './launches/keys.ts';
-import type { LaunchService, WaitOptions } from './launches/service.ts';
+import { DossierError, toToolError, type ToolError } from '../domain/errors.ts';
+import { replyBytes, type Ledger } from './ledger.ts';
+import type { Principal } from '../domain/types.ts';
+import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
 import { RateLimiter } from './rateLimit.ts';
-import { TOOLS_BY_NAME } from './tools/catalog.ts';
-import { isLaunchTool, type ToolContract } from './tools/contract.ts';
+import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
+import { bindAll } from '../tools/registry.ts';
+import { GATEWAY_HANDLERS, type HandlerContext } from './handlers.ts';
+import { callSchema, isLaunchTool, type ToolContract } from '../tools/contract.ts';
 
 export interface CallOptions {
   onProgress?: WaitOptions['onProgress'];
 }
 
 export type CallResult = { ok: true; value: Record<string, unknown> } | { ok: false; error: ToolError };
-
-const callSchemas = new Map<string, z.ZodObject>();
-
-/** The schema a call is validated against: launch tools add the key and wait_ms. Unknown fields are refused. */
-export function callSchema(contract: ToolContract): z.ZodObject {
-  let schema = callSchemas.get(contract.name);
-  if (!schema) {
-    schema = isLaunchTool(contract)
-      ? contract.input.extend({ idempotency_key: idempotencyKeySchema, wait_ms: waitMsSchema }).strict()
-      : contract.input.strict();
-    callSchemas.set(contract.name, schema);
-  }
-  return schema;
-}
 
 export class Gateway {
   constructor(
@@ -47,6 +33,8 @@ export class Gateway {
   }
 
   private readonly limiter: RateLimiter | undefined;
+  /** Every gateway-side contract bound to its handler, checked when the gateway is built. */
+  private readonly handlers = bindAll('gateway', CATALOG, GATEWAY_HANDLERS, (c) => !isLaunchTool(c));
 
   async callTool(
     caller: Principal,
@@ -102,9 +90,10 @@ export class Gateway {
   }
 
   /** Launch replies carry their result within the reply budget: complete when it fits, else summary + continuation. */
-  private async deliver(caller: Principal, reply: Record<string, unknown>, detail: Detail = 'summary') {
-    if (reply.status === 'running' || !reply.evidence_id) return reply;
-    return this.deps.ledger.deliver(caller, reply, detail);
+  private async deliver(caller: Principal, reply: LaunchReply, detail: Detail = 'summary') {
+    const value = { ...reply } as Record<string, unknown>;
+    if (reply.status === 'running' || !reply.evidence_id) return value;
+    return this.deps.ledger.deliver(caller, value, detail);
   }
 
   private async dispatch(caller: Principal, name: string, args: unknown, opts: CallOptions) {
@@ -114,56 +103,31 @@ export class Gateway {
         'not_found',
         `There is no tool named "${name}".`,
         'Call tools/list for the tools this gateway serves.',
-        {
-          tool: name,
-        },
+        { tool: name },
       );
     }
     const input = parseInput(contract, args);
     authorize(caller, contract);
     const wait = (waitMs: number): WaitOptions => ({ waitMs, onProgress: opts.onProgress });
-    const { launches, ledger } = this.deps;
     if (isLaunchTool(contract)) {
-      const reply = await launches.startOrAttach(caller, contract, input, wait(input.wait_ms as number));
-      return this.deliver(caller, { ...reply }, input.detail as Detail | undefined);
+      const reply = await this.deps.launches.startOrAttach(
+        caller,
+        contract,
+        input,
+        wait(input.wait_ms as number),
+      );
+      return this.deliver(caller, reply, input.detail as Detail | undefined);
     }
-    const i = input as never;
-    switch (name) {
-      case 'get_launch':
-        return this.deliver(caller, { ...(await launches.get(caller, input.idempotency_key as string)) });
-      case 'await_launch':
-        return this.deliver(caller, {
-          ...(await launches.await(caller, input.idempotency_key as string, wait(input.wait_ms as number))),
-        });
-      case 'cancel_launch':
-        return { ...(await launches.cancel(caller, input.idempotency_key as string, wait(10_000))) };
-      case 'list_launches':
-        return launches.list(caller, i);
-      case 'inspect_analysis_view':
-        return ledger.inspect(caller, input.evidence_id as string, input.view as never);
-      case 'get_evidence':
-        return ledger.get(caller, input.evidence_id as string);
-      case 'list_evidence': {
-        const { workflow_id: workflowId, ...rest } = input as { workflow_id?: string; limit: number };
-        return ledger.list(caller, { ...rest, workflowId });
-      }
-      case 'record_unknown':
-        return ledger.recordUnknown(caller, i);
-      case 'update_unknown':
-        return ledger.updateUnknown(caller, i);
-      case 'list_unknowns':
-        return ledger.listUnknowns(caller, i);
-      case 'import_evidence_bundle':
-        return ledger.importBundle(caller, input.path as string);
-      case 'register_artifact':
-        return ledger.registerArtifact(caller, input.path as string, input.name as string | undefined);
-      case 'list_artifacts':
-        return ledger.listArtifacts(caller, i);
-      case 'whoami':
-        return { ...caller, namespace: this.deps.namespace, ui_url: this.deps.uiUrl };
-      default:
-        throw new Error(`tool ${name} is in the catalog but has no handler`);
-    }
+    const ctx: HandlerContext = {
+      caller,
+      launches: this.deps.launches,
+      ledger: this.deps.ledger,
+      namespace: this.deps.namespace,
+      uiUrl: this.deps.uiUrl,
+      wait,
+      deliver: (reply, detail) => this.deliver(caller, reply, detail),
+    };
+    return this.handlers.get(name)!.handle(input as never, ctx);
   }
 }
 

@@ -2,7 +2,7 @@
 // id is the SHA-256 of the canonical record, so equal content means equal id.
 // Collections become individual rows with their source_index, and every
 // filterable field becomes index keys, so a page never needs the whole result.
-import { canonicalJson, digestOf, sha256Hex } from '../domain/canonical.ts';
+import { canonicalJson, digestOf, sha256Hex } from './canonical.ts';
 import type { CollectionInfo, EvidenceRecord, NewEvidence, NewUnknown } from './types.ts';
 
 export const RESIDUAL_UNKNOWNS = 'residual_unknowns';

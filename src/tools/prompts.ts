@@ -1,4 +1,4 @@
-// The six guided prompts (brief §5). Each is an ordered plan that names the
+// The six guided prompts. Each is an ordered plan that names the
 // current tools and keeps observations, inferences and unknowns apart.
 // Arguments are rendered as quoted data, never spliced into instructions.
 import { z } from 'zod';

@@ -1,12 +1,12 @@
-// Completion of prompt arguments (brief §5): live, team-scoped candidates,
+// Completion of prompt arguments: live, team-scoped candidates,
 // matched by case-insensitive prefix after Unicode normalization, deduplicated,
 // sorted by code point, at most 100 values with total and hasMore, at most
 // 10,000 candidates scanned. A completion grants nothing, and any internal
 // error answers an empty list.
-import type { EvidenceStore } from '../evidence/store.ts';
-import type { Principal } from '../evidence/types.ts';
+import type { CandidateStore } from '../store/candidates.ts';
+import type { Principal } from '../domain/types.ts';
 import { CATALOG } from '../tools/catalog.ts';
-import { PROMPTS_BY_NAME } from './prompts.ts';
+import { PROMPTS_BY_NAME } from '../tools/prompts.ts';
 
 export const COMPLETION_LIMITS = { values: 100, scanned: 10_000, valueChars: 4_096 };
 
@@ -28,7 +28,7 @@ const byCodePoint = (a: string, b: string) => {
   return x.length - y.length;
 };
 
-/** Pure: filters and bounds candidates as the brief says. */
+/** Pure: filters and bounds candidates as above. */
 export function complete(candidates: string[], typed: string): Completion {
   if (typed.length > COMPLETION_LIMITS.valueChars) return EMPTY;
   const prefix = fold(typed);
@@ -45,7 +45,7 @@ export function complete(candidates: string[], typed: string): Completion {
 }
 
 export async function completePromptArgument(
-  store: EvidenceStore,
+  store: CandidateStore,
   caller: Principal,
   prompt: string,
   argument: string,
@@ -57,7 +57,7 @@ export async function completePromptArgument(
     const candidates =
       kind === 'tool'
         ? CATALOG.map((c) => c.name)
-        : await store.completionCandidates(caller.team, caller.principal, kind, COMPLETION_LIMITS.scanned);
+        : await store.candidates(caller.team, caller.principal, kind, COMPLETION_LIMITS.scanned);
     return complete(candidates, typed);
   } catch {
     return EMPTY;

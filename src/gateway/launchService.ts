@@ -1,35 +1,20 @@
-// Start or attach to launches (brief §2). The store's launch record is the
+// Start or attach to launches (docs/idempotency.md). The store's launch record is the
 // arbiter of a key: it is claimed before Temporal is asked to start anything,
 // and a finished launch is answered from it without a Temporal round trip.
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
+import type { z } from 'zod';
 import { DossierError } from '../domain/errors.ts';
-import type { EvidenceStore, LaunchFilter } from '../evidence/store.ts';
-import { isFinished, type LaunchRecord, type LaunchStatus, type Principal } from '../evidence/types.ts';
-import type { LaunchRequest } from '../activities/types.ts';
+import type { launchReplySchema } from '../tools/outputs.ts';
+import type { LaunchFilter, LaunchStore } from '../store/launches.ts';
+import { isFinished, type LaunchRecord, type LaunchStatus, type Principal } from '../domain/types.ts';
+import type { LaunchRequest } from '../launches/protocol.ts';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import type { ToolContract } from '../tools/contract.ts';
-import { WORKFLOW_TASK_QUEUE } from '../workflows/launch.ts';
-import { bodyDigest, launchWorkflowId } from './keys.ts';
-import { errorOutcome } from './outcomes.ts';
+import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
+import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
+import { errorOutcome } from '../launches/outcomes.ts';
 
-export interface LaunchReply {
-  status: LaunchStatus;
-  launch: {
-    idempotency_key: string;
-    workflow_id: string;
-    run_id: string | null;
-    tool: string;
-    principal: string;
-    attached: boolean;
-    started_at: string;
-    finished_at?: string;
-    ui_url: string;
-  };
-  evidence_id?: string;
-  summary?: Record<string, unknown>;
-  error?: Record<string, unknown>;
-  progress?: Record<string, unknown>;
-}
+export type LaunchReply = z.output<typeof launchReplySchema>;
 
 export interface WaitOptions {
   waitMs: number;
@@ -41,7 +26,7 @@ const PROGRESS_POLL_MS = 1_000;
 
 export class LaunchService {
   constructor(
-    private readonly deps: { store: EvidenceStore; client: Client; namespace: string; uiUrl: string },
+    private readonly deps: { launches: LaunchStore; client: Client; namespace: string; uiUrl: string },
   ) {}
 
   async startOrAttach(
@@ -61,7 +46,7 @@ export class LaunchService {
     const digest = bodyDigest(contract.name, body);
     const workflowId = launchWorkflowId(caller.team, caller.principal, key);
     const investigation = typeof body.investigation === 'string' ? body.investigation : null;
-    const { created, record } = await this.deps.store.claimLaunch({
+    const { created, record } = await this.deps.launches.claim({
       team: caller.team,
       principal: caller.principal,
       key,
@@ -97,12 +82,12 @@ export class LaunchService {
   }
 
   async list(caller: Principal, filter: LaunchFilter) {
-    const page = await this.deps.store.listLaunches(caller.team, filter);
+    const page = await this.deps.launches.list(caller.team, filter);
     return { launches: page.items.map((r) => this.reply(r, true)), next_cursor: page.nextCursor };
   }
 
   private async find(caller: Principal, key: string): Promise<LaunchRecord> {
-    const record = await this.deps.store.getLaunch(caller.team, caller.principal, key);
+    const record = await this.deps.launches.get(caller.team, caller.principal, key);
     if (!record) {
       throw new DossierError(
         'not_found',
@@ -161,19 +146,19 @@ export class LaunchService {
       const described = await this.deps.client.workflow.getHandle(record.workflowId).describe();
       runId = described.runId;
     }
-    await this.deps.store.markLaunchRunning(record.workflowId, runId);
+    await this.deps.launches.markRunning(record.workflowId, runId);
     return runId;
   }
 
   private async wait(record: LaunchRecord, attached: boolean, wait: WaitOptions): Promise<LaunchReply> {
-    const { store, client } = this.deps;
+    const { launches: store, client } = this.deps;
     if (wait.waitMs > 0) {
       const started = Date.now();
       const deadline = started + wait.waitMs;
       const ticker = wait.onProgress
         ? setInterval(() => {
             store
-              .getLaunchByWorkflowId(record.workflowId)
+              .byWorkflowId(record.workflowId)
               .then((r) => wait.onProgress?.(Date.now() - started, r?.progress ?? null))
               .catch(() => undefined);
           }, PROGRESS_POLL_MS)
@@ -187,17 +172,17 @@ export class LaunchService {
         if (ticker) clearInterval(ticker);
       }
     }
-    const fresh = (await store.getLaunchByWorkflowId(record.workflowId)) ?? record;
+    const fresh = (await store.byWorkflowId(record.workflowId)) ?? record;
     return this.reply(fresh, attached);
   }
 
   /** A workflow that ended without recording its outcome (terminated, timed out) is recorded here. */
   private async settleAbnormalEnd(record: LaunchRecord, err: unknown) {
     if (!(err instanceof WorkflowFailedError)) return;
-    const current = await this.deps.store.getLaunchByWorkflowId(record.workflowId);
+    const current = await this.deps.launches.byWorkflowId(record.workflowId);
     if (!current || isFinished(current.status)) return;
     const cancelled = err.cause?.name === 'CancelledFailure';
-    await this.deps.store.finishLaunch(
+    await this.deps.launches.finish(
       record.workflowId,
       errorOutcome(
         cancelled ? 'cancelled' : 'interrupted',

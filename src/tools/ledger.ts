@@ -1,10 +1,21 @@
-// Ledger tools, served by the gateway from the evidence store (brief §3, §4).
+// Ledger tools, served by the gateway from the evidence store.
 import { z } from 'zod';
-import { UPLOAD_LIMIT } from '../evidence/artifacts.ts';
-import { BUNDLE_LIMITS } from '../evidence/bundles.ts';
-import { PAGE_LIMIT, WHERE_LIMITS } from '../evidence/views.ts';
-import { UNKNOWN_STATUSES } from '../evidence/types.ts';
-import { defineTool, LIST_LIMIT, listCursorSchema, listLimitSchema } from './contract.ts';
+import { UNKNOWN_STATUSES } from '../domain/types.ts';
+import {
+  defineTool,
+  investigationSchema,
+  LIST_LIMIT,
+  listCursorSchema,
+  listLimitSchema,
+} from './contract.ts';
+
+export const PAGE_LIMIT = { default: 64, max: 256, unit: 'rows' };
+export const WHERE_LIMITS = { fields: 8, values: 64, valueChars: 4_096 };
+export const BUNDLE_LIMITS = {
+  evidence: { default: 16, max: 64, unit: 'Evidence records' },
+  bytes: { default: 256 * 1024 * 1024, max: 256 * 1024 * 1024, unit: 'bytes' },
+};
+export const UPLOAD_LIMIT = { default: 256 * 1024 * 1024, max: 4 * 1024 * 1024 * 1024, unit: 'bytes' };
 
 export const EVIDENCE_ID = /^ev_[0-9a-f]{64}$/;
 export const UNKNOWN_ID = /^unk_[0-9a-f]{32}$/;
@@ -22,7 +33,7 @@ export const evidenceIdSchema = z
   .string()
   .regex(EVIDENCE_ID, { error: 'evidence_id is "ev_" followed by 64 hex digits' })
   .describe('An Evidence id (ev_…) from a launch reply or list_evidence.');
-const investigation = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/);
+const investigation = investigationSchema;
 const cursor = listCursorSchema;
 const limit = listLimitSchema;
 

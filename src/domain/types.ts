@@ -1,4 +1,12 @@
-// What the store holds, as plain data. Both backends speak these types.
+// The records dossier keeps and the names it shares across layers, as plain
+// data. Both store backends speak these types.
+
+/** What a worker serves: each is a task queue, and every tool's contract names the one that runs it. */
+export const CAPABILITIES = ['capture', 'extract', 'device', 'analysis'] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
+/** A registered artifact is named by the SHA-256 of its bytes. */
+export const ARTIFACT_DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 export type Role = 'viewer' | 'operator' | 'admin';
 

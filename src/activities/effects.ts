@@ -1,0 +1,35 @@
+// The worker's half of the tool registry: every launch contract bound to its
+// effect, typed by the contract's own input. createActivities refuses to load
+// when a launch contract has no effect, or one has two.
+import type { z } from 'zod';
+import type { ToolContract } from '../tools/contract.ts';
+import { captureProcessScenario, observeNativeCallsTool } from '../tools/capture.ts';
+import { extractArtifact } from '../tools/extract.ts';
+import { extractFirmwareTool } from '../tools/firmware.ts';
+import { exportEvidenceBundle as exportContract } from '../tools/ledger.ts';
+import { exportEvidenceBundle } from './bundle.ts';
+import { captureProcess, observeNativeCalls } from './capture.ts';
+import type { Effect } from './effect.ts';
+import { extractArchive } from './extract.ts';
+import { extractFirmware } from './firmware.ts';
+
+export interface EffectBinding {
+  contract: ToolContract;
+  run: Effect;
+}
+
+/** Binds a launch contract to its effect; the effect sees the contract's parsed input, typed. */
+export function effect<I extends z.ZodObject>(
+  contract: ToolContract<I>,
+  run: Effect<z.output<I>>,
+): EffectBinding {
+  return { contract: contract as unknown as ToolContract, run: run as Effect };
+}
+
+export const EFFECT_BINDINGS: readonly EffectBinding[] = [
+  effect(captureProcessScenario, captureProcess),
+  effect(observeNativeCallsTool, observeNativeCalls),
+  effect(extractArtifact, extractArchive),
+  effect(extractFirmwareTool, extractFirmware),
+  effect(exportContract, exportEvidenceBundle),
+];

@@ -1,0 +1,42 @@
+// Composition of the application behind every transport: the gateway with its
+// launch service and ledger, wired to the store, Temporal and the sandbox.
+// `npm start`, `dossier gateway` and `dossier mcp --stdio` all build it here.
+import { Client, type Connection } from '@temporalio/client';
+import type { Config } from './config.ts';
+import { Gateway } from './gateway/gateway.ts';
+import { LaunchService } from './gateway/launchService.ts';
+import { Ledger } from './gateway/ledger.ts';
+import { Sandbox } from './sandbox/sandbox.ts';
+import type { Store } from './store/store.ts';
+import { payloadKeys } from './temporal/codec.ts';
+import { dataConverter } from './temporal/dataConverter.ts';
+
+/** The application behind every transport (HTTP here, stdio in `dossier mcp --stdio`). */
+export function buildGateway(config: Config, store: Store, connection: Connection, uiUrl: string): Gateway {
+  const client = new Client({
+    connection,
+    namespace: config.namespace,
+    dataConverter: dataConverter(payloadKeys(config.payloadKeys, config.home)),
+  });
+  const launches = new LaunchService({
+    launches: store.launches,
+    client,
+    namespace: config.namespace,
+    uiUrl,
+  });
+  const ledger = new Ledger(store, {
+    replyBudgetBytes: config.replyBudgetBytes,
+    bundleRoots: config.bundleRoots,
+    home: config.home,
+    allowedRoots: config.allowedRoots,
+    uploadLimit: config.maxUploadBytes,
+    sandbox: new Sandbox(config.sandbox),
+  });
+  return new Gateway({
+    launches,
+    ledger,
+    namespace: config.namespace,
+    uiUrl,
+    rateLimitPerMinute: config.rateLimitPerMinute,
+  });
+}

@@ -1,0 +1,71 @@
+// The gateway's half of the tool registry: every contract that runs on the
+// gateway is bound here to its handler, typed by the contract's own input.
+// Launch contracts need no entry: every launch goes through the launch service,
+// and its effect is bound on the worker (src/activities/effects.ts).
+import type { z } from 'zod';
+import type { Principal } from '../domain/types.ts';
+import { awaitLaunch, cancelLaunch, getLaunch, listLaunches, whoami } from '../tools/launches.ts';
+import {
+  getEvidence,
+  importEvidenceBundle,
+  inspectAnalysisView,
+  listArtifacts,
+  listEvidence,
+  listUnknowns,
+  recordUnknown,
+  registerArtifact,
+  updateUnknown,
+} from '../tools/ledger.ts';
+import type { ToolContract } from '../tools/contract.ts';
+import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
+import type { Ledger } from './ledger.ts';
+
+export interface HandlerContext {
+  caller: Principal;
+  launches: LaunchService;
+  ledger: Ledger;
+  namespace: string;
+  uiUrl: string;
+  /** Waiting as the call asked (progress notifications included). */
+  wait(waitMs: number): WaitOptions;
+  /** A launch reply with its result delivered within the reply budget. */
+  deliver(reply: LaunchReply, detail?: 'complete' | 'summary'): Promise<Record<string, unknown>>;
+}
+
+type Reply = Promise<Record<string, unknown>>;
+
+export interface GatewayBinding {
+  contract: ToolContract;
+  handle(input: never, ctx: HandlerContext): Reply;
+}
+
+/** Binds a contract to its handler; the handler sees the contract's parsed input, typed. */
+export function handler<I extends z.ZodObject>(
+  contract: ToolContract<I>,
+  handle: (input: z.output<I>, ctx: HandlerContext) => Reply,
+): GatewayBinding {
+  return { contract: contract as unknown as ToolContract, handle: handle as GatewayBinding['handle'] };
+}
+
+export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
+  handler(getLaunch, async (i, c) => c.deliver(await c.launches.get(c.caller, i.idempotency_key))),
+  handler(awaitLaunch, async (i, c) =>
+    c.deliver(await c.launches.await(c.caller, i.idempotency_key, c.wait(i.wait_ms))),
+  ),
+  handler(cancelLaunch, async (i, c) => ({
+    ...(await c.launches.cancel(c.caller, i.idempotency_key, c.wait(10_000))),
+  })),
+  handler(listLaunches, (i, c) => c.launches.list(c.caller, i)),
+  handler(inspectAnalysisView, (i, c) => c.ledger.inspect(c.caller, i.evidence_id, i.view)),
+  handler(getEvidence, (i, c) => c.ledger.get(c.caller, i.evidence_id)),
+  handler(listEvidence, ({ workflow_id: workflowId, ...rest }, c) =>
+    c.ledger.list(c.caller, { ...rest, workflowId }),
+  ),
+  handler(recordUnknown, (i, c) => c.ledger.recordUnknown(c.caller, i)),
+  handler(updateUnknown, (i, c) => c.ledger.updateUnknown(c.caller, i)),
+  handler(listUnknowns, (i, c) => c.ledger.listUnknowns(c.caller, i)),
+  handler(importEvidenceBundle, (i, c) => c.ledger.importBundle(c.caller, i.path)),
+  handler(registerArtifact, (i, c) => c.ledger.registerArtifact(c.caller, i.path, i.name)),
+  handler(listArtifacts, (i, c) => c.ledger.listArtifacts(c.caller, i)),
+  handler(whoami, async (_i, c) => ({ ...c.caller, namespace: c.namespace, ui_url: c.uiUrl })),
+];

@@ -1,0 +1,45 @@
+// Artifact records per team (the bytes live in the content-addressed folder,
+// src/evidence/artifacts.ts).
+import type { ArtifactRecord, Page } from '../domain/types.ts';
+import { pageBy, teamFilter, type Row } from './rows.ts';
+import type { SqlExecutor } from './sql.ts';
+
+function toArtifact(r: Row): ArtifactRecord {
+  return {
+    digest: r.digest as string,
+    size: Number(r.size),
+    mime_type: r.mime_type as string,
+    description: r.description as string,
+    name: (r.name as string | null) ?? null,
+    origin: r.origin as string,
+    registered_by: r.registered_by as string,
+    created_at: r.created_at as string,
+  };
+}
+
+export class ArtifactStore {
+  constructor(private readonly db: SqlExecutor) {}
+
+  /** Records an artifact for a team; a second registration of the same digest keeps the first record. */
+  async put(team: string, a: ArtifactRecord): Promise<{ created: boolean; artifact: ArtifactRecord }> {
+    const info = await this.db.run(
+      `INSERT INTO artifacts (team, digest, size, mime_type, description, name, origin, registered_by, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [team, a.digest, a.size, a.mime_type, a.description, a.name, a.origin, a.registered_by, a.created_at],
+    );
+    return { created: info.changes === 1, artifact: (await this.get(team, a.digest))! };
+  }
+
+  async get(team: string, digest: string): Promise<ArtifactRecord | undefined> {
+    const r = await this.db.get<Row>('SELECT * FROM artifacts WHERE team = ? AND digest = ?', [team, digest]);
+    return r ? toArtifact(r) : undefined;
+  }
+
+  async list(team: string, f: { cursor?: string; limit: number }): Promise<Page<ArtifactRecord>> {
+    const { where, args } = teamFilter(team, []);
+    return pageBy(this.db, 'artifacts', where, args, f, 'digest', toArtifact, (a) => [
+      a.created_at,
+      a.digest,
+    ]);
+  }
+}

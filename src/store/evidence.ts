@@ -1,0 +1,273 @@
+// Retained Evidence: records, documents, collection rows with their filter
+// keys and per-value counts, and the residual unknowns a result leaves, all
+// retained in one transaction. Pages read only the rows they return.
+import { DossierError } from '../domain/errors.ts';
+import type { EvidenceRecord, NewEvidence, Page, PageRow, Where } from '../domain/types.ts';
+import { buildEvidence, keyOf, type BuiltEvidence } from '../domain/evidence.ts';
+import { CHUNK, insertMany, now, pageBy, teamFilter, type Row } from './rows.ts';
+import type { SqlDriver, SqlExecutor } from './sql.ts';
+
+/** Candidates a multi-value or multi-field filter may scan before it is refused. */
+export const MAX_FILTER_SCAN = 1_000_000;
+/** Above this many filter keys in one retention, PostgreSQL gets fresh statistics. */
+const ANALYZE_AFTER_KEYS = 50_000;
+
+export interface EvidenceFilter {
+  tool?: string;
+  investigation?: string;
+  workflowId?: string;
+  cursor?: string;
+  limit: number;
+}
+
+export interface PageQuery {
+  evidenceId: string;
+  collection: string;
+  /** The collection's row count, from the Evidence record. */
+  total: number;
+  where?: Where;
+  offset: number;
+  limit: number;
+}
+
+export interface PageResult {
+  rows: PageRow[];
+  matched: number;
+}
+
+export class EvidenceStore {
+  constructor(private readonly db: SqlDriver) {}
+
+  /** Retains a complete result (for `team`, by default the record's); idempotent because the id is content-addressed. */
+  async put(e: NewEvidence, team = e.record.team): Promise<EvidenceRecord> {
+    const built = buildEvidence(e);
+    await this.db.transaction((tx) => this.retain(tx, built, team));
+    return built.record;
+  }
+
+  /** Retains several Evidence records in one transaction: all of them, or none. */
+  async importAll(team: string, items: BuiltEvidence[]): Promise<{ imported: number; present: number }> {
+    let imported = 0;
+    await this.db.transaction(async (tx) => {
+      for (const built of items) if (await this.retain(tx, built, team)) imported++;
+    });
+    return { imported, present: items.length - imported };
+  }
+
+  private async retain(tx: SqlExecutor, built: BuiltEvidence, team: string): Promise<boolean> {
+    const r = built.record;
+    const chunk = CHUNK[this.db.dialect];
+    const inserted = await tx.run(
+      `INSERT INTO evidence (team, evidence_id, principal, tool, investigation, workflow_id, created_at, record, document)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [
+        team,
+        r.evidence_id,
+        r.principal,
+        r.tool,
+        r.investigation,
+        r.launch?.workflow_id ?? null,
+        r.created_at,
+        JSON.stringify(r),
+        built.documentJson,
+      ],
+    );
+    if (inserted.changes === 0) return false;
+    // Rows are content-addressed by evidence_id: another team's copy may already hold them.
+    const present = await tx.get('SELECT 1 AS present FROM evidence_rows WHERE evidence_id = ? LIMIT 1', [
+      r.evidence_id,
+    ]);
+    if (built.rows.length > 0 && !present) {
+      const id = r.evidence_id;
+      await insertMany(
+        tx,
+        'INSERT INTO evidence_rows (evidence_id, collection, source_index, row)',
+        4,
+        built.rows.map((x) => [id, x.collection, x.sourceIndex, x.json]),
+        chunk,
+      );
+      await insertMany(
+        tx,
+        'INSERT INTO evidence_row_keys (evidence_id, collection, field, value, ordinal, source_index)',
+        6,
+        built.keys.map((k) => [id, k.collection, k.field, k.value, k.ordinal, k.sourceIndex]),
+        chunk,
+      );
+      await insertMany(
+        tx,
+        'INSERT INTO evidence_key_counts (evidence_id, collection, field, value, rows)',
+        5,
+        built.counts.map((c) => [id, c.collection, c.field, c.value, c.rows]),
+        chunk,
+      );
+    }
+    if (built.unknowns.length > 0) {
+      const at = now();
+      const evidenceIds = JSON.stringify([r.evidence_id]);
+      await insertMany(
+        tx,
+        'INSERT INTO unknowns (team, unknown_id, question, scope, status, revision, investigation, evidence_ids, created_by, created_at, updated_at)',
+        11,
+        built.unknowns.map((u) => [
+          team,
+          u.unknown_id,
+          u.question,
+          u.scope,
+          'open',
+          1,
+          r.investigation,
+          evidenceIds,
+          r.principal,
+          at,
+          at,
+        ]),
+        chunk,
+        'ON CONFLICT DO NOTHING',
+      );
+    }
+    if (this.db.dialect === 'postgres' && built.keys.length > ANALYZE_AFTER_KEYS) {
+      // Fresh bulk loads leave the planner without statistics; it would then scan instead of seeking.
+      await tx.run('ANALYZE evidence_rows, evidence_row_keys, evidence_key_counts');
+    }
+    return true;
+  }
+
+  async get(team: string, evidenceId: string): Promise<EvidenceRecord | undefined> {
+    const row = await this.db.get<Row>('SELECT record FROM evidence WHERE team = ? AND evidence_id = ?', [
+      team,
+      evidenceId,
+    ]);
+    return row ? (JSON.parse(row.record as string) as EvidenceRecord) : undefined;
+  }
+
+  async document(team: string, evidenceId: string): Promise<Record<string, unknown> | undefined> {
+    const row = await this.db.get<Row>('SELECT document FROM evidence WHERE team = ? AND evidence_id = ?', [
+      team,
+      evidenceId,
+    ]);
+    return row ? (JSON.parse(row.document as string) as Record<string, unknown>) : undefined;
+  }
+
+  async list(team: string, f: EvidenceFilter): Promise<Page<EvidenceRecord>> {
+    const { where, args } = teamFilter(team, [
+      ['tool', f.tool],
+      ['investigation', f.investigation],
+      ['workflow_id', f.workflowId],
+    ]);
+    return pageBy(
+      this.db,
+      'evidence',
+      where,
+      args,
+      f,
+      'evidence_id',
+      (r) => JSON.parse(r.record as string) as EvidenceRecord,
+      (e) => [e.created_at, e.evidence_id],
+    );
+  }
+
+  /**
+   * One page of a collection. Unfiltered pages and single-value filters read
+   * exactly the rows they return (by source_index, or by the value's ordinal);
+   * other filters scan the candidates of their most selective field.
+   */
+  async page(q: PageQuery): Promise<PageResult> {
+    const { evidenceId, collection, offset, limit } = q;
+    const fields = Object.entries(q.where ?? {});
+    const rowsAt = async (indexes: number[]): Promise<PageRow[]> => {
+      if (indexes.length === 0) return [];
+      const rows = await this.db.all<Row>(
+        `SELECT source_index, row FROM evidence_rows WHERE evidence_id = ? AND collection = ? AND source_index IN (${indexes.map(() => '?').join(', ')}) ORDER BY source_index`,
+        [evidenceId, collection, ...indexes],
+      );
+      return rows.map((r) => ({ source_index: Number(r.source_index), row: JSON.parse(r.row as string) }));
+    };
+
+    if (fields.length === 0) {
+      const rows = await this.db.all<Row>(
+        `SELECT source_index, row FROM evidence_rows WHERE evidence_id = ? AND collection = ? AND source_index >= ? AND source_index < ? ORDER BY source_index`,
+        [evidenceId, collection, offset, offset + limit],
+      );
+      return {
+        rows: rows.map((r) => ({ source_index: Number(r.source_index), row: JSON.parse(r.row as string) })),
+        matched: q.total,
+      };
+    }
+    if (fields.some(([, values]) => values.length === 0)) return { rows: [], matched: 0 };
+
+    const keyed = fields.map(([field, values]) => ({
+      field,
+      keys: [...new Set(values.map((v) => keyOf(v)!))],
+    }));
+    const counts = await Promise.all(
+      keyed.map(async ({ field, keys }) => {
+        const r = await this.db.get<Row>(
+          `SELECT COALESCE(SUM(rows), 0) AS n FROM evidence_key_counts WHERE evidence_id = ? AND collection = ? AND field = ? AND value IN (${keys.map(() => '?').join(', ')})`,
+          [evidenceId, collection, field, ...keys],
+        );
+        return Number(r?.n ?? 0);
+      }),
+    );
+
+    if (keyed.length === 1 && keyed[0]!.keys.length === 1) {
+      const { field, keys } = keyed[0]!;
+      const hits = await this.db.all<Row>(
+        `SELECT source_index FROM evidence_row_keys WHERE evidence_id = ? AND collection = ? AND field = ? AND value = ? AND ordinal >= ? AND ordinal < ? ORDER BY ordinal`,
+        [evidenceId, collection, field, keys[0], offset, offset + limit],
+      );
+      return { rows: await rowsAt(hits.map((h) => Number(h.source_index))), matched: counts[0]! };
+    }
+
+    // General case: candidates of the most selective field, checked against the others.
+    const order = counts.map((n, i) => [n, i] as const).sort((a, b) => a[0] - b[0]);
+    const [bestCount, best] = order[0]!;
+    if (bestCount > MAX_FILTER_SCAN) {
+      throw new DossierError(
+        'resource_constraint',
+        `This filter would scan ${bestCount} candidate rows (at most ${MAX_FILTER_SCAN}).`,
+        'Narrow the filter: add a more selective field, or filter on a single value.',
+        { candidates: bestCount, limit: MAX_FILTER_SCAN },
+      );
+    }
+    const first = keyed[best]!;
+    let candidates = (
+      await this.db.all<Row>(
+        `SELECT DISTINCT source_index FROM evidence_row_keys WHERE evidence_id = ? AND collection = ? AND field = ? AND value IN (${first.keys.map(() => '?').join(', ')}) ORDER BY source_index`,
+        [evidenceId, collection, first.field, ...first.keys],
+      )
+    ).map((h) => Number(h.source_index));
+    for (const [, i] of order.slice(1)) {
+      const other = keyed[i]!;
+      const allowed = new Set<number>();
+      // Check the remaining candidates against this field, a bounded batch at a time.
+      for (let at = 0; at < candidates.length; at += 500) {
+        const batch = candidates.slice(at, at + 500);
+        const hits = await this.db.all<Row>(
+          `SELECT DISTINCT k.source_index FROM evidence_row_keys k WHERE k.evidence_id = ? AND k.collection = ? AND k.field = ? AND k.value IN (${other.keys.map(() => '?').join(', ')}) AND k.source_index IN (${batch.map(() => '?').join(', ')})`,
+          [evidenceId, collection, other.field, ...other.keys, ...batch],
+        );
+        for (const h of hits) allowed.add(Number(h.source_index));
+      }
+      candidates = candidates.filter((c) => allowed.has(c));
+    }
+    return { rows: await rowsAt(candidates.slice(offset, offset + limit)), matched: candidates.length };
+  }
+
+  async allRows(evidenceId: string, collection: string): Promise<unknown[]> {
+    const rows = await this.db.all<Row>(
+      'SELECT row FROM evidence_rows WHERE evidence_id = ? AND collection = ? ORDER BY source_index',
+      [evidenceId, collection],
+    );
+    return rows.map((r) => JSON.parse(r.row as string));
+  }
+
+  async allCollections(evidenceId: string): Promise<Record<string, unknown[]>> {
+    const rows = await this.db.all<Row>(
+      'SELECT collection, row FROM evidence_rows WHERE evidence_id = ? ORDER BY collection, source_index',
+      [evidenceId],
+    );
+    const out: Record<string, unknown[]> = {};
+    for (const r of rows) (out[r.collection as string] ??= []).push(JSON.parse(r.row as string));
+    return out;
+  }
+}

@@ -1,0 +1,133 @@
+// Launch records: the arbiter of idempotency keys and the effect journal that
+// makes "at most once" provable.
+import type { LaunchOutcome, LaunchRecord, LaunchStatus, Page, StoredLaunchStatus } from '../domain/types.ts';
+import { json, now, pageBy, parse, teamFilter, type Row } from './rows.ts';
+import type { SqlExecutor } from './sql.ts';
+
+/** What a caller claims a key with: the record before Temporal knows of it. */
+export type NewLaunch = Pick<
+  LaunchRecord,
+  'team' | 'principal' | 'key' | 'tool' | 'bodyDigest' | 'input' | 'workflowId' | 'investigation'
+>;
+
+export interface LaunchFilter {
+  status?: LaunchStatus;
+  tool?: string;
+  cursor?: string;
+  limit: number;
+}
+
+function toLaunchRecord(r: Row): LaunchRecord {
+  return {
+    team: r.team as string,
+    principal: r.principal as string,
+    key: r.idempotency_key as string,
+    tool: r.tool as string,
+    bodyDigest: r.body_digest as string,
+    input: JSON.parse(r.input as string),
+    workflowId: r.workflow_id as string,
+    runId: (r.run_id as string | null) ?? null,
+    status: r.status as StoredLaunchStatus,
+    effect: r.effect as LaunchRecord['effect'],
+    evidenceId: (r.evidence_id as string | null) ?? null,
+    summary: parse(r.summary),
+    error: parse(r.error),
+    progress: parse(r.progress),
+    investigation: (r.investigation as string | null) ?? null,
+    createdAt: r.created_at as string,
+    startedAt: (r.started_at as string | null) ?? null,
+    finishedAt: (r.finished_at as string | null) ?? null,
+  };
+}
+
+export class LaunchStore {
+  constructor(private readonly db: SqlExecutor) {}
+
+  /** Inserts the launch unless the principal already used the key; returns the record that holds the key. */
+  async claim(l: NewLaunch): Promise<{ created: boolean; record: LaunchRecord }> {
+    const info = await this.db.run(
+      `INSERT INTO launches (team, principal, idempotency_key, tool, body_digest, input, workflow_id, status, effect, investigation, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 'not_started', ?, ?) ON CONFLICT DO NOTHING`,
+      [
+        l.team,
+        l.principal,
+        l.key,
+        l.tool,
+        l.bodyDigest,
+        JSON.stringify(l.input),
+        l.workflowId,
+        l.investigation,
+        now(),
+      ],
+    );
+    const record = await this.get(l.team, l.principal, l.key);
+    if (!record) throw new Error(`launch ${l.workflowId} vanished after claim`);
+    return { created: info.changes === 1, record };
+  }
+
+  async get(team: string, principal: string, key: string): Promise<LaunchRecord | undefined> {
+    const r = await this.db.get<Row>(
+      'SELECT * FROM launches WHERE team = ? AND principal = ? AND idempotency_key = ?',
+      [team, principal, key],
+    );
+    return r ? toLaunchRecord(r) : undefined;
+  }
+
+  async byWorkflowId(workflowId: string): Promise<LaunchRecord | undefined> {
+    const r = await this.db.get<Row>('SELECT * FROM launches WHERE workflow_id = ?', [workflowId]);
+    return r ? toLaunchRecord(r) : undefined;
+  }
+
+  async markRunning(workflowId: string, runId: string): Promise<void> {
+    await this.db.run(
+      `UPDATE launches SET run_id = ?, status = CASE WHEN status = 'pending' THEN 'running' ELSE status END
+       WHERE workflow_id = ? AND (run_id IS NULL OR status = 'pending')`,
+      [runId, workflowId],
+    );
+  }
+
+  /**
+   * Journals that the effect is about to begin. Returns false when the journal
+   * already says `started`: an earlier attempt may have had the effect, so this
+   * one must not run it again.
+   */
+  async journalStarted(workflowId: string, progress?: Record<string, unknown>): Promise<boolean> {
+    const info = await this.db.run(
+      `UPDATE launches SET effect = 'started', status = 'running', started_at = ?, progress = ?
+       WHERE workflow_id = ? AND effect = 'not_started' AND status IN ('pending', 'running')`,
+      [now(), json(progress ?? null), workflowId],
+    );
+    return info.changes === 1;
+  }
+
+  async recordProgress(workflowId: string, progress: Record<string, unknown>): Promise<void> {
+    await this.db.run(`UPDATE launches SET progress = ? WHERE workflow_id = ? AND status = 'running'`, [
+      JSON.stringify(progress),
+      workflowId,
+    ]);
+  }
+
+  /** Records the outcome once; a later call for a finished launch changes nothing. */
+  async finish(workflowId: string, o: LaunchOutcome): Promise<LaunchRecord | undefined> {
+    await this.db.run(
+      `UPDATE launches SET status = ?, evidence_id = ?, summary = ?, error = ?, finished_at = ?
+       WHERE workflow_id = ? AND status IN ('pending', 'running')`,
+      [o.status, o.evidenceId, json(o.summary), json(o.error), now(), workflowId],
+    );
+    return this.byWorkflowId(workflowId);
+  }
+
+  async list(team: string, f: LaunchFilter): Promise<Page<LaunchRecord>> {
+    // A launch claimed but not yet started (pending) is reported as running.
+    const running = f.status === 'running';
+    const { where, args } = teamFilter(team, [
+      ['status', running ? undefined : f.status],
+      ['tool', f.tool],
+    ]);
+    if (running) where.push("status IN ('pending', 'running')");
+    return pageBy(this.db, 'launches', where, args, f, 'workflow_id', toLaunchRecord, (r) => [
+      r.createdAt,
+      r.workflowId,
+    ]);
+  }
+}

@@ -1,0 +1,64 @@
+// The store: one schema over SQLite (embedded) or PostgreSQL (cluster), as one
+// small aggregate per kind of record, each with a narrow interface, so every
+// part of dossier sees only what it needs (the launch service sees launches).
+import { ArtifactStore } from './artifacts.ts';
+import { CandidateStore } from './candidates.ts';
+import { EvidenceStore } from './evidence.ts';
+import { LaunchStore } from './launches.ts';
+import { MIGRATIONS } from './migrations.ts';
+import { now, type Row } from './rows.ts';
+import { PostgresDriver, SqliteDriver, type SqlDriver } from './sql.ts';
+import { TokenStore } from './tokens.ts';
+import { UnknownStore } from './unknowns.ts';
+
+export interface Store {
+  readonly dialect: 'sqlite' | 'postgres';
+  readonly tokens: TokenStore;
+  readonly launches: LaunchStore;
+  readonly evidence: EvidenceStore;
+  readonly unknowns: UnknownStore;
+  readonly artifacts: ArtifactStore;
+  readonly candidates: CandidateStore;
+  close(): Promise<void>;
+}
+
+export function isPostgresUrl(location: string): boolean {
+  return /^postgres(ql)?:\/\//.test(location);
+}
+
+/** Opens the configured store (a SQLite file path, or a postgres:// URL) and migrates its schema. */
+export async function openStore(location: string): Promise<Store> {
+  const db: SqlDriver = isPostgresUrl(location) ? new PostgresDriver(location) : new SqliteDriver(location);
+  await migrate(db);
+  return {
+    dialect: db.dialect,
+    tokens: new TokenStore(db),
+    launches: new LaunchStore(db),
+    evidence: new EvidenceStore(db),
+    unknowns: new UnknownStore(db),
+    artifacts: new ArtifactStore(db),
+    candidates: new CandidateStore(db),
+    close: () => db.close(),
+  };
+}
+
+/** Applies the versioned migrations not yet applied, in order, under the driver's cross-process lock. */
+async function migrate(db: SqlDriver) {
+  await db.migrate(async (tx) => {
+    await tx.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+    );
+    const applied = new Set(
+      (await tx.all<Row>('SELECT version FROM schema_migrations')).map((r) => Number(r.version)),
+    );
+    for (const m of MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      await tx.exec(m.sql);
+      await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
+        m.version,
+        m.name,
+        now(),
+      ]);
+    }
+  });
+}

@@ -1,0 +1,75 @@
+// API tokens: 256 random bits, kept only as SHA-256 hashes, so a leaked
+// database does not leak a usable token.
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../domain/canonical.ts';
+import type { Principal, Role } from '../domain/types.ts';
+import { now, type Row } from './rows.ts';
+import type { SqlExecutor } from './sql.ts';
+
+export const TOKEN_PREFIX = 'dsr_';
+export const ROLES: readonly Role[] = ['viewer', 'operator', 'admin'];
+
+export function newToken(): string {
+  return TOKEN_PREFIX + randomBytes(32).toString('base64url');
+}
+
+export function hashToken(token: string): string {
+  return sha256Hex(token);
+}
+
+export interface TokenInfo extends Principal {
+  id: string;
+  label: string | null;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export class TokenStore {
+  constructor(private readonly db: SqlExecutor) {}
+
+  /** Creates a token for a principal; the plain token is returned once and only its hash is kept. */
+  async create(p: Principal, label?: string): Promise<string> {
+    const token = newToken();
+    await this.db.run(
+      'INSERT INTO tokens (token_hash, principal, team, role, label, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      [hashToken(token), p.principal, p.team, p.role, label ?? null, now()],
+    );
+    return token;
+  }
+
+  async resolve(token: string): Promise<Principal | undefined> {
+    const r = await this.db.get<Row>(
+      'SELECT principal, team, role FROM tokens WHERE token_hash = ? AND revoked_at IS NULL',
+      [hashToken(token)],
+    );
+    return r ? { principal: r.principal as string, team: r.team as string, role: r.role as Role } : undefined;
+  }
+
+  /** Tokens as their id (the first 12 hex digits of the hash), never the token itself. */
+  async list(team?: string): Promise<TokenInfo[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT * FROM tokens ${team ? 'WHERE team = ?' : ''} ORDER BY created_at, token_hash`,
+      team ? [team] : [],
+    );
+    return rows.map((r) => ({
+      id: (r.token_hash as string).slice(0, 12),
+      principal: r.principal as string,
+      team: r.team as string,
+      role: r.role as Role,
+      label: (r.label as string | null) ?? null,
+      created_at: r.created_at as string,
+      revoked_at: (r.revoked_at as string | null) ?? null,
+    }));
+  }
+
+  /** Revokes the live tokens whose id starts with `idPrefix` (at least 8 hex digits); returns how many. */
+  async revoke(idPrefix: string): Promise<number> {
+    if (!/^[0-9a-f]{8,64}$/.test(idPrefix))
+      throw new Error('a token id is 8 to 64 hex digits (see `dossier token list`)');
+    const info = await this.db.run(
+      'UPDATE tokens SET revoked_at = ? WHERE token_hash LIKE ? AND revoked_at IS NULL',
+      [now(), `${idPrefix}%`],
+    );
+    return info.changes;
+  }
+}

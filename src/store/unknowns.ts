@@ -1,0 +1,126 @@
+// Residual unknowns: questions the evidence leaves open, with an identity of
+// their own and compare-and-swap updates.
+import type { NewUnknown, Page, UnknownRecord, UnknownStatus } from '../domain/types.ts';
+import { json, now, pageBy, parse, teamFilter, type Row } from './rows.ts';
+import type { SqlDriver, SqlExecutor } from './sql.ts';
+
+export interface UnknownFilter {
+  status?: UnknownStatus;
+  investigation?: string;
+  cursor?: string;
+  limit: number;
+}
+
+function toUnknown(r: Row): UnknownRecord {
+  return {
+    unknown_id: r.unknown_id as string,
+    question: r.question as string,
+    scope: r.scope as string,
+    status: r.status as UnknownStatus,
+    revision: Number(r.revision),
+    investigation: (r.investigation as string | null) ?? null,
+    evidence_ids: JSON.parse(r.evidence_ids as string) as string[],
+    settled_by: parse<string[]>(r.settled_by),
+    note: (r.note as string | null) ?? null,
+    created_by: r.created_by as string,
+    created_at: r.created_at as string,
+    updated_at: r.updated_at as string,
+  };
+}
+
+export class UnknownStore {
+  constructor(private readonly db: SqlDriver) {}
+
+  private async recordUnknownIn(
+    tx: SqlExecutor,
+    team: string,
+    principal: string,
+    u: NewUnknown & { unknown_id: string },
+    investigation: string | null,
+    evidenceId: string | null,
+  ): Promise<boolean> {
+    const at = now();
+    const inserted = await tx.run(
+      `INSERT INTO unknowns (team, unknown_id, question, scope, status, revision, investigation, evidence_ids, created_by, created_at, updated_at)
+       VALUES (?, ?, ?, ?, 'open', 1, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [
+        team,
+        u.unknown_id,
+        u.question,
+        u.scope,
+        investigation,
+        JSON.stringify(evidenceId ? [evidenceId] : []),
+        principal,
+        at,
+        at,
+      ],
+    );
+    return inserted.changes === 1;
+  }
+
+  async record(
+    team: string,
+    principal: string,
+    u: NewUnknown & { unknown_id: string },
+    investigation: string | null,
+    evidenceIds: string[],
+  ) {
+    return this.db.transaction(async (tx) => {
+      const created = await this.recordUnknownIn(tx, team, principal, u, investigation, null);
+      if (created && evidenceIds.length) {
+        await tx.run('UPDATE unknowns SET evidence_ids = ? WHERE team = ? AND unknown_id = ?', [
+          JSON.stringify(evidenceIds),
+          team,
+          u.unknown_id,
+        ]);
+      }
+      const row = await tx.get<Row>('SELECT * FROM unknowns WHERE team = ? AND unknown_id = ?', [
+        team,
+        u.unknown_id,
+      ]);
+      return { created, unknown: toUnknown(row!) };
+    });
+  }
+
+  async get(team: string, unknownId: string): Promise<UnknownRecord | undefined> {
+    const row = await this.db.get<Row>('SELECT * FROM unknowns WHERE team = ? AND unknown_id = ?', [
+      team,
+      unknownId,
+    ]);
+    return row ? toUnknown(row) : undefined;
+  }
+
+  /** Compare-and-swap: applies only when the stored revision is `expectedRevision`. */
+  async update(
+    team: string,
+    unknownId: string,
+    expectedRevision: number,
+    change: { status?: UnknownStatus; note?: string | null; settledBy?: string[] | null },
+  ): Promise<{ applied: boolean; unknown: UnknownRecord | undefined }> {
+    const sets = ['revision = revision + 1', 'updated_at = ?'];
+    const args: unknown[] = [now()];
+    const assign = (column: string, value: unknown) => {
+      sets.push(`${column} = ?`);
+      args.push(value);
+    };
+    if (change.status !== undefined) assign('status', change.status);
+    if (change.note !== undefined) assign('note', change.note);
+    if (change.settledBy !== undefined) assign('settled_by', json(change.settledBy));
+    const info = await this.db.run(
+      `UPDATE unknowns SET ${sets.join(', ')} WHERE team = ? AND unknown_id = ? AND revision = ?`,
+      [...args, team, unknownId, expectedRevision],
+    );
+    return { applied: info.changes === 1, unknown: await this.get(team, unknownId) };
+  }
+
+  async list(team: string, f: UnknownFilter): Promise<Page<UnknownRecord>> {
+    const { where, args } = teamFilter(team, [
+      ['status', f.status],
+      ['investigation', f.investigation],
+    ]);
+    return pageBy(this.db, 'unknowns', where, args, f, 'unknown_id', toUnknown, (u) => [
+      u.created_at,
+      u.unknown_id,
+    ]);
+  }
+}

@@ -1,0 +1,83 @@
+// The tool inventory is pinned: a change to a name, its order, where it runs or
+// its annotations must be made here too, on purpose. And the registry binds
+// every contract exactly once on the side that runs it.
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { EFFECT_BINDINGS } from '../../src/activities/effects.ts';
+import { GATEWAY_HANDLERS } from '../../src/gateway/handlers.ts';
+import { listTools } from '../../src/mcp/server.ts';
+import { CATALOG } from '../../src/tools/catalog.ts';
+import { defineTool, isLaunchTool } from '../../src/tools/contract.ts';
+import { bindAll, catalogOf } from '../../src/tools/registry.ts';
+
+// name, runs on, readOnlyHint, destructiveHint, idempotentHint, openWorldHint
+const INVENTORY = [
+  ['capture_process_scenario', 'capture', false, false, true, true],
+  ['observe_native_calls', 'capture', false, false, true, true],
+  ['extract_artifact', 'extract', false, false, true, true],
+  ['extract_firmware', 'extract', false, false, true, true],
+  ['export_evidence_bundle', 'analysis', false, false, true, true],
+  ['get_launch', 'gateway', true, false, true, false],
+  ['await_launch', 'gateway', true, false, true, false],
+  ['cancel_launch', 'gateway', false, true, true, true],
+  ['list_launches', 'gateway', true, false, true, false],
+  ['inspect_analysis_view', 'gateway', true, false, true, false],
+  ['get_evidence', 'gateway', true, false, true, false],
+  ['list_evidence', 'gateway', true, false, true, false],
+  ['record_unknown', 'gateway', false, false, true, false],
+  ['update_unknown', 'gateway', false, false, true, false],
+  ['list_unknowns', 'gateway', true, false, true, false],
+  ['import_evidence_bundle', 'gateway', false, false, true, false],
+  ['register_artifact', 'gateway', false, false, true, true],
+  ['list_artifacts', 'gateway', true, false, true, false],
+  ['whoami', 'gateway', true, false, true, false],
+] as const;
+
+describe('the tool inventory', () => {
+  it('tools/list shows exactly the pinned tools, in order, with their annotations, never a name twice', () => {
+    const listed = listTools();
+    expect(new Set(listed.map((t) => t.name)).size).toBe(listed.length);
+    expect(
+      listed.map((t) => {
+        const a = t.annotations!;
+        const runsOn = CATALOG.find((c) => c.name === t.name)!.runsOn;
+        return [t.name, runsOn, a.readOnlyHint, a.destructiveHint, a.idempotentHint, a.openWorldHint];
+      }),
+    ).toEqual(INVENTORY);
+  });
+
+  it('every launch contract has exactly one effect, every other exactly one gateway handler', () => {
+    const effects = bindAll('worker', CATALOG, EFFECT_BINDINGS, isLaunchTool);
+    const handlers = bindAll('gateway', CATALOG, GATEWAY_HANDLERS, (c) => !isLaunchTool(c));
+    expect(effects.size + handlers.size).toBe(CATALOG.length);
+  });
+});
+
+describe('the registry refuses, at load', () => {
+  const tool = (name: string) =>
+    defineTool({
+      name,
+      title: name,
+      description: name,
+      input: z.strictObject({}),
+      effect: { idempotent: true, readOnly: true, destructive: false, openWorld: false, effects: [] },
+      runsOn: 'gateway',
+      limits: {},
+      collections: {},
+    }) as never;
+  const a = tool('tool_a');
+  const b = tool('tool_b');
+
+  it('a catalog with a name twice', () => {
+    expect(() => catalogOf([a, tool('tool_a')])).toThrow(/lists tool_a twice/);
+  });
+
+  it('a contract without behaviour, behaviour bound twice, and behaviour for a tool outside the catalog', () => {
+    const all = () => true;
+    expect(() => bindAll('gateway', [a, b], [{ contract: a }], all)).toThrow(/no behaviour bound for tool_b/);
+    expect(() => bindAll('gateway', [a], [{ contract: a }, { contract: a }], all)).toThrow(/bound twice/);
+    expect(() => bindAll('gateway', [a], [{ contract: a }, { contract: b }], all)).toThrow(
+      /not in the catalog/,
+    );
+  });
+});
