@@ -11,11 +11,18 @@ const LAYERS = [
   ['temporal', ['domain', 'temporal']],
   ['sandbox', ['domain', 'sandbox']],
   ['store', ['domain', 'store']],
+  ['analysis', ['domain', 'sandbox', 'analysis']],
   ['evidence', ['domain', 'tools', 'sandbox', 'store', 'evidence']],
   ['launches', ['domain', 'tools', 'launches']],
   ['workflows', ['domain', 'launches', 'temporal', 'workflows']],
-  ['activities', ['domain', 'tools', 'temporal', 'sandbox', 'store', 'evidence', 'launches', 'activities']],
-  ['gateway', ['domain', 'tools', 'temporal', 'sandbox', 'store', 'evidence', 'launches', 'gateway']],
+  [
+    'activities',
+    ['domain', 'tools', 'temporal', 'sandbox', 'store', 'analysis', 'evidence', 'launches', 'activities'],
+  ],
+  [
+    'gateway',
+    ['domain', 'tools', 'temporal', 'sandbox', 'store', 'analysis', 'evidence', 'launches', 'gateway'],
+  ],
   ['mcp', ['domain', 'tools', 'temporal', 'store', 'gateway', 'mcp']],
 ];
 const ALL = [
@@ -24,6 +31,7 @@ const ALL = [
   'temporal',
   'sandbox',
   'store',
+  'analysis',
   'evidence',
   'launches',
   'workflows',

@@ -3,6 +3,7 @@
 // `npm start`, `dossier gateway` and `dossier mcp --stdio` all build it here.
 import { Client, type Connection } from '@temporalio/client';
 import type { Config } from './config.ts';
+import { AnalysisService } from './gateway/analysisService.ts';
 import { Gateway } from './gateway/gateway.ts';
 import { LaunchService } from './gateway/launchService.ts';
 import { Ledger } from './gateway/ledger.ts';
@@ -24,6 +25,14 @@ export function buildGateway(config: Config, store: Store, connection: Connectio
     namespace: config.namespace,
     uiUrl,
   });
+  const analyses = new AnalysisService({
+    analyses: store.analyses,
+    artifacts: store.artifacts,
+    client,
+    namespace: config.namespace,
+    uiUrl,
+    databaseMaxRunMs: config.analysis.timeBudgetS * 1000 + 5 * 60_000,
+  });
   const ledger = new Ledger(store, {
     replyBudgetBytes: config.replyBudgetBytes,
     bundleRoots: config.bundleRoots,
@@ -34,6 +43,7 @@ export function buildGateway(config: Config, store: Store, connection: Connectio
   });
   return new Gateway({
     launches,
+    analyses,
     ledger,
     namespace: config.namespace,
     uiUrl,

@@ -116,6 +116,15 @@ const schema = z.object({
     .optional(),
   /** The Temporal UI server binary for the embedded stack's audit UI (default: found or built with Go). */
   DOSSIER_TEMPORAL_UI_SERVER: z.string().min(1).optional(),
+  /** The interpreter the angr provider's venv is made with (Debian's python3 with python3-venv). */
+  DOSSIER_ANALYSIS_PYTHON: z
+    .string()
+    .refine((v) => v.startsWith('/'), { error: 'expected an absolute path' })
+    .default('/usr/bin/python3'),
+  /** Time budget of one analysis database build, in seconds. */
+  DOSSIER_ANALYSIS_TIME_BUDGET_S: intIn(10, 7_200, 900),
+  /** Address space of the provider while it builds, in MiB (RLIMIT_AS). */
+  DOSSIER_ANALYSIS_MEMORY_MB: intIn(256, 65_536, 8_192),
   DOSSIER_TEAM: name('local'),
   DOSSIER_PRINCIPAL: name('local'),
 });
@@ -149,6 +158,7 @@ export interface Config {
   /** Configured payload keys; empty means the embedded stack's own key file under DOSSIER_HOME. */
   payloadKeys: PayloadKey[];
   temporalUiServer: string | undefined;
+  analysis: { python: string; timeBudgetS: number; memoryMb: number };
 }
 
 export class ConfigError extends Error {
@@ -233,6 +243,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     principal: c.DOSSIER_PRINCIPAL,
     payloadKeys: c.DOSSIER_PAYLOAD_KEYS ? parsePayloadKeys(c.DOSSIER_PAYLOAD_KEYS) : [],
     temporalUiServer: c.DOSSIER_TEMPORAL_UI_SERVER,
+    analysis: {
+      python: c.DOSSIER_ANALYSIS_PYTHON,
+      timeBudgetS: c.DOSSIER_ANALYSIS_TIME_BUDGET_S,
+      memoryMb: c.DOSSIER_ANALYSIS_MEMORY_MB,
+    },
     sandbox: {
       readOnlyPaths: [
         ...new Set([...allowedRoots.map((r) => path.resolve(r)), ...readOnlyPaths].filter(outsideUsr)),

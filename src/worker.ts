@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFile
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
 import { createActivities } from './activities/index.ts';
 import type { Config } from './config.ts';
 import type { Store } from './store/store.ts';
@@ -90,8 +91,15 @@ export async function startWorkers(deps: {
   installRuntime();
   const { config, store } = deps;
   const connection = await NativeConnection.connect({ address: deps.address });
-  const { effects, bookkeeping } = createActivities({ store, config });
   const converter = dataConverter(payloadKeys(config.payloadKeys, config.home));
+  // Analysis bookkeeping starts (or attaches to) database builds: it needs a client of its own.
+  const clientConnection = await Connection.connect({ address: deps.address });
+  const client = new Client({
+    connection: clientConnection,
+    namespace: config.namespace,
+    dataConverter: converter,
+  });
+  const { effects, bookkeeping, analysis } = createActivities({ store, config, client });
   const workers: Worker[] = [
     await Worker.create({
       connection,
@@ -108,7 +116,7 @@ export async function startWorkers(deps: {
         connection,
         namespace: config.namespace,
         taskQueue: capabilityQueue(capability),
-        activities: effects,
+        activities: capability === 'analysis' ? { ...effects, ...analysis } : effects,
         dataConverter: converter,
         maxConcurrentActivityTaskExecutions: config.workerConcurrency,
         // Heartbeats carry cancellation back to the activity: send them at
@@ -123,6 +131,7 @@ export async function startWorkers(deps: {
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(running);
       await connection.close();
+      await clientConnection.close();
     },
   };
 }

@@ -8,6 +8,7 @@ import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../src/dev/devServer.ts';
 import { resolveTemporalCli } from '../src/dev/temporalCli.ts';
 import { resolveUiServer } from '../src/dev/uiServer.ts';
+import { provisionProvider } from '../src/analysis/venv.ts';
 import { workflowBundle } from '../src/worker.ts';
 import { freePort } from './helpers/ports.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
@@ -55,6 +56,8 @@ export async function setup(project: TestProject) {
   project.provide('uiUrl', server.uiUrl);
   project.provide('temporalCli', cli.path);
   project.provide('uiServer', await resolveUiServer(process.env.DOSSIER_TEMPORAL_UI_SERVER));
+  // The angr provider, so analysis tests measure analyses, not a first install.
+  await provisionProvider(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3');
   project.provide('bundleCacheDir', bundleCacheDir);
 }
 

@@ -17,6 +17,8 @@ import { isLaunchTool } from '../tools/contract.ts';
 import { bindAll } from '../tools/registry.ts';
 import type { EffectContext } from './effect.ts';
 import { EFFECT_BINDINGS } from './effects.ts';
+import { createAnalysisActivities } from './analyses.ts';
+import type { Client } from '@temporalio/client';
 import { Sandbox } from '../sandbox/sandbox.ts';
 import type {
   BookkeepingActivities,
@@ -34,9 +36,10 @@ function filterableOf(tool: string): Record<string, string[]> {
   return Object.fromEntries(Object.entries(collections).map(([name, spec]) => [name, spec.filterable]));
 }
 
-export function createActivities(deps: { store: Store; config: Config }) {
+export function createActivities(deps: { store: Store; config: Config; client: Client }) {
   const { store, config } = deps;
   const sandbox = new Sandbox(config.sandbox);
+  const analyses = createAnalysisActivities({ store, config, sandbox, client: deps.client });
   const effects = bindAll('worker', CATALOG, EFFECT_BINDINGS, isLaunchTool);
 
   async function runEffect(req: LaunchRequest): Promise<LaunchOutcome> {
@@ -163,5 +166,9 @@ export function createActivities(deps: { store: Store; config: Config }) {
 
   const effectActivities: EffectActivities = { runEffect };
   const bookkeeping: BookkeepingActivities = { readJournal, finishLaunch };
-  return { effects: effectActivities, bookkeeping };
+  return {
+    effects: effectActivities,
+    bookkeeping: { ...bookkeeping, ...analyses.bookkeeping },
+    analysis: analyses.work,
+  };
 }

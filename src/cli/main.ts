@@ -7,6 +7,7 @@ import type { Role } from '../domain/types.ts';
 import { startStack, writeDevJson, type DevJson, type StackParts } from '../dev/stack.ts';
 import { resolveTemporalCli } from '../dev/temporalCli.ts';
 import { resolveUiServer } from '../dev/uiServer.ts';
+import { provisionProvider } from '../analysis/venv.ts';
 import { stdioCommand } from './stdio.ts';
 import { callCommand, launchesCommand } from './client.ts';
 
@@ -25,6 +26,7 @@ const USAGE = `usage: dossier <command>
                         a table of recent launches with status and UI link
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
   provision-temporal    find or build the Temporal CLI and the Temporal UI server; print their paths
+  provision-analysis    make the angr provider's hash-locked virtualenv (cached); print angr's version
 
 Configuration: DOSSIER_* environment variables (see docs/operations.md).`;
 
@@ -55,6 +57,11 @@ async function main(argv: string[]) {
       const cli = await resolveTemporalCli({ configured: config.temporalCli });
       console.log(cli.kind === 'path' ? cli.path : 'sdk-download');
       console.log(await resolveUiServer(config.temporalUiServer));
+      return;
+    }
+    case 'provision-analysis': {
+      const provider = await provisionProvider(loadConfig().analysis.python);
+      console.log(`angr ${provider.version} in ${provider.venv}`);
       return;
     }
     case undefined:

@@ -15,6 +15,7 @@ import { startWorkers, workflowBundle, type RunningWorkers } from '../worker.ts'
 import { startDevServer, type DevServer } from './devServer.ts';
 import { resolveTemporalCli, userCacheDir } from './temporalCli.ts';
 import { resolveUiServer, startUiServer } from './uiServer.ts';
+import { cachedProvider, provisionProvider } from '../analysis/venv.ts';
 
 export interface DevJson {
   mcp_url: string;
@@ -109,6 +110,14 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     if (bundling) {
       const workers: RunningWorkers = await startWorkers({ config, store, address, bundle: await bundling });
       stoppers.push(() => workers.shutdown());
+      // The angr provider installs in the background (once, about a minute); analyses wait for it.
+      if (config.capabilities.includes('analysis') && !cachedProvider(config.analysis.python)) {
+        provisionProvider(config.analysis.python, { log }).catch((err: Error) =>
+          log(
+            `dossier: the angr provider could not be provisioned (${err.message}); analysis tools will fail until \`npm run provision:analysis\` succeeds.`,
+          ),
+        );
+      }
     }
 
     let http: HttpGateway | undefined;

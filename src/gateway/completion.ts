@@ -3,6 +3,8 @@
 // sorted by code point, at most 100 values with total and hasMore, at most
 // 10,000 candidates scanned. A completion grants nothing, and any internal
 // error answers an empty list.
+import { openDatabase } from '../analysis/files.ts';
+import type { AnalysisStore } from '../store/analyses.ts';
 import type { CandidateStore } from '../store/candidates.ts';
 import type { Principal } from '../domain/types.ts';
 import { CATALOG } from '../tools/catalog.ts';
@@ -44,12 +46,48 @@ export function complete(candidates: string[], typed: string): Completion {
   };
 }
 
+/** Procedure discovery for completion: at most this many unique addresses, read in pages of 500. */
+export const PROCEDURE_LIMITS = { addresses: 5_000, page: 500 };
+
+/**
+ * Procedures of an artifact from the team's analysis database: every observed
+ * address; names only when discovery was exhaustive and the name's address is
+ * unique (past the bound, whether a name is unique is unknown).
+ */
+async function procedures(
+  analyses: AnalysisStore,
+  team: string,
+  artifact: string | undefined,
+): Promise<string[]> {
+  if (!artifact) return [];
+  const record = await analyses.newestDatabase(team, artifact);
+  if (!record?.result) return [];
+  const ref = record.result as { file: string; digest: string };
+  const db = await openDatabase(ref.file, ref.digest);
+  const seen = new Map<number, string>();
+  let exhaustive = false;
+  for (let offset = 0; seen.size < PROCEDURE_LIMITS.addresses; offset += PROCEDURE_LIMITS.page) {
+    const page = db.functionsPage(offset, PROCEDURE_LIMITS.page);
+    for (const f of page) if (seen.size < PROCEDURE_LIMITS.addresses) seen.set(f.address, f.name);
+    if (page.length < PROCEDURE_LIMITS.page) {
+      exhaustive = seen.size < PROCEDURE_LIMITS.addresses || page.length === 0;
+      break;
+    }
+  }
+  const addresses = [...seen.keys()].map((a) => `0x${a.toString(16)}`);
+  if (!exhaustive) return addresses;
+  const count = new Map<string, number>();
+  for (const name of seen.values()) count.set(name, (count.get(name) ?? 0) + 1);
+  return [...addresses, ...[...count].filter(([, n]) => n === 1).map(([name]) => name)];
+}
+
 export async function completePromptArgument(
-  store: CandidateStore,
+  stores: { candidates: CandidateStore; analyses: AnalysisStore },
   caller: Principal,
   prompt: string,
   argument: string,
   typed: string,
+  context: Record<string, string> = {},
 ): Promise<Completion> {
   try {
     const kind = PROMPTS_BY_NAME.get(prompt)?.arguments.find((a) => a.name === argument)?.completes;
@@ -57,7 +95,16 @@ export async function completePromptArgument(
     const candidates =
       kind === 'tool'
         ? CATALOG.map((c) => c.name)
-        : await store.candidates(caller.team, caller.principal, kind, COMPLETION_LIMITS.scanned);
+        : kind === 'provider'
+          ? ['angr']
+          : kind === 'procedure'
+            ? await procedures(stores.analyses, caller.team, context.artifact)
+            : await stores.candidates.candidates(
+                caller.team,
+                caller.principal,
+                kind,
+                COMPLETION_LIMITS.scanned,
+              );
     return complete(candidates, typed);
   } catch {
     return EMPTY;

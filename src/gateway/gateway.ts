@@ -10,7 +10,8 @@ import { RateLimiter } from './rateLimit.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { bindAll } from '../tools/registry.ts';
 import { GATEWAY_HANDLERS, type HandlerContext } from './handlers.ts';
-import { callSchema, isLaunchTool, type ToolContract } from '../tools/contract.ts';
+import { callSchema, isAnalysisTool, isLaunchTool, type ToolContract } from '../tools/contract.ts';
+import type { AnalysisReply, AnalysisService } from './analysisService.ts';
 
 export interface CallOptions {
   onProgress?: WaitOptions['onProgress'];
@@ -22,6 +23,7 @@ export class Gateway {
   constructor(
     private readonly deps: {
       launches: LaunchService;
+      analyses: AnalysisService;
       ledger: Ledger;
       namespace: string;
       uiUrl: string;
@@ -34,7 +36,7 @@ export class Gateway {
 
   private readonly limiter: RateLimiter | undefined;
   /** Every gateway-side contract bound to its handler, checked when the gateway is built. */
-  private readonly handlers = bindAll('gateway', CATALOG, GATEWAY_HANDLERS, (c) => !isLaunchTool(c));
+  private readonly handlers = bindAll('gateway', CATALOG, GATEWAY_HANDLERS, (c) => c.runsOn === 'gateway');
 
   async callTool(
     caller: Principal,
@@ -69,8 +71,14 @@ export class Gateway {
     }
   }
 
-  completePrompt(caller: Principal, prompt: string, argument: string, typed: string) {
-    return this.deps.ledger.complete(caller, prompt, argument, typed);
+  completePrompt(
+    caller: Principal,
+    prompt: string,
+    argument: string,
+    typed: string,
+    context?: Record<string, string>,
+  ) {
+    return this.deps.ledger.complete(caller, prompt, argument, typed, context);
   }
 
   /** POST /artifacts: an authenticated, size-capped upload into the artifact store. */
@@ -89,8 +97,8 @@ export class Gateway {
     }
   }
 
-  /** Launch replies carry their result within the reply budget: complete when it fits, else summary + continuation. */
-  private async deliver(caller: Principal, reply: LaunchReply, detail: Detail = 'summary') {
+  /** Launch and analysis replies carry their result within the reply budget: complete when it fits, else summary + continuation. */
+  private async deliver(caller: Principal, reply: LaunchReply | AnalysisReply, detail: Detail = 'summary') {
     const value = { ...reply } as Record<string, unknown>;
     if (reply.status === 'running' || !reply.evidence_id) return value;
     return this.deps.ledger.deliver(caller, value, detail);
@@ -116,6 +124,10 @@ export class Gateway {
         input,
         wait(input.wait_ms as number),
       );
+      return this.deliver(caller, reply, input.detail as Detail | undefined);
+    }
+    if (isAnalysisTool(contract)) {
+      const reply = await this.deps.analyses.run(caller, contract, input, wait(input.wait_ms as number));
       return this.deliver(caller, reply, input.detail as Detail | undefined);
     }
     const ctx: HandlerContext = {

@@ -13,16 +13,11 @@ import type { ToolContract } from '../tools/contract.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
+import { waitForWorkflow, type WaitOptions } from './waiting.ts';
+
+export type { WaitOptions };
 
 export type LaunchReply = z.output<typeof launchReplySchema>;
-
-export interface WaitOptions {
-  waitMs: number;
-  /** Called about once a second while the call waits, with the launch's latest progress facts. */
-  onProgress?: (elapsedMs: number, facts: Record<string, unknown> | null) => Promise<void>;
-}
-
-const PROGRESS_POLL_MS = 1_000;
 
 export class LaunchService {
   constructor(
@@ -151,28 +146,16 @@ export class LaunchService {
   }
 
   private async wait(record: LaunchRecord, attached: boolean, wait: WaitOptions): Promise<LaunchReply> {
-    const { launches: store, client } = this.deps;
-    if (wait.waitMs > 0) {
-      const started = Date.now();
-      const deadline = started + wait.waitMs;
-      const ticker = wait.onProgress
-        ? setInterval(() => {
-            store
-              .byWorkflowId(record.workflowId)
-              .then((r) => wait.onProgress?.(Date.now() - started, r?.progress ?? null))
-              .catch(() => undefined);
-          }, PROGRESS_POLL_MS)
-        : undefined;
-      try {
-        const handle = client.workflow.getHandle(record.workflowId, record.runId ?? undefined);
-        await client.connection.withDeadline(deadline, () => handle.result());
-      } catch (err) {
-        if (Date.now() < deadline - 50) await this.settleAbnormalEnd(record, err);
-      } finally {
-        if (ticker) clearInterval(ticker);
-      }
-    }
-    const fresh = (await store.byWorkflowId(record.workflowId)) ?? record;
+    const { launches, client } = this.deps;
+    const waited = await waitForWorkflow(
+      client,
+      record.workflowId,
+      record.runId,
+      wait,
+      async () => (await launches.byWorkflowId(record.workflowId))?.progress ?? null,
+    );
+    if (waited.error) await this.settleAbnormalEnd(record, waited.error);
+    const fresh = (await launches.byWorkflowId(record.workflowId)) ?? record;
     return this.reply(fresh, attached);
   }
 

@@ -4,6 +4,7 @@ import { DossierError } from '../domain/errors.ts';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { detectType, storeArtifact, storeArtifactFile } from '../evidence/artifacts.ts';
+import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { BUNDLE_LIMITS, PAGE_LIMIT, UPLOAD_LIMIT } from '../tools/ledger.ts';
 import { openUnder } from '../sandbox/paths.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
@@ -36,7 +37,7 @@ export class Ledger {
   private readonly bundleRoots: string[];
 
   constructor(
-    private readonly store: Pick<Store, 'evidence' | 'unknowns' | 'artifacts' | 'candidates'>,
+    private readonly store: Pick<Store, 'evidence' | 'unknowns' | 'artifacts' | 'candidates' | 'analyses'>,
     private readonly opts: LedgerOptions,
   ) {
     this.replyBudgetBytes = opts.replyBudgetBytes;
@@ -88,8 +89,14 @@ export class Ledger {
   }
 
   /** Prompt-argument completion over this team's live records (never an error: empty instead). */
-  complete(caller: Principal, prompt: string, argument: string, typed: string) {
-    return completePromptArgument(this.store.candidates, caller, prompt, argument, typed);
+  complete(
+    caller: Principal,
+    prompt: string,
+    argument: string,
+    typed: string,
+    context?: Record<string, string>,
+  ) {
+    return completePromptArgument(this.store, caller, prompt, argument, typed, context);
   }
 
   private sandbox(): Sandbox {
@@ -284,9 +291,11 @@ export class Ledger {
 
   /** The first page request of the largest collection whose reply fits the budget. */
   private async continuation(record: EvidenceRecord) {
+    // The contract's primary collection first (trace_feature: references), else the largest.
+    const preferred = TOOLS_BY_NAME.get(record.tool)?.primaryCollection;
     const largest = Object.entries(record.collections).sort((a, b) => b[1].rows - a[1].rows)[0];
-    if (!largest || largest[1].rows === 0) return undefined;
-    const [collection] = largest;
+    const collection = preferred && record.collections[preferred]?.rows ? preferred : largest?.[0];
+    if (!collection || !record.collections[collection]?.rows) return undefined;
     const page = await pageView(this.store.evidence, record, {
       kind: 'page',
       collection,

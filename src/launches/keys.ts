@@ -22,3 +22,36 @@ export function launchWorkflowId(team: string, principal: string, key: string): 
   if (!IDEMPOTENCY_KEY.test(key)) throw new Error(`idempotency key ${JSON.stringify(key)} is not valid`);
   return `launch/${team}/${principal}/${key}`;
 }
+
+/**
+ * An analysis is named by what was asked, not by who: the digest of {tool,
+ * input} (without the reply-shaping fields) and the provider's key, so the
+ * same question from anyone in the team is the same analysis.
+ */
+export function analysisKey(tool: string, input: Record<string, unknown>, providerKey: string): string {
+  const body: Record<string, unknown> = { ...input };
+  for (const field of NON_BODY_FIELDS) delete body[field];
+  return digestOf({ tool, input: body, provider: providerKey });
+}
+
+/** `analysis/<team>/<key>`. */
+export function analysisWorkflowId(team: string, key: string): string {
+  if (!ID_PART.test(team)) throw new Error(`team name ${JSON.stringify(team)} is not valid in a workflow ID`);
+  return `analysis/${team}/${key}`;
+}
+
+/** The database key of an artifact under a profile and provider: `db:<artifact>:<profile>:<provider>`. */
+export function databaseKey(artifact: string, profile: string, providerKey: string): string {
+  return `db:${artifact}:${profile}:${providerKey}`;
+}
+
+/** `analysis-db/<team>/<artifact hex>/<profile>-<provider>`: one build per team, artifact, profile and provider. */
+export function databaseWorkflowId(
+  team: string,
+  artifact: string,
+  profile: string,
+  providerKey: string,
+): string {
+  if (!ID_PART.test(team)) throw new Error(`team name ${JSON.stringify(team)} is not valid in a workflow ID`);
+  return `analysis-db/${team}/${artifact.replace(/^sha256:/, '')}/${profile}-${providerKey}`;
+}

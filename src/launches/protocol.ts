@@ -27,3 +27,56 @@ export interface BookkeepingActivities {
   readJournal(workflowId: string): Promise<JournalView>;
   finishLaunch(workflowId: string, outcome: LaunchOutcome): Promise<LaunchOutcome>;
 }
+
+/** Build (or find) the analysis database of an artifact for a team. */
+export interface DatabaseRequest {
+  workflowId: string;
+  team: string;
+  key: string;
+  artifact: string;
+  profile: string;
+  requestedBy: string;
+  /** Upper bound of one build, from the configured time budget. */
+  maxRunMs: number;
+}
+
+/** A built database, as the query activities need it. */
+export interface DatabaseRef {
+  file: string;
+  digest: string;
+  provider: { name: string; version: string };
+  profile: string;
+  truncated: boolean;
+  limitations: string[];
+  parameters: Record<string, unknown>;
+}
+
+/** Answer one analysis tool call from the database. */
+export interface AnalysisRequest {
+  workflowId: string;
+  team: string;
+  key: string;
+  tool: string;
+  input: Record<string, unknown>;
+  requestedBy: string;
+  database: DatabaseRequest;
+  maxRunMs: number;
+}
+
+export interface AnalysisOutcome {
+  status: 'succeeded' | 'failed';
+  evidenceId: string | null;
+  summary: Record<string, unknown> | null;
+  error: Record<string, unknown> | null;
+}
+
+export interface AnalysisActivities {
+  buildAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef>;
+  runAnalysis(req: AnalysisRequest, database: DatabaseRef): Promise<AnalysisOutcome>;
+}
+
+export interface AnalysisBookkeeping {
+  /** Starts the database's build workflow or attaches to it, and waits for it. */
+  awaitAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef>;
+  finishAnalysis(workflowId: string, outcome: AnalysisOutcome): Promise<AnalysisOutcome>;
+}

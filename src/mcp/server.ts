@@ -138,7 +138,10 @@ export function createMcpServer(
     const caller = resolveCaller(extra.authInfo?.extra);
     const { ref, argument } = request.params;
     if (!caller || ref.type !== 'ref/prompt') return { completion: { values: [], total: 0, hasMore: false } };
-    return { completion: await gateway.completePrompt(caller, ref.name, argument.name, argument.value) };
+    const context = request.params.context?.arguments ?? {};
+    return {
+      completion: await gateway.completePrompt(caller, ref.name, argument.name, argument.value, context),
+    };
   });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const caller = resolveCaller(extra.authInfo?.extra);

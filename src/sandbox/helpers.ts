@@ -36,7 +36,7 @@ export interface StreamingHelper {
 /** Starts a helper whose stdout the caller consumes as a stream. */
 export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper {
   const proc = sandbox.spawn({
-    argv: [helperPath(run.program, run.pkg), ...run.args],
+    argv: [run.program.startsWith('/') ? run.program : helperPath(run.program, run.pkg), ...run.args],
     env: { ...HELPER_ENV, ...run.env },
     cwd: '/tmp',
     mounts: run.mounts,

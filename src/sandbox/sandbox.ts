@@ -175,6 +175,8 @@ export class Sandbox {
     const network = req.network ?? false;
     const mounts = req.mounts ?? [];
     const fds: number[] = [];
+    /** Contents bwrap reads from pipes after the mounted descriptors (--ro-bind-data). */
+    const data: string[] = [];
     let argv = [...limitArgs(req.limits), ...req.argv];
     if (isRoot()) {
       argv = [
@@ -244,6 +246,15 @@ export class Sandbox {
         }
         (m.writable ? writable : visible).push(inside);
       }
+      // Names for the uids a program meets (getpwuid must not fail for its own uid), nothing of the host's.
+      const names = {
+        '/etc/passwd': `root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${identity.uid}:${identity.gid}:dossier sandbox:/tmp:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+        '/etc/group': `root:x:0:\nsandbox:x:${identity.gid}:\nnogroup:x:65534:\n`,
+      };
+      for (const [file, content] of Object.entries(names)) {
+        data.push(content);
+        bwrap.push('--perms', '0444', '--ro-bind-data', String(3 + fds.length + data.length - 1), file);
+      }
       if (req.cwd) bwrap.push('--chdir', req.cwd);
       argv = [...bwrap, '--', ...argv];
     }
@@ -252,8 +263,13 @@ export class Sandbox {
       env: req.env,
       // The first process leads its own group, so `none` captures can be ended as a whole.
       detached: true,
-      stdio: [req.stdin ?? 'pipe', 'pipe', 'pipe', ...fds],
+      stdio: [req.stdin ?? 'pipe', 'pipe', 'pipe', ...fds, ...data.map(() => 'pipe' as const)],
     }) as SandboxedProcess['child'];
+    data.forEach((content, i) => {
+      const pipe = child.stdio[3 + fds.length + i] as Writable | null;
+      pipe?.on('error', () => undefined);
+      pipe?.end(content);
+    });
     child.stdin?.on('error', () => undefined); // the program may exit without reading its input
 
     // bwrap's first process stays outside; its child is the sandbox's PID 1, and every

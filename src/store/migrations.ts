@@ -113,4 +113,32 @@ CREATE TABLE artifacts (
 CREATE INDEX artifacts_by_team ON artifacts (team, created_at, digest);
 `,
   },
+  {
+    version: 3,
+    name: 'analyses: shared analysis databases and the queries answered from them',
+    sql: `
+CREATE TABLE analyses (
+  team TEXT NOT NULL,
+  analysis_key TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  input TEXT NOT NULL,
+  database_key TEXT,
+  workflow_id TEXT NOT NULL UNIQUE,
+  run_id TEXT,
+  status TEXT NOT NULL,
+  evidence_id TEXT,
+  result TEXT,
+  error TEXT,
+  progress TEXT,
+  runs INTEGER NOT NULL DEFAULT 0,
+  requested_by TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  started_at TEXT,
+  finished_at TEXT,
+  PRIMARY KEY (team, analysis_key)
+);
+CREATE INDEX analyses_by_team ON analyses (team, kind, created_at);
+`,
+  },
 ];

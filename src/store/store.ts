@@ -1,6 +1,7 @@
 // The store: one schema over SQLite (embedded) or PostgreSQL (cluster), as one
 // small aggregate per kind of record, each with a narrow interface, so every
 // part of dossier sees only what it needs (the launch service sees launches).
+import { AnalysisStore } from './analyses.ts';
 import { ArtifactStore } from './artifacts.ts';
 import { CandidateStore } from './candidates.ts';
 import { EvidenceStore } from './evidence.ts';
@@ -18,6 +19,7 @@ export interface Store {
   readonly evidence: EvidenceStore;
   readonly unknowns: UnknownStore;
   readonly artifacts: ArtifactStore;
+  readonly analyses: AnalysisStore;
   readonly candidates: CandidateStore;
   close(): Promise<void>;
 }
@@ -37,6 +39,7 @@ export async function openStore(location: string): Promise<Store> {
     evidence: new EvidenceStore(db),
     unknowns: new UnknownStore(db),
     artifacts: new ArtifactStore(db),
+    analyses: new AnalysisStore(db),
     candidates: new CandidateStore(db),
     close: () => db.close(),
   };

@@ -1,4 +1,12 @@
 // The tool catalog: every contract dossier serves, in the order tools/list shows them.
+import {
+  decompileFunction,
+  findStrings,
+  getCallGraph,
+  inspectBinary,
+  listFunctions,
+  traceFeature,
+} from './analysis.ts';
 import { captureProcessScenario, observeNativeCallsTool } from './capture.ts';
 import { extractArtifact } from './extract.ts';
 import { extractFirmwareTool } from './firmware.ts';
@@ -24,6 +32,12 @@ export const CATALOG: readonly ToolContract[] = catalogOf([
   extractArtifact,
   extractFirmwareTool,
   exportEvidenceBundle,
+  inspectBinary,
+  findStrings,
+  listFunctions,
+  getCallGraph,
+  decompileFunction,
+  traceFeature,
   getLaunch,
   awaitLaunch,
   cancelLaunch,

@@ -38,12 +38,20 @@ export interface ToolContract<Input extends z.ZodObject = z.ZodObject> {
   runsOn: Capability | 'gateway';
   limits: Record<string, NamedBound>;
   collections: Record<string, CollectionSpec>;
+  /** The collection an oversized result's continuation pages first (default: the largest). */
+  primaryCollection?: string;
   /** Upper bound of the effect's run time for these inputs, so the activity's timeout can be derived. */
   maxRunMs?: (input: z.infer<Input>) => number;
 }
 
+/** A tool with effects: a keyed launch, run at most once per key. */
 export function isLaunchTool(contract: ToolContract): boolean {
   return !contract.effect.idempotent;
+}
+
+/** A read-only tool that runs on a worker: an analysis, answered once per input for the whole team. */
+export function isAnalysisTool(contract: ToolContract): boolean {
+  return contract.effect.idempotent && contract.runsOn !== 'gateway';
 }
 
 export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -71,13 +79,15 @@ export const waitMsSchema = z
 
 const callSchemas = new Map<string, z.ZodObject>();
 
-/** The schema a call is validated against: launch tools add the key and wait_ms. Unknown fields are refused. */
+/** The schema a call is validated against: launches add the key and wait_ms, analyses wait_ms. Unknown fields are refused. */
 export function callSchema(contract: ToolContract): z.ZodObject {
   let schema = callSchemas.get(contract.name);
   if (!schema) {
     schema = isLaunchTool(contract)
       ? contract.input.extend({ idempotency_key: idempotencyKeySchema, wait_ms: waitMsSchema }).strict()
-      : contract.input.strict();
+      : isAnalysisTool(contract)
+        ? contract.input.extend({ wait_ms: waitMsSchema }).strict()
+        : contract.input.strict();
     callSchemas.set(contract.name, schema);
   }
   return schema;

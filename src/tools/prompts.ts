@@ -2,9 +2,17 @@
 // current tools and keeps observations, inferences and unknowns apart.
 // Arguments are rendered as quoted data, never spliced into instructions.
 import { z } from 'zod';
+import { TOOLS_BY_NAME } from './catalog.ts';
 
 export type CompletionKind =
-  'artifact' | 'evidence' | 'launch_key' | 'open_unknown' | 'investigation' | 'tool';
+  | 'artifact'
+  | 'evidence'
+  | 'launch_key'
+  | 'open_unknown'
+  | 'investigation'
+  | 'tool'
+  | 'procedure'
+  | 'provider';
 
 export interface PromptArgument {
   name: string;
@@ -41,10 +49,18 @@ export const PROMPTS: PromptSpec[] = [
       },
       {
         name: 'artifact',
-        description: 'The target (sha256:… digest).',
+        description: 'The target document (sha256:… digest).',
         required: false,
         completes: 'artifact',
       },
+      {
+        name: 'procedure',
+        description:
+          'A procedure to start from, by address or name (completes from the artifact’s analysis).',
+        required: false,
+        completes: 'procedure',
+      },
+      { name: 'provider', description: 'The analysis provider.', required: false, completes: 'provider' },
       {
         name: 'investigation',
         description: 'Investigation to group the Evidence under.',
@@ -55,9 +71,11 @@ export const PROMPTS: PromptSpec[] = [
     ],
     steps: [
       'Check the target with list_artifacts; if it is an archive or a firmware image, unpack it with extract_artifact or extract_firmware and read the manifest with inspect_analysis_view (collection "entries").',
-      'Run the target where the feature is exercised with capture_process_scenario (trace_syscalls: true), or observe_native_calls to see library calls.',
-      'Page the events, files and stdout collections with inspect_analysis_view and exact filters; never assume an empty page means absence: read coverage.',
-      'Write down observations with their evidence_ids, then inferences, then unknowns.',
+      'Look at the binary with inspect_binary (format, architecture, imports), then find the feature’s strings with find_strings (contains) and trace them with trace_feature: its references say which procedure owns each (found, not_found, unavailable).',
+      'Follow the owning procedures with get_call_graph and read them with decompile_function; list_functions names the rest.',
+      'Confirm at run time where it matters: capture_process_scenario (trace_syscalls: true) where the feature is exercised, or observe_native_calls for library calls.',
+      'Page references, events and outputs with inspect_analysis_view and exact filters; never assume an empty page means absence: read coverage.',
+      'Write down observations with their evidence_ids, then inferences, then unknowns (trace_feature already recorded one per unavailable owner).',
     ],
   },
   {
@@ -178,7 +196,7 @@ export const PROMPTS: PromptSpec[] = [
     ],
     steps: [
       'Choose arguments and an explicit environment (nothing is inherited); decide stdin.',
-      'Set timeout_ms, max_output_bytes, limits (address_space_mb, open_files, processes), max_events and isolation: "bubblewrap" for untrusted code.',
+      'Set timeout_ms, max_output_bytes, limits (address_space_mb, open_files, processes), max_events; every capture runs in the sandbox (its own uid, no network, nothing of dossier’s state).',
       'Choose an idempotency_key that names this capture, call capture_process_scenario with wait_ms, and follow a "running" reply with await_launch.',
     ],
   },
@@ -199,6 +217,20 @@ export function renderPrompt(spec: PromptSpec, args: Record<string, string>): st
     }
     data[a.name] = argValue.parse(value);
   }
+  // Arguments that steer the plan are used, but only as values checked against what exists.
+  const first: string[] = [];
+  if (data.start_with_tool !== undefined) {
+    if (!TOOLS_BY_NAME.has(data.start_with_tool))
+      throw new Error(
+        `start_with_tool ${JSON.stringify(data.start_with_tool)} is not a tool this gateway serves`,
+      );
+    first.push(`Begin with the tool ${data.start_with_tool}, then follow the plan.`);
+  }
+  if (data.unknown_id !== undefined) {
+    if (!/^unk_[0-9a-f]{32}$/.test(data.unknown_id))
+      throw new Error('unknown_id is "unk_" followed by 32 hex digits');
+    first.push(`Begin with the unknown ${data.unknown_id} (read it with list_unknowns).`);
+  }
   const lines = [
     `# ${spec.title}`,
     '',
@@ -209,7 +241,7 @@ export function renderPrompt(spec: PromptSpec, args: Record<string, string>): st
     '```',
     '',
     'Plan:',
-    ...spec.steps.map((s, i) => `${i + 1}. ${s}`),
+    ...[...first, ...spec.steps].map((s, i) => `${i + 1}. ${s}`),
     '',
     KEYS,
     '',

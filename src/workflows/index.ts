@@ -1,2 +1,3 @@
 // Every workflow the workers register. Bundled by Temporal's workflow bundler.
+export { analysisDatabaseWorkflow, analysisWorkflow } from './analysis.ts';
 export { launchWorkflow } from './launch.ts';

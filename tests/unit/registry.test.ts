@@ -3,11 +3,12 @@
 // every contract exactly once on the side that runs it.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { ANALYSIS_BINDINGS } from '../../src/activities/analyses.ts';
 import { EFFECT_BINDINGS } from '../../src/activities/effects.ts';
 import { GATEWAY_HANDLERS } from '../../src/gateway/handlers.ts';
 import { listTools } from '../../src/mcp/server.ts';
 import { CATALOG } from '../../src/tools/catalog.ts';
-import { defineTool, isLaunchTool } from '../../src/tools/contract.ts';
+import { defineTool, isAnalysisTool, isLaunchTool } from '../../src/tools/contract.ts';
 import { bindAll, catalogOf } from '../../src/tools/registry.ts';
 
 // name, runs on, readOnlyHint, destructiveHint, idempotentHint, openWorldHint
@@ -17,6 +18,12 @@ const INVENTORY = [
   ['extract_artifact', 'extract', false, false, true, true],
   ['extract_firmware', 'extract', false, false, true, true],
   ['export_evidence_bundle', 'analysis', false, false, true, true],
+  ['inspect_binary', 'analysis', true, false, true, false],
+  ['find_strings', 'analysis', true, false, true, false],
+  ['list_functions', 'analysis', true, false, true, false],
+  ['get_call_graph', 'analysis', true, false, true, false],
+  ['decompile_function', 'analysis', true, false, true, false],
+  ['trace_feature', 'analysis', true, false, true, false],
   ['get_launch', 'gateway', true, false, true, false],
   ['await_launch', 'gateway', true, false, true, false],
   ['cancel_launch', 'gateway', false, true, true, true],
@@ -46,10 +53,11 @@ describe('the tool inventory', () => {
     ).toEqual(INVENTORY);
   });
 
-  it('every launch contract has exactly one effect, every other exactly one gateway handler', () => {
+  it('every launch has exactly one effect, every analysis one query, every other tool one gateway handler', () => {
     const effects = bindAll('worker', CATALOG, EFFECT_BINDINGS, isLaunchTool);
-    const handlers = bindAll('gateway', CATALOG, GATEWAY_HANDLERS, (c) => !isLaunchTool(c));
-    expect(effects.size + handlers.size).toBe(CATALOG.length);
+    const analyses = bindAll('worker', CATALOG, ANALYSIS_BINDINGS, isAnalysisTool);
+    const handlers = bindAll('gateway', CATALOG, GATEWAY_HANDLERS, (c) => c.runsOn === 'gateway');
+    expect(effects.size + analyses.size + handlers.size).toBe(CATALOG.length);
   });
 });
 

@@ -1,0 +1,391 @@
+// The analysis activities: build an artifact's database (the provider in the
+// sandbox), wait on a build whoever started it, and answer a tool call from a
+// database, retaining the answer as Evidence. Every analysis contract is bound
+// here to its query; the worker refuses to load with one unbound.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
+import path from 'node:path';
+import type { z } from 'zod';
+import { buildDatabase } from '../analysis/build.ts';
+import { keepDatabase, openDatabase, scratchFile } from '../analysis/files.ts';
+import { provisionProvider, type AnalysisProvider } from '../analysis/venv.ts';
+import type { Config } from '../config.ts';
+import { DossierError, toToolError, type ToolError } from '../domain/errors.ts';
+import { verifyArtifact } from '../evidence/artifacts.ts';
+import type {
+  AnalysisBookkeeping,
+  AnalysisOutcome,
+  AnalysisRequest,
+  DatabaseRef,
+  DatabaseRequest,
+} from '../launches/protocol.ts';
+import { runHelper } from '../sandbox/helpers.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { Store } from '../store/store.ts';
+import type { AnalysisRecord } from '../store/analyses.ts';
+import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
+import {
+  decompileFunction as decompileContract,
+  findStrings as findStringsContract,
+  getCallGraph as getCallGraphContract,
+  inspectBinary as inspectBinaryContract,
+  listFunctions as listFunctionsContract,
+  traceFeature as traceFeatureContract,
+} from '../tools/analysis.ts';
+import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
+import { isAnalysisTool, type ToolContract } from '../tools/contract.ts';
+import { bindAll } from '../tools/registry.ts';
+import {
+  findStrings,
+  getCallGraph,
+  inspectBinary,
+  listFunctions,
+  resolveFunction,
+  traceFeature,
+  type QueryContext,
+  type QueryResult,
+} from './analysisQueries.ts';
+
+interface AnalysisContext extends QueryContext {
+  /** The verified artifact file, for the queries that run the provider again (decompilation). */
+  artifactFile(): Promise<string>;
+  provider(): Promise<AnalysisProvider>;
+  sandbox: Sandbox;
+}
+
+export interface AnalysisBinding {
+  contract: ToolContract;
+  run(input: never, ctx: AnalysisContext): QueryResult | Promise<QueryResult>;
+}
+
+function analysis<I extends z.ZodObject>(
+  contract: ToolContract<I>,
+  run: (input: z.output<I>, ctx: AnalysisContext) => QueryResult | Promise<QueryResult>,
+): AnalysisBinding {
+  return { contract: contract as unknown as ToolContract, run: run as AnalysisBinding['run'] };
+}
+
+/** decompile_function: angr's decompiler in the sandbox, on the verified artifact, bounded in time. */
+async function decompile(
+  input: { function: string; profile: string; timeout_s: number },
+  ctx: AnalysisContext,
+) {
+  const fn = resolveFunction(ctx.db, input.function);
+  const provider = await ctx.provider();
+  const out = await runHelper(ctx.sandbox, {
+    program: provider.python,
+    pkg: 'python3 (the angr venv: npm run provision:analysis)',
+    args: [
+      path.join(provider.scripts, 'angr_decompile.py'),
+      '--binary',
+      '/input/target',
+      '--address',
+      `0x${fn.address.toString(16)}`,
+      '--profile',
+      input.profile,
+    ],
+    mounts: [
+      { host: provider.venv },
+      { host: provider.scripts },
+      { host: await ctx.artifactFile(), inside: '/input/target' },
+    ],
+    timeoutMs: input.timeout_s * 1000,
+    limits: { addressSpaceBytes: 8 * 1024 ** 3 },
+    env: { PYTHONDONTWRITEBYTECODE: '1' },
+  });
+  const { text, name, limitations } = JSON.parse(out) as {
+    text: string;
+    name: string;
+    limitations: string[];
+  };
+  const lines = text.split('\n').map((t, i) => ({ line: i + 1, text: t }));
+  if (lines.length && lines[lines.length - 1]!.text === '') lines.pop();
+  return {
+    summary: {
+      function: name,
+      address: `0x${fn.address.toString(16)}`,
+      lines: lines.length,
+      head: text.slice(0, 600),
+    },
+    document: { function: name, address: `0x${fn.address.toString(16)}` },
+    collections: { lines },
+    limitations,
+  };
+}
+
+export const ANALYSIS_BINDINGS: readonly AnalysisBinding[] = [
+  analysis(inspectBinaryContract, inspectBinary),
+  analysis(findStringsContract, findStrings),
+  analysis(listFunctionsContract, listFunctions),
+  analysis(getCallGraphContract, getCallGraph),
+  analysis(decompileContract, decompile),
+  analysis(traceFeatureContract, traceFeature),
+];
+
+const HEARTBEAT_MS = 10_000;
+
+function toolFailure(error: ToolError): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(error.message, 'ToolError', error);
+}
+
+function refOf(record: AnalysisRecord): DatabaseRef {
+  return record.result as unknown as DatabaseRef;
+}
+
+function filterableOf(tool: string): Record<string, string[]> {
+  const collections = TOOLS_BY_NAME.get(tool)?.collections ?? {};
+  return Object.fromEntries(Object.entries(collections).map(([name, spec]) => [name, spec.filterable]));
+}
+
+export function createAnalysisActivities(deps: {
+  store: Store;
+  config: Config;
+  sandbox: Sandbox;
+  client: Client;
+}) {
+  const { store, config, sandbox, client } = deps;
+  const bindings = bindAll('worker', CATALOG, ANALYSIS_BINDINGS, isAnalysisTool);
+  let provisioning: Promise<AnalysisProvider> | undefined;
+  const provider = () => {
+    provisioning ??= provisionProvider(config.analysis.python, { log: (line) => console.error(line) });
+    provisioning.catch(() => (provisioning = undefined));
+    return provisioning;
+  };
+
+  /** Keeps an activity alive while `work` runs, with the latest progress as details. */
+  async function beating<T>(
+    work: (beat: (facts: Record<string, unknown>) => void) => Promise<T>,
+  ): Promise<T> {
+    const ctx = Context.current();
+    let latest: Record<string, unknown> = { phase: 'starting' };
+    const timer = setInterval(() => ctx.heartbeat(latest), HEARTBEAT_MS);
+    ctx.heartbeat(latest);
+    try {
+      return await work((facts) => {
+        latest = facts;
+        ctx.heartbeat(facts);
+      });
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  async function artifactFile(team: string, digest: string): Promise<string> {
+    if (!(await store.artifacts.get(team, digest))) {
+      throw new DossierError(
+        'not_found',
+        `No artifact ${digest} is registered for your team.`,
+        'register_artifact first.',
+      );
+    }
+    return verifyArtifact(config.home, digest);
+  }
+
+  async function buildAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef> {
+    const existing = await store.analyses.get(req.team, req.key);
+    if (existing?.status === 'succeeded' && existing.result) return refOf(existing);
+    const activity = Context.current();
+    await store.analyses.started(req.workflowId);
+    let lastWrite = 0;
+    try {
+      const ref = await beating(async (beat) => {
+        const progress = (facts: Record<string, unknown>) => {
+          beat(facts);
+          if (Date.now() - lastWrite > 1_000) {
+            lastWrite = Date.now();
+            store.analyses.recordProgress(req.workflowId, facts).catch(() => undefined);
+          }
+        };
+        progress({ phase: 'analysis: provisioning angr' });
+        const chosen = await provider();
+        const binary = await artifactFile(req.team, req.artifact);
+        const scratch = await scratchFile(config.home);
+        const built = await buildDatabase(sandbox, scratch, {
+          provider: chosen,
+          binary,
+          profile: req.profile,
+          timeBudgetS: config.analysis.timeBudgetS,
+          memoryBytes: config.analysis.memoryMb * 1024 * 1024,
+          signal: activity.cancellationSignal,
+          onProgress: progress,
+        });
+        const kept = await keepDatabase(config.home, scratch);
+        const meta = built.meta;
+        return {
+          file: kept.file,
+          digest: kept.digest,
+          provider: { name: 'angr', version: String(meta.provider_version ?? chosen.version) },
+          profile: req.profile,
+          truncated: Boolean(meta.truncated),
+          limitations: (meta.limitations as string[]) ?? [],
+          parameters: {
+            ...(meta.parameters as Record<string, unknown>),
+            bytes: kept.bytes,
+            counts: built.counts,
+          },
+        } satisfies DatabaseRef;
+      });
+      await store.analyses.finish(req.workflowId, {
+        status: 'succeeded',
+        evidenceId: null,
+        result: ref as unknown as Record<string, unknown>,
+        error: null,
+      });
+      return ref;
+    } catch (err) {
+      const error = toToolError(err);
+      const evidenceId = await retainFailure(req, error);
+      const recorded = { ...error, details: { ...error.details, evidence_id: evidenceId } };
+      await store.analyses.finish(req.workflowId, {
+        status: 'failed',
+        evidenceId,
+        result: null,
+        error: { ...recorded },
+      });
+      throw toolFailure(recorded);
+    }
+  }
+
+  /** A provider that failed leaves its stderr as Evidence, so the team can see why. */
+  async function retainFailure(req: DatabaseRequest, error: ToolError): Promise<string | null> {
+    const stderr = String(error.details.stderr_tail ?? '');
+    if (!stderr) return null;
+    const evidence = await store.evidence.put({
+      record: {
+        tool: 'analysis_database',
+        provider: { name: 'angr', version: 'unknown' },
+        parameters: { artifact: req.artifact, profile: req.profile },
+        parameters_digest: req.key,
+        target: { digest: req.artifact },
+        principal: req.requestedBy,
+        team: req.team,
+        investigation: null,
+        launch: {
+          workflow_id: req.workflowId,
+          run_id: Context.current().info.workflowExecution?.runId ?? 'unknown',
+        },
+        created_at: new Date().toISOString(),
+        summary: { code: error.code, message: error.message },
+        truncated: false,
+        limitations: ['the provider failed; stderr holds its last 64 KiB'],
+      },
+      document: { error },
+      collections: { stderr: stderr.split('\n').map((text, i) => ({ line: i + 1, text })) },
+      filterable: { stderr: ['line'] },
+    });
+    return evidence.evidence_id;
+  }
+
+  async function awaitAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef> {
+    const ready = await store.analyses.get(req.team, req.key);
+    if (ready?.status === 'succeeded' && ready.result) return refOf(ready);
+    const { record } = await store.analyses.claim({
+      team: req.team,
+      key: req.key,
+      kind: 'database',
+      tool: 'analysis_database',
+      input: { artifact: req.artifact, profile: req.profile },
+      databaseKey: null,
+      workflowId: req.workflowId,
+      requestedBy: req.requestedBy,
+    });
+    if (record.status === 'failed') await store.analyses.retryFailed(req.team, req.key, req.requestedBy);
+    return beating(async () => {
+      let handle;
+      try {
+        handle = await client.workflow.start('analysisDatabaseWorkflow', {
+          taskQueue: WORKFLOW_TASK_QUEUE,
+          workflowId: req.workflowId,
+          args: [req],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        });
+        await store.analyses.markRunning(req.workflowId, handle.firstExecutionRunId);
+      } catch (err) {
+        // Closed already and not failed: the database exists; the store says where.
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        handle = client.workflow.getHandle(req.workflowId);
+      }
+      try {
+        return (await handle.result()) as DatabaseRef;
+      } catch (err) {
+        const failed = await store.analyses.get(req.team, req.key);
+        if (err instanceof WorkflowFailedError && failed?.error)
+          throw toolFailure(failed.error as unknown as ToolError);
+        throw err;
+      }
+    });
+  }
+
+  async function runAnalysis(req: AnalysisRequest, database: DatabaseRef): Promise<AnalysisOutcome> {
+    const done = await store.analyses.get(req.team, req.key);
+    if (done?.status === 'succeeded') {
+      return { status: 'succeeded', evidenceId: done.evidenceId, summary: done.result, error: null };
+    }
+    const binding = bindings.get(req.tool);
+    if (!binding) throw ApplicationFailure.nonRetryable(`no analysis bound for ${req.tool}`, 'UnknownTool');
+    await store.analyses.started(req.workflowId);
+    try {
+      const artifact = req.input.artifact as string;
+      const db = await openDatabase(database.file, database.digest);
+      const result = await beating(async () =>
+        binding.run(req.input as never, {
+          db,
+          database,
+          artifact,
+          sandbox,
+          provider,
+          artifactFile: () => artifactFile(req.team, artifact),
+        }),
+      );
+      const evidence = await store.evidence.put({
+        record: {
+          tool: req.tool,
+          provider: database.provider,
+          parameters: req.input,
+          parameters_digest: req.key,
+          target: { digest: artifact },
+          principal: req.requestedBy,
+          team: req.team,
+          investigation: null,
+          launch: {
+            workflow_id: req.workflowId,
+            run_id: Context.current().info.workflowExecution?.runId ?? 'unknown',
+          },
+          created_at: new Date().toISOString(),
+          summary: result.summary,
+          truncated: Boolean(result.truncated) || database.truncated,
+          limitations: [...(result.limitations ?? []), ...database.limitations],
+        },
+        document: {
+          ...result.document,
+          provider: { ...database.provider, profile: database.profile, parameters: database.parameters },
+          database: database.digest,
+        },
+        collections: result.collections,
+        filterable: filterableOf(req.tool),
+        unknowns: result.unknowns,
+      });
+      const outcome: AnalysisOutcome = {
+        status: 'succeeded',
+        evidenceId: evidence.evidence_id,
+        summary: result.summary,
+        error: null,
+      };
+      await store.analyses.finish(req.workflowId, { ...outcome, result: result.summary });
+      return outcome;
+    } catch (err) {
+      throw toolFailure(toToolError(err));
+    }
+  }
+
+  async function finishAnalysis(workflowId: string, outcome: AnalysisOutcome): Promise<AnalysisOutcome> {
+    await store.analyses.finish(workflowId, { ...outcome, result: outcome.summary });
+    return outcome;
+  }
+
+  const bookkeeping: AnalysisBookkeeping = { awaitAnalysisDatabase, finishAnalysis };
+  return { work: { buildAnalysisDatabase, runAnalysis }, bookkeeping };
+}

@@ -1,0 +1,190 @@
+// Analyses: read-only tools answered on the `analysis` capability, once per
+// team and input. The store's analysis record is claimed first; an answered
+// question is answered from it (the same evidence_id, no Temporal call);
+// otherwise the analysis workflow, keyed by the input's digest, is started or
+// attached to, so concurrent askers share one run, and every analysis of an
+// artifact shares one database build.
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { providerKey } from '../analysis/venv.ts';
+import { DossierError } from '../domain/errors.ts';
+import type { Principal } from '../domain/types.ts';
+import { analysisKey, analysisWorkflowId, databaseKey, databaseWorkflowId } from '../launches/keys.ts';
+import type { AnalysisRequest } from '../launches/protocol.ts';
+import type { AnalysisRecord, AnalysisStore } from '../store/analyses.ts';
+import type { ArtifactStore } from '../store/artifacts.ts';
+import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
+import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
+import type { ToolContract } from '../tools/contract.ts';
+import { waitForWorkflow, type WaitOptions } from './waiting.ts';
+
+export interface AnalysisReply {
+  status: 'running' | 'succeeded' | 'failed';
+  analysis: {
+    tool: string;
+    workflow_id: string;
+    run_id: string | null;
+    requested_by: string;
+    attached: boolean;
+    started_at: string;
+    finished_at?: string;
+    ui_url: string;
+  };
+  evidence_id?: string;
+  summary?: Record<string, unknown>;
+  error?: Record<string, unknown>;
+  progress?: Record<string, unknown>;
+}
+
+export class AnalysisService {
+  constructor(
+    private readonly deps: {
+      analyses: AnalysisStore;
+      artifacts: ArtifactStore;
+      client: Client;
+      namespace: string;
+      uiUrl: string;
+      /** Upper bound of one database build (the configured time budget plus its grace). */
+      databaseMaxRunMs: number;
+    },
+  ) {}
+
+  async run(
+    caller: Principal,
+    contract: ToolContract,
+    args: Record<string, unknown>,
+    wait: WaitOptions,
+  ): Promise<AnalysisReply> {
+    const { wait_ms: _wait, detail: _detail, ...input } = args;
+    const artifact = input.artifact as string;
+    if (!(await this.deps.artifacts.get(caller.team, artifact))) {
+      throw new DossierError(
+        'not_found',
+        `No artifact ${artifact} is registered for your team.`,
+        'register_artifact (or POST /artifacts) first, then pass the digest it returns.',
+        { artifact },
+      );
+    }
+    const provider = providerKey();
+    const key = analysisKey(contract.name, input, provider);
+    const profile = String(input.profile ?? 'default');
+    const dbKey = databaseKey(artifact, profile, provider);
+    const workflowId = analysisWorkflowId(caller.team, key);
+    const { created, record } = await this.deps.analyses.claim({
+      team: caller.team,
+      key,
+      kind: 'query',
+      tool: contract.name,
+      input,
+      databaseKey: dbKey,
+      workflowId,
+      requestedBy: caller.principal,
+    });
+    if (record.status === 'succeeded') return this.reply(record, true);
+    let fresh = record;
+    if (record.status === 'failed') {
+      // A failed analysis may be asked again: it runs anew, once, whoever asks first.
+      await this.deps.analyses.retryFailed(caller.team, key, caller.principal);
+      fresh = (await this.deps.analyses.get(caller.team, key))!;
+    }
+    const request: AnalysisRequest = {
+      workflowId,
+      team: caller.team,
+      key,
+      tool: contract.name,
+      input,
+      requestedBy: caller.principal,
+      database: {
+        workflowId: databaseWorkflowId(caller.team, artifact, profile, provider),
+        team: caller.team,
+        key: dbKey,
+        artifact,
+        profile,
+        requestedBy: caller.principal,
+        maxRunMs: this.deps.databaseMaxRunMs,
+      },
+      maxRunMs: contract.maxRunMs?.(input as never) ?? 10 * 60_000,
+    };
+    const runId = await this.ensureStarted(request, fresh);
+    return this.wait({ ...fresh, runId }, !created, wait);
+  }
+
+  private async ensureStarted(req: AnalysisRequest, record: AnalysisRecord): Promise<string> {
+    const { client } = this.deps;
+    let runId: string;
+    try {
+      const handle = await client.workflow.start('analysisWorkflow', {
+        taskQueue: WORKFLOW_TASK_QUEUE,
+        workflowId: req.workflowId,
+        args: [req],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        // A failed analysis may run again; a successful one is answered from the store.
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        memo: {
+          tool: req.tool,
+          team: req.team,
+          requested_by: record.requestedBy,
+          artifact: req.input.artifact,
+        },
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.tool, value: req.tool },
+          { key: SEARCH_ATTRIBUTES.principal, value: record.requestedBy },
+          { key: SEARCH_ATTRIBUTES.team, value: req.team },
+          { key: SEARCH_ATTRIBUTES.key, value: req.key },
+          { key: SEARCH_ATTRIBUTES.bodyDigest, value: req.key },
+        ],
+      });
+      runId = handle.firstExecutionRunId;
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+        throw new DossierError(
+          'provider_unavailable',
+          `Temporal could not start the analysis: ${(err as Error).message}`,
+          'Ask again: the same question reaches the same analysis.',
+        );
+      }
+      runId = (await client.workflow.getHandle(req.workflowId).describe()).runId;
+    }
+    await this.deps.analyses.markRunning(req.workflowId, runId);
+    return runId;
+  }
+
+  private async wait(record: AnalysisRecord, attached: boolean, wait: WaitOptions): Promise<AnalysisReply> {
+    const { analyses, client } = this.deps;
+    await waitForWorkflow(client, record.workflowId, record.runId, wait, () => this.progressOf(record));
+    const fresh = (await analyses.byWorkflowId(record.workflowId)) ?? record;
+    return this.reply(fresh, attached);
+  }
+
+  /** An analysis waiting on its database shows the database's progress. */
+  private async progressOf(record: AnalysisRecord): Promise<Record<string, unknown> | null> {
+    const own = await this.deps.analyses.byWorkflowId(record.workflowId);
+    if (own?.progress) return own.progress;
+    if (!record.databaseKey) return null;
+    return (await this.deps.analyses.get(record.team, record.databaseKey))?.progress ?? null;
+  }
+
+  async reply(record: AnalysisRecord, attached: boolean): Promise<AnalysisReply> {
+    const status = record.status === 'succeeded' || record.status === 'failed' ? record.status : 'running';
+    const reply: AnalysisReply = {
+      status,
+      analysis: {
+        tool: record.tool,
+        workflow_id: record.workflowId,
+        run_id: record.runId,
+        requested_by: record.requestedBy,
+        attached,
+        started_at: record.createdAt,
+        ui_url: `${this.deps.uiUrl}/namespaces/${encodeURIComponent(this.deps.namespace)}/workflows/${encodeURIComponent(record.workflowId)}`,
+      },
+    };
+    if (record.finishedAt) reply.analysis.finished_at = record.finishedAt;
+    if (record.evidenceId) reply.evidence_id = record.evidenceId;
+    if (record.result && status === 'succeeded') reply.summary = record.result;
+    if (record.error) reply.error = record.error;
+    if (status === 'running') {
+      const progress = await this.progressOf(record);
+      if (progress) reply.progress = progress;
+    }
+    return reply;
+  }
+}

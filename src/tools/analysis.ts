@@ -1,0 +1,221 @@
+// Static analysis of a registered binary, on a real provider (angr). These
+// tools change nothing: no idempotency key. Each runs as an analysis on the
+// `analysis` capability, keyed by what was asked, so the same question from
+// anyone in the team is answered once and shared; all of them read one
+// analysis database per artifact, profile and provider, built once.
+import { z } from 'zod';
+import { ARTIFACT_DIGEST } from '../domain/types.ts';
+import { bounded, defineTool, type EffectAudit } from './contract.ts';
+
+export const ANALYSIS_LIMITS = {
+  min_length: { default: 4, max: 1_024, unit: 'characters' },
+  max_strings: { default: 100_000, max: 1_000_000, unit: 'strings' },
+  depth: { default: 2, max: 16, unit: 'call levels' },
+  max_edges: { default: 10_000, max: 100_000, unit: 'edges' },
+  max_references: { default: 10_000, max: 1_000_000, unit: 'references' },
+  decompile_timeout_s: { default: 120, max: 600, unit: 's' },
+};
+
+const ANALYSIS: EffectAudit = {
+  idempotent: true,
+  readOnly: true,
+  destructive: false,
+  openWorld: false,
+  effects: [],
+};
+
+export const PROFILES = ['default', 'thorough'] as const;
+
+const target = {
+  artifact: z
+    .string()
+    .regex(ARTIFACT_DIGEST, {
+      error: 'artifact is "sha256:" followed by 64 hex digits (register_artifact returns it)',
+    })
+    .describe('Digest of a registered binary (register_artifact, POST /artifacts, or an extracted entry).'),
+  profile: z
+    .enum(PROFILES)
+    .default('default')
+    .describe(
+      'default: angr CFGFast (normalized, data references); thorough: also its cross-reference pass (slower, a few more code references). One analysis database per artifact and profile, built once for the team.',
+    ),
+  detail: z
+    .enum(['complete', 'summary'])
+    .default('complete')
+    .describe(
+      'complete: the whole result when it fits the reply budget, else summary + continuation; summary: always the summary.',
+    ),
+};
+
+/** A function named by symbol name or by address ("0x401136"). */
+const functionRef = z
+  .string()
+  .min(1)
+  .max(1_024)
+  .describe('A function by name ("check_license") or address ("0x401136", as list_functions shows it).');
+
+const collectionsOf = (fields: Record<string, [string, string[]]>) =>
+  Object.fromEntries(
+    Object.entries(fields).map(([name, [description, filterable]]) => [name, { description, filterable }]),
+  );
+
+export const inspectBinary = defineTool({
+  name: 'inspect_binary',
+  title: 'Inspect a binary',
+  description:
+    'Format, architecture, bits, endianness, entry, build-id, stripped, PIE, interpreter and libraries of a binary, with its sections (entropy), imports, exports and symbols as collections.',
+  input: z.object(target),
+  effect: ANALYSIS,
+  runsOn: 'analysis',
+  limits: {},
+  collections: collectionsOf({
+    sections: ['Sections: {name, address, size, flags, entropy, type}', ['name', 'flags']],
+    imports: ['Imported symbols: {name, library, address, plt_address, version}', ['name', 'library']],
+    exports: ['Exported symbols: {name, address, type}', ['name', 'type']],
+    symbols: [
+      'All symbols: {name, address, size, type, binding, section, is_import, is_export, library}',
+      ['name', 'type', 'binding', 'section'],
+    ],
+  }),
+});
+
+export const findStrings = defineTool({
+  name: 'find_strings',
+  title: 'Find strings in a binary',
+  description:
+    'Printable strings (ASCII, UTF-16LE) in the binary’s non-executable loaded sections, with their addresses and how many code or data references point into each.',
+  input: z.object({
+    ...target,
+    min_length: bounded(ANALYSIS_LIMITS.min_length, 'Shortest string kept').refine((v) => v >= 4, {
+      error: 'min_length is at least 4 (the database keeps runs of 4 or more)',
+    }),
+    encodings: z
+      .array(z.enum(['ascii', 'utf-16le']))
+      .min(1)
+      .default(['ascii', 'utf-16le'])
+      .describe('Encodings to keep.'),
+    contains: z.string().min(1).max(1_024).optional().describe('Keep only strings that contain this text.'),
+    case_sensitive: z.boolean().default(true).describe('Whether `contains` compares case.'),
+    max_strings: bounded(ANALYSIS_LIMITS.max_strings, 'Strings kept; beyond it the result says truncated'),
+  }),
+  effect: ANALYSIS,
+  runsOn: 'analysis',
+  limits: { min_length: ANALYSIS_LIMITS.min_length, max_strings: ANALYSIS_LIMITS.max_strings },
+  collections: collectionsOf({
+    strings: [
+      'Strings: {address, section, encoding, text, length, references}',
+      ['section', 'encoding', 'text', 'address'],
+    ],
+  }),
+});
+
+export const listFunctions = defineTool({
+  name: 'list_functions',
+  title: 'List the functions of a binary',
+  description:
+    'Every function the provider recovered: address, name (angr’s sub_… when no symbol names it), size, basic blocks, callers and callees.',
+  input: z.object(target),
+  effect: ANALYSIS,
+  runsOn: 'analysis',
+  limits: {},
+  collections: collectionsOf({
+    functions: [
+      'Functions: {address, name, named, size, blocks, is_plt, callers, callees}',
+      ['name', 'address', 'named', 'is_plt'],
+    ],
+  }),
+});
+
+export const getCallGraph = defineTool({
+  name: 'get_call_graph',
+  title: 'Call graph around a function',
+  description: 'The callers and/or callees of a function, level by level up to a depth, as bounded edges.',
+  input: z.object({
+    ...target,
+    function: functionRef,
+    direction: z.enum(['callees', 'callers', 'both']).default('callees'),
+    depth: bounded(ANALYSIS_LIMITS.depth, 'Levels to follow').refine((v) => v >= 1, {
+      error: 'depth is at least 1',
+    }),
+    max_edges: bounded(ANALYSIS_LIMITS.max_edges, 'Edges kept; beyond it the result says truncated'),
+  }),
+  effect: ANALYSIS,
+  runsOn: 'analysis',
+  limits: { depth: ANALYSIS_LIMITS.depth, max_edges: ANALYSIS_LIMITS.max_edges },
+  collections: collectionsOf({
+    edges: [
+      'Call edges: {depth, direction, src, src_name, dst, dst_name, call_site}',
+      ['depth', 'direction', 'src', 'dst', 'src_name', 'dst_name'],
+    ],
+    nodes: ['Functions reached: {address, name, depth}', ['depth', 'name']],
+  }),
+});
+
+export const decompileFunction = defineTool({
+  name: 'decompile_function',
+  title: 'Decompile a function',
+  description:
+    'angr’s decompiler output (pseudo-C) for one function, retained as text lines. It is an approximation: types, names and control flow may differ from the source; the limitations say so.',
+  input: z.object({
+    ...target,
+    function: functionRef,
+    timeout_s: bounded(ANALYSIS_LIMITS.decompile_timeout_s, 'Time the decompiler gets').refine(
+      (v) => v >= 5,
+      {
+        error: 'timeout_s is at least 5',
+      },
+    ),
+  }),
+  effect: ANALYSIS,
+  runsOn: 'analysis',
+  limits: { timeout_s: ANALYSIS_LIMITS.decompile_timeout_s },
+  collections: collectionsOf({ lines: ['Pseudo-C, one row per line: {line, text}', ['line']] }),
+  maxRunMs: (input) => input.timeout_s * 1000 + 60_000,
+});
+
+export const traceFeature = defineTool({
+  name: 'trace_feature',
+  title: 'Trace a feature through a binary',
+  description:
+    'Where a feature lives: the strings, symbols or addresses that match the query, every code or data reference to them, and the procedure that owns each reference (found, not_found, unavailable). Unavailable owners are recorded as residual unknowns. Page references by target_address or owner_outcome with inspect_analysis_view.',
+  input: z.object({
+    ...target,
+    query: z
+      .string()
+      .min(1)
+      .max(1_024)
+      .describe('What to look for: text, a regular expression, a symbol name or an address.'),
+    search_mode: z
+      .enum(['literal', 'regex', 'symbol', 'address'])
+      .default('literal')
+      .describe(
+        'literal: strings containing the text; regex: strings matching the expression; symbol: functions and symbols with exactly this name; address: what lies at this address ("0x…").',
+      ),
+    case_sensitive: z.boolean().default(true).describe('For literal and regex searches.'),
+    max_references: bounded(
+      ANALYSIS_LIMITS.max_references,
+      'References kept; beyond it the result says truncated',
+    ),
+  }),
+  effect: ANALYSIS,
+  runsOn: 'analysis',
+  limits: { max_references: ANALYSIS_LIMITS.max_references },
+  collections: collectionsOf({
+    references: [
+      'References: {source_address, target_address, target_addresses, kind, match_index, match_type, owner: {outcome, procedure_name, procedure_address}, owner_outcome, owner_name, owner_address}',
+      [
+        'target_address',
+        'target_addresses',
+        'owner_outcome',
+        'owner_name',
+        'owner_address',
+        'kind',
+        'match_type',
+      ],
+    ],
+    matches: ['What matched: {match_index, type, name, address, section, encoding, references}', ['type']],
+  }),
+  primaryCollection: 'references',
+});
+
+export type TraceFeatureInput = z.infer<typeof traceFeature.input>;

@@ -1,0 +1,77 @@
+// The analysis workflows: one builds an artifact's analysis database (once per
+// team, artifact, profile and provider: every analysis of that artifact waits
+// on the same build), the other answers one analysis tool call from it (once
+// per team and input). Both are read-only, so their activities may retry.
+// Deterministic: no I/O here.
+import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import type {
+  AnalysisActivities,
+  AnalysisBookkeeping,
+  AnalysisOutcome,
+  AnalysisRequest,
+  DatabaseRef,
+  DatabaseRequest,
+} from '../launches/protocol.ts';
+import { errorOutcome } from '../launches/outcomes.ts';
+import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
+
+/** Failures that say what is wrong with the request or the target: trying again cannot help. */
+const NON_RETRYABLE = ['ToolError'];
+
+function work(maxRunMs: number) {
+  return proxyActivities<AnalysisActivities>({
+    taskQueue: capabilityQueue('analysis'),
+    startToCloseTimeout: maxRunMs,
+    // A lost worker is noticed through missed heartbeats; a read-only analysis may simply run again.
+    heartbeatTimeout: '60 seconds',
+    scheduleToStartTimeout: '10 minutes',
+    retry: { maximumAttempts: 2, nonRetryableErrorTypes: NON_RETRYABLE },
+  });
+}
+
+export async function analysisDatabaseWorkflow(req: DatabaseRequest): Promise<DatabaseRef> {
+  // The activity records the database (or why it failed) in the store itself.
+  return work(req.maxRunMs).buildAnalysisDatabase(req);
+}
+
+export async function analysisWorkflow(req: AnalysisRequest): Promise<AnalysisOutcome> {
+  const bookkeeping = proxyActivities<AnalysisBookkeeping>({
+    taskQueue: WORKFLOW_TASK_QUEUE,
+    // Waiting for the database may take as long as its build, and a retry re-attaches to it.
+    startToCloseTimeout: req.database.maxRunMs + 15 * 60_000,
+    heartbeatTimeout: '60 seconds',
+    retry: { maximumAttempts: 5, nonRetryableErrorTypes: NON_RETRYABLE },
+  });
+  try {
+    const database = await bookkeeping.awaitAnalysisDatabase(req.database);
+    return await work(req.maxRunMs).runAnalysis(req, database);
+  } catch (err) {
+    const outcome = failed(err);
+    await bookkeeping.finishAnalysis(req.workflowId, outcome);
+    // End as Failed, so the audit says so and the same question may be asked again.
+    throw ApplicationFailure.nonRetryable(
+      String(outcome.error?.message ?? 'analysis failed'),
+      'ToolError',
+      outcome.error,
+    );
+  }
+}
+
+function failed(err: unknown): AnalysisOutcome {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const detail =
+    cause instanceof ApplicationFailure
+      ? (cause.details?.[0] as Record<string, unknown> | undefined)
+      : undefined;
+  if (detail?.code) {
+    const evidenceId = (detail.details as { evidence_id?: string } | undefined)?.evidence_id ?? null;
+    return { status: 'failed', evidenceId, summary: null, error: detail };
+  }
+  const lost = errorOutcome(
+    'failed',
+    'provider_unavailable',
+    `The analysis could not finish: ${(cause as Error)?.message ?? String(cause)}`,
+    'Ask again; if it keeps failing, check that a worker serves the analysis capability.',
+  );
+  return { status: 'failed', evidenceId: null, summary: null, error: lost.error };
+}

@@ -1,0 +1,314 @@
+// Static analysis on a real provider (angr), shared by the team: a C fixture
+// compiled here with a known feature string referenced from two named
+// functions, a function whose symbol is stripped, and a data table; exact
+// references and owners; one database build however many ask; real Debian
+// binaries as smoke targets; bad input.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { providerKey } from '../../src/analysis/venv.ts';
+import { databaseKey } from '../../src/launches/keys.ts';
+import { call, type Reply } from '../helpers/mcp.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-analysis-'));
+const FEATURE = 'FEATURE_FLAG_TELEMETRY';
+const FIXTURE = `
+#include <stdio.h>
+#include <string.h>
+#define FEATURE "${FEATURE}"
+const char *const feature_table[] = { FEATURE, "feature-x", 0 };
+__attribute__((noipa)) int check_feature(const char *s) { return strcmp(s, FEATURE) == 0; }
+__attribute__((noipa)) void report_feature(int on) { printf("%s=%d\\n", FEATURE, on); }
+/* Its symbol is removed after linking. */
+__attribute__((noipa)) int hidden_feature(const char *s) { return strncmp(s, FEATURE, 7) == 0; }
+int main(int argc, char **argv) {
+  const char *arg = argc > 1 ? argv[1] : feature_table[argc - 1];
+  int on = check_feature(arg) + hidden_feature(arg);
+  report_feature(on);
+  return on ? 0 : 1;
+}
+`;
+
+let t: TestStack;
+let alice: Client;
+let fixture: string; // digest
+
+function compile(name: string, source: string, flags: string[] = ['-O0']): string {
+  const c = path.join(work, `${name}.c`);
+  const out = path.join(work, 'roots', name);
+  writeFileSync(c, source);
+  execFileSync('gcc', [...flags, '-o', out, c]);
+  execFileSync('objcopy', ['--strip-symbol=hidden_feature', out]);
+  return out;
+}
+
+async function register(client: Client, file: string): Promise<string> {
+  const reply = await call(client, 'register_artifact', { path: file });
+  expect(reply.error).toBeUndefined();
+  return reply.artifact.digest as string;
+}
+
+async function all(
+  client: Client,
+  evidenceId: string,
+  collection: string,
+  where?: Record<string, unknown[]>,
+) {
+  const rows: Reply[] = [];
+  for (let offset = 0; ;) {
+    const page = await call(client, 'inspect_analysis_view', {
+      evidence_id: evidenceId,
+      view: { kind: 'page', collection, where, offset, limit: 256 },
+    });
+    expect(page.error).toBeUndefined();
+    rows.push(...page.rows.map((r: Reply) => r.row));
+    if (page.coverage.exhausted) return rows;
+    offset = page.coverage.next_offset;
+  }
+}
+
+/** Calls until the analysis has finished (a first call may answer running while the database builds). */
+async function analyse(client: Client, tool: string, args: Record<string, unknown>): Promise<Reply> {
+  for (;;) {
+    const reply = await call(client, tool, { wait_ms: 60_000, ...args });
+    if (reply.status !== 'running') return reply;
+  }
+}
+
+beforeAll(async () => {
+  mkdirSync(path.join(work, 'roots'));
+  t = await startTestStack({ env: { DOSSIER_ALLOWED_ROOTS: `/usr/bin:${path.join(work, 'roots')}` } });
+  alice = await t.connect();
+  fixture = await register(alice, compile('fixture', FIXTURE));
+}, 120_000);
+afterAll(async () => {
+  await t?.stop(true);
+});
+
+describe('trace_feature on the C fixture', () => {
+  let trace: Reply;
+  beforeAll(async () => {
+    trace = await analyse(alice, 'trace_feature', { artifact: fixture, query: FEATURE, detail: 'summary' });
+  }, 180_000);
+
+  it('finds the string and its four references, with the owner of each', async () => {
+    expect(trace.status, JSON.stringify(trace.error)).toBe('succeeded');
+    expect(trace.summary).toMatchObject({
+      query: FEATURE,
+      search_mode: 'literal',
+      truncated: false,
+      matches: 1,
+      matches_by_type: { string: 1 },
+      references: 4,
+      references_by_owner: { found: 3, not_found: 0, unavailable: 1 },
+      residual_unknowns: 1,
+    });
+    const refs = await all(alice, trace.evidence_id, 'references');
+    const owners = refs.map((r) => `${r.kind}:${r.owner.outcome}:${r.owner.procedure_name}`).sort();
+    expect(owners.slice(0, 2)).toEqual([
+      'code_offset:found:check_feature',
+      'code_offset:found:report_feature',
+    ]);
+    expect(owners[2]).toMatch(/^code_offset:found:sub_[0-9a-f]+$/);
+    expect(owners[3]).toBe('data_pointer:unavailable:null');
+    expect(new Set(refs.map((r) => r.target_addresses[0])).size).toBe(1);
+
+    // The stripped function is one angr recovered but no symbol names.
+    const functions = await analyse(alice, 'list_functions', { artifact: fixture, detail: 'summary' });
+    const unnamed = await all(alice, functions.evidence_id, 'functions', { named: [0] });
+    const hidden = refs.find((r) => r.owner.procedure_name?.startsWith('sub_'))!;
+    expect(unnamed.map((f) => f.address)).toContain(hidden.owner.procedure_address);
+  });
+
+  it('pages references by exact target address and owner outcome, with source_index and coverage', async () => {
+    const target = (await all(alice, trace.evidence_id, 'references'))[0]!.target_address;
+    const found = await call(alice, 'inspect_analysis_view', {
+      evidence_id: trace.evidence_id,
+      view: {
+        kind: 'page',
+        collection: 'references',
+        where: { owner_outcome: ['found'], target_address: [target] },
+        offset: 0,
+        limit: 2,
+      },
+    });
+    expect(found.coverage).toMatchObject({ returned: 2, matched: 3, total: 4, exhausted: false });
+    expect(found.rows.every((r: Reply) => typeof r.source_index === 'number')).toBe(true);
+    const upper = await call(alice, 'inspect_analysis_view', {
+      evidence_id: trace.evidence_id,
+      view: {
+        kind: 'page',
+        collection: 'references',
+        where: { target_address: [target.toUpperCase()] },
+        offset: 0,
+        limit: 2,
+      },
+    });
+    expect(upper.coverage.matched).toBe(0); // exact: no address normalization
+  });
+
+  it('the data reference’s owner is unavailable, its source is feature_table, and it is a residual unknown of its own', async () => {
+    const binary = await analyse(alice, 'inspect_binary', { artifact: fixture, detail: 'summary' });
+    expect(binary.summary).toMatchObject({ format: 'elf', arch: 'AMD64', bits: 64, pie: true });
+    const [table] = await all(alice, binary.evidence_id, 'symbols', { name: ['feature_table'] });
+    const [data] = await all(alice, trace.evidence_id, 'references', { owner_outcome: ['unavailable'] });
+    expect(data!.source_address).toBe(table!.address);
+    const unknowns = await all(alice, trace.evidence_id, 'residual_unknowns');
+    expect(unknowns).toHaveLength(1);
+    const open = await call(alice, 'list_unknowns', { status: 'open' });
+    expect(open.unknowns.some((u: Reply) => u.scope.includes(data!.source_address))).toBe(true);
+  });
+
+  it('the same request later returns the same evidence_id, answered from the store', async () => {
+    const again = await call(alice, 'trace_feature', {
+      artifact: fixture,
+      query: FEATURE,
+      detail: 'summary',
+    });
+    expect(again).toMatchObject({
+      status: 'succeeded',
+      evidence_id: trace.evidence_id,
+      analysis: { attached: true },
+    });
+    const evidence = await call(alice, 'get_evidence', { evidence_id: trace.evidence_id });
+    expect(evidence.evidence.provider).toMatchObject({ name: 'angr', version: '9.2.213' });
+  });
+});
+
+describe('investigate_feature', () => {
+  it('completes procedures from the artifact’s analysis database and the provider, and checks start_with_tool', async () => {
+    const complete = (name: string, value: string) =>
+      alice.complete({
+        ref: { type: 'ref/prompt', name: 'investigate_feature' },
+        argument: { name, value },
+        context: { arguments: { artifact: fixture } },
+      });
+    expect((await complete('procedure', 'check')).completion.values).toEqual(['check_feature']);
+    const addresses = (await complete('procedure', '0x')).completion;
+    expect(addresses.total).toBeGreaterThan(5);
+    expect(addresses.values.every((v) => /^0x[0-9a-f]+$/.test(v))).toBe(true);
+    expect((await complete('provider', '')).completion.values).toEqual(['angr']);
+    const prompt = await alice.getPrompt({
+      name: 'investigate_feature',
+      arguments: { feature: 'telemetry', artifact: fixture, start_with_tool: 'trace_feature' },
+    });
+    const text = (prompt.messages[0]!.content as { text: string }).text;
+    expect(text).toContain('1. Begin with the tool trace_feature');
+    expect(text).toMatch(/trace_feature.*get_call_graph.*decompile_function/s);
+    await expect(
+      alice.getPrompt({ name: 'investigate_feature', arguments: { feature: 'x', start_with_tool: 'rm_rf' } }),
+    ).rejects.toThrow(/not a tool/);
+  });
+});
+
+describe('the other analysis tools', () => {
+  it('find_strings, get_call_graph and decompile_function answer from the provider', async () => {
+    const strings = await analyse(alice, 'find_strings', {
+      artifact: fixture,
+      contains: 'FEATURE_FLAG',
+      detail: 'complete',
+    });
+    expect(strings.result.collections.strings).toEqual([
+      expect.objectContaining({ text: FEATURE, references: 4, encoding: 'ascii' }),
+    ]);
+
+    const graph = await analyse(alice, 'get_call_graph', {
+      artifact: fixture,
+      function: 'main',
+      detail: 'complete',
+    });
+    const callees = graph.result.collections.edges.map((e: Reply) => e.dst_name);
+    expect(callees).toEqual(expect.arrayContaining(['check_feature', 'report_feature']));
+    expect(callees.some((n: string) => /^sub_/.test(n))).toBe(true);
+
+    const code = await analyse(alice, 'decompile_function', {
+      artifact: fixture,
+      function: 'check_feature',
+      detail: 'complete',
+    });
+    expect(code.status, JSON.stringify(code.error)).toBe('succeeded');
+    const text = code.result.collections.lines.map((l: Reply) => l.text).join('\n');
+    expect(text).toContain('strcmp');
+    expect(text).toContain(FEATURE);
+    const evidence = await call(alice, 'get_evidence', { evidence_id: code.evidence_id });
+    expect(evidence.evidence.limitations.join(' ')).toMatch(/approximation/);
+  }, 180_000);
+
+  it('works on real Debian binaries, showing its progress while the database builds', async () => {
+    const sed = await register(alice, '/usr/bin/sed');
+    const first = await call(alice, 'list_functions', { artifact: sed, wait_ms: 0, detail: 'summary' });
+    expect(first).toMatchObject({ status: 'running', analysis: { attached: false } });
+    const seen = new Set<string>();
+    let reply = first;
+    while (reply.status === 'running') {
+      if (reply.progress?.phase) seen.add(String(reply.progress.phase));
+      reply = await call(alice, 'list_functions', { artifact: sed, wait_ms: 1_000, detail: 'summary' });
+    }
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    expect([...seen].some((p) => p.startsWith('analysis: '))).toBe(true);
+    expect(reply.summary.functions).toBeGreaterThan(100);
+
+    const digest = await register(alice, '/usr/bin/true');
+    const binary = await analyse(alice, 'inspect_binary', { artifact: digest, detail: 'summary' });
+    expect(binary.summary).toMatchObject({ format: 'elf', stripped: true, libraries: ['libc.so.6'] });
+  }, 240_000);
+});
+
+describe('shared by the team', () => {
+  it('10 concurrent identical calls by two principals run one database build and return one evidence_id; another question on the artifact builds nothing more', async () => {
+    const digest = await register(alice, compile('fixture-o2', FIXTURE, ['-O2']));
+    const bob = await t.connect(await t.tokenFor('bob', 'local'));
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        analyse(i % 2 ? bob : alice, 'trace_feature', {
+          artifact: digest,
+          query: FEATURE,
+          detail: 'summary',
+        }),
+      ),
+    );
+    expect(new Set(replies.map((r) => r.evidence_id)).size).toBe(1);
+    expect(replies.every((r) => r.status === 'succeeded')).toBe(true);
+    const db = await t.stack.store.analyses.get('local', databaseKey(digest, 'default', providerKey()));
+    expect(db).toMatchObject({ status: 'succeeded', runs: 1 });
+
+    await analyse(bob, 'find_strings', { artifact: digest, detail: 'summary' });
+    expect(
+      (await t.stack.store.analyses.get('local', databaseKey(digest, 'default', providerKey())))!.runs,
+    ).toBe(1);
+  }, 240_000);
+});
+
+describe('bad input', () => {
+  it('a non-binary artifact fails with unsupported_target and its stderr retained', async () => {
+    const text = path.join(work, 'roots', 'notes.txt');
+    writeFileSync(text, 'just words\n');
+    const digest = await register(alice, text);
+    const reply = await analyse(alice, 'list_functions', { artifact: digest });
+    expect(reply.status).toBe('failed');
+    expect(reply.error.code).toBe('unsupported_target');
+    const stderr = await all(alice, reply.evidence_id, 'stderr');
+    expect(stderr.map((l) => l.text).join('\n')).toMatch(/not a binary/);
+  }, 120_000);
+
+  it('another team’s artifact is not_found, an unknown function is not_found, a broken expression is invalid_params', async () => {
+    const mallory = await t.connect(await t.tokenFor('mallory', 'rival-team'));
+    const foreign = await call(mallory, 'trace_feature', { artifact: fixture, query: FEATURE });
+    expect(foreign.error.code).toBe('not_found');
+    const missing = await analyse(alice, 'get_call_graph', {
+      artifact: fixture,
+      function: 'no_such_function',
+    });
+    expect(missing.error.code).toBe('not_found');
+    const regex = await analyse(alice, 'trace_feature', {
+      artifact: fixture,
+      query: '(unclosed',
+      search_mode: 'regex',
+    });
+    expect(regex.error.code).toBe('invalid_params');
+  }, 120_000);
+});
