@@ -1,6 +1,7 @@
 // `npm run bench`: runs every benchmark in one process, one after another, and
 // prints Markdown rows for docs/benchmarks.md. Medians and ratios only ever
 // compare figures measured in the same run.
+import { benchAnalysis } from './analysis.ts';
 import { benchEvidence } from './evidence.ts';
 import { benchExtract } from './extract.ts';
 import { benchGateway } from './gateway.ts';
@@ -11,6 +12,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   evidence: benchEvidence,
   extract: benchExtract,
   gateway: benchGateway,
+  analysis: benchAnalysis,
 };
 const only = process.argv.slice(2);
 

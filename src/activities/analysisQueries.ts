@@ -351,9 +351,6 @@ export function traceFeature(
         match_index: m.match_index,
         match_type: m.type,
         owner,
-        owner_outcome: owner.outcome,
-        owner_name: owner.procedure_name,
-        owner_address: owner.procedure_address,
       });
       if (x.owner_outcome === 'unavailable') {
         unknowns.push({
@@ -367,7 +364,7 @@ export function traceFeature(
   const byType: Record<string, number> = {};
   for (const m of matches) byType[m.type] = (byType[m.type] ?? 0) + 1;
   const byOwner: Record<string, number> = { found: 0, not_found: 0, unavailable: 0 };
-  for (const r of references) byOwner[r.owner_outcome as string]! += 1;
+  for (const r of references) byOwner[(r.owner as { outcome: string }).outcome]! += 1;
   if (truncated) {
     unknowns.push({
       question: `Which references past the first ${input.max_references} point to the matches of ${JSON.stringify(input.query)}?`,

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { Config } from '../config.ts';
 import { openStore, type Store } from '../store/store.ts';
 import { buildGateway } from '../compose.ts';
+import type { Gateway } from '../gateway/gateway.ts';
 import { startHttpGateway, type HttpGateway } from '../mcp/http.ts';
 import { payloadKeys, TeamPayloadCodec } from '../temporal/codec.ts';
 import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
@@ -30,6 +31,8 @@ export interface Stack {
   config: Config;
   store: Store;
   http: HttpGateway;
+  /** The transport-free application behind the HTTP gateway (undefined without one). */
+  gateway: Gateway | undefined;
   temporal: DevServer | undefined;
   stop(): Promise<void>;
 }
@@ -121,8 +124,9 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     }
 
     let http: HttpGateway | undefined;
+    let gateway: Gateway | undefined;
     if (parts.gateway !== false) {
-      const gateway = buildGateway(config, store, connection, uiUrl);
+      gateway = buildGateway(config, store, connection, uiUrl);
       http = await startHttpGateway(gateway, store.tokens, {
         host: config.host,
         port: config.port,
@@ -156,7 +160,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
       ui_url: uiUrl,
       namespace: config.namespace,
     };
-    return { devJson, config, store, http: http!, temporal, stop };
+    return { devJson, config, store, http: http!, gateway, temporal, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -43,6 +43,16 @@ export function keyOf(value: unknown): string | undefined {
   return undefined;
 }
 
+/** A row's value at a filterable field: a name, or a dotted path into nested objects ("owner.outcome"). */
+export function fieldValue(row: unknown, field: string): unknown {
+  let value: unknown = row;
+  for (const part of field.split('.')) {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
+
 export function buildEvidence(input: NewEvidence): BuiltEvidence {
   const collectionsIn: Record<string, unknown[]> = { ...input.collections };
   const filterableIn: Record<string, string[]> = { ...input.filterable };
@@ -76,7 +86,7 @@ export function buildEvidence(input: NewEvidence): BuiltEvidence {
       hash.update(sourceIndex === 0 ? json : `\n${json}`);
       bytes += Buffer.byteLength(json) + 1;
       for (const field of filterable) {
-        const raw = (item as Record<string, unknown> | null)?.[field];
+        const raw = fieldValue(item, field);
         const values = new Set((Array.isArray(raw) ? raw : [raw]).map(keyOf).filter((k) => k !== undefined));
         for (const value of values) {
           const counter = `${field}\u0000${value}`;

@@ -177,7 +177,7 @@ export const traceFeature = defineTool({
   name: 'trace_feature',
   title: 'Trace a feature through a binary',
   description:
-    'Where a feature lives: the strings, symbols or addresses that match the query, every code or data reference to them, and the procedure that owns each reference (found, not_found, unavailable). Unavailable owners are recorded as residual unknowns. Page references by target_address or owner_outcome with inspect_analysis_view.',
+    'Where a feature lives: the strings, symbols or addresses that match the query, every code or data reference to them, and the procedure that owns each reference (found, not_found, unavailable). Unavailable owners are recorded as residual unknowns. Page references by target_addresses or owner (where: {"owner.outcome": ["unavailable"]}) with inspect_analysis_view.',
   input: z.object({
     ...target,
     query: z
@@ -202,13 +202,13 @@ export const traceFeature = defineTool({
   limits: { max_references: ANALYSIS_LIMITS.max_references },
   collections: collectionsOf({
     references: [
-      'References: {source_address, target_address, target_addresses, kind, match_index, match_type, owner: {outcome, procedure_name, procedure_address}, owner_outcome, owner_name, owner_address}',
+      'References: {source_address, target_address, target_addresses, kind, match_index, match_type, owner: {outcome, procedure_name, procedure_address}}; filter owners by "owner.outcome", "owner.procedure_name" or "owner.procedure_address"',
       [
         'target_address',
         'target_addresses',
-        'owner_outcome',
-        'owner_name',
-        'owner_address',
+        'owner.outcome',
+        'owner.procedure_name',
+        'owner.procedure_address',
         'kind',
         'match_type',
       ],

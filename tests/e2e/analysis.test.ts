@@ -131,7 +131,7 @@ describe('trace_feature on the C fixture', () => {
       view: {
         kind: 'page',
         collection: 'references',
-        where: { owner_outcome: ['found'], target_address: [target] },
+        where: { 'owner.outcome': ['found'], target_addresses: [target] },
         offset: 0,
         limit: 2,
       },
@@ -155,7 +155,7 @@ describe('trace_feature on the C fixture', () => {
     const binary = await analyse(alice, 'inspect_binary', { artifact: fixture, detail: 'summary' });
     expect(binary.summary).toMatchObject({ format: 'elf', arch: 'AMD64', bits: 64, pie: true });
     const [table] = await all(alice, binary.evidence_id, 'symbols', { name: ['feature_table'] });
-    const [data] = await all(alice, trace.evidence_id, 'references', { owner_outcome: ['unavailable'] });
+    const [data] = await all(alice, trace.evidence_id, 'references', { 'owner.outcome': ['unavailable'] });
     expect(data!.source_address).toBe(table!.address);
     const unknowns = await all(alice, trace.evidence_id, 'residual_unknowns');
     expect(unknowns).toHaveLength(1);
