@@ -4,6 +4,7 @@
 import { Client, type Connection } from '@temporalio/client';
 import type { Config } from './config.ts';
 import { AnalysisService } from './gateway/analysisService.ts';
+import { DeviceRegistry } from './gateway/devices.ts';
 import { Gateway } from './gateway/gateway.ts';
 import { LaunchService } from './gateway/launchService.ts';
 import { Ledger } from './gateway/ledger.ts';
@@ -21,6 +22,7 @@ export function buildGateway(config: Config, store: Store, connection: Connectio
   });
   const launches = new LaunchService({
     launches: store.launches,
+    devices: store.devices,
     client,
     namespace: config.namespace,
     uiUrl,
@@ -41,9 +43,15 @@ export function buildGateway(config: Config, store: Store, connection: Connectio
     uploadLimit: config.maxUploadBytes,
     sandbox: new Sandbox(config.sandbox),
   });
+  const devices = new DeviceRegistry({
+    store,
+    keys: payloadKeys(config.payloadKeys, config.home),
+    home: config.home,
+  });
   return new Gateway({
     launches,
     analyses,
+    devices,
     ledger,
     namespace: config.namespace,
     uiUrl,

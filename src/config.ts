@@ -125,6 +125,8 @@ const schema = z.object({
   DOSSIER_ANALYSIS_TIME_BUDGET_S: intIn(10, 7_200, 900),
   /** Address space of the provider while it builds, in MiB (RLIMIT_AS). */
   DOSSIER_ANALYSIS_MEMORY_MB: intIn(256, 65_536, 8_192),
+  /** How long a device turn lives without renewal: a worker lost while holding a device frees it after this. */
+  DOSSIER_DEVICE_TURN_MS: intIn(2_000, 600_000, 30_000),
   DOSSIER_TEAM: name('local'),
   DOSSIER_PRINCIPAL: name('local'),
 });
@@ -159,6 +161,7 @@ export interface Config {
   payloadKeys: PayloadKey[];
   temporalUiServer: string | undefined;
   analysis: { python: string; timeBudgetS: number; memoryMb: number };
+  deviceTurnMs: number;
 }
 
 export class ConfigError extends Error {
@@ -243,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     principal: c.DOSSIER_PRINCIPAL,
     payloadKeys: c.DOSSIER_PAYLOAD_KEYS ? parsePayloadKeys(c.DOSSIER_PAYLOAD_KEYS) : [],
     temporalUiServer: c.DOSSIER_TEMPORAL_UI_SERVER,
+    deviceTurnMs: c.DOSSIER_DEVICE_TURN_MS,
     analysis: {
       python: c.DOSSIER_ANALYSIS_PYTHON,
       timeBudgetS: c.DOSSIER_ANALYSIS_TIME_BUDGET_S,

@@ -18,6 +18,8 @@ export interface ArchiveEntry {
   linkTarget: string | null;
   /** The content of a file entry; must be consumed (or destroyed) before the next entry comes. */
   content: Readable | null;
+  /** Whether the archive marks the file executable (only this bit of its mode is kept). */
+  executable?: boolean;
 }
 
 export type OnEntry = (entry: ArchiveEntry) => Promise<void>;
@@ -89,7 +91,8 @@ export async function readZip(file: string, onEntry: OnEntry): Promise<void> {
             return onEntry({ name, type, linkTarget: Buffer.concat(chunks).toString('utf8'), content: null });
           }
           try {
-            await onEntry({ name, type, linkTarget: null, content: stream });
+            const executable = ((entry.externalFileAttributes >>> 16) & 0o111) !== 0;
+            await onEntry({ name, type, linkTarget: null, content: stream, executable });
           } catch (err) {
             stream.destroy();
             throw err;
@@ -146,7 +149,13 @@ export async function readTar(input: Readable, format: string, onEntry: OnEntry)
     chain = chain.then(async () => {
       if (failed) return;
       try {
-        await onEntry({ name: entry.path, type, linkTarget, content });
+        await onEntry({
+          name: entry.path,
+          type,
+          linkTarget,
+          content,
+          executable: ((entry.mode ?? 0) & 0o111) !== 0,
+        });
       } catch (err) {
         stop(err);
       }
@@ -204,6 +213,7 @@ interface ListedEntry {
   type: EntryType;
   size: number;
   crc: number | null;
+  executable: boolean;
 }
 
 /** Parses `7zz l -slt -ba`: one block of `Key = value` lines per entry, in archive order. */
@@ -221,6 +231,8 @@ export function parse7zListing(listing: string): ListedEntry[] {
         type,
         size: Number(field('Size') || 0),
         crc: crc ? parseInt(crc, 16) : null,
+        // "A -rwxr-xr-x": the Unix permissions 7-Zip shows after the Windows attributes.
+        executable: /\s[-dl]..x/.test(attributes),
       };
     });
 }
@@ -272,7 +284,13 @@ export async function read7z(
         const target = Buffer.concat(parts).toString('utf8');
         await onEntry({ name: entry.name, type: 'symlink', linkTarget: target, content: null });
       } else {
-        await onEntry({ name: entry.name, type: 'file', linkTarget: null, content: Readable.from(checked) });
+        await onEntry({
+          name: entry.name,
+          type: 'file',
+          linkTarget: null,
+          content: Readable.from(checked),
+          executable: entry.executable,
+        });
       }
     }
     await data.end();

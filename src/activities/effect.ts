@@ -6,6 +6,7 @@ import type { ToolError } from '../domain/errors.ts';
 import type { Store } from '../store/store.ts';
 import type { NewUnknown } from '../domain/types.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { PayloadKey } from '../temporal/codec.ts';
 
 export interface EffectContext {
   config: Config;
@@ -14,7 +15,11 @@ export interface EffectContext {
   /** Who launched it; effects that read the ledger read only this team's. */
   caller: { principal: string; team: string };
   /** The team's Evidence and artifact records (reads are filtered by `caller.team`). */
-  store: Pick<Store, 'evidence' | 'artifacts'>;
+  store: Pick<Store, 'evidence' | 'artifacts' | 'devices'>;
+  /** The cluster's payload keys (device credentials are sealed under them). */
+  keys: PayloadKey[];
+  /** This attempt's own name (a re-dispatch of the launch is another attempt). */
+  attemptId: string;
   /** Where every program the effect starts runs. */
   sandbox: Sandbox;
   /** A fresh, empty directory that belongs to this launch alone. */

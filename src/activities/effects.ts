@@ -7,7 +7,23 @@ import { captureProcessScenario, observeNativeCallsTool } from '../tools/capture
 import { extractArtifact } from '../tools/extract.ts';
 import { extractFirmwareTool } from '../tools/firmware.ts';
 import { exportEvidenceBundle as exportContract } from '../tools/ledger.ts';
+import {
+  deviceCaptureLogs as deviceLogsContract,
+  deviceExec as deviceExecContract,
+  deviceInstallPackage as deviceInstallContract,
+  devicePull as devicePullContract,
+  devicePush as devicePushContract,
+  deviceReboot as deviceRebootContract,
+} from '../tools/devices.ts';
 import { exportEvidenceBundle } from './bundle.ts';
+import {
+  deviceCaptureLogs,
+  deviceExec,
+  deviceInstallPackage,
+  devicePull,
+  devicePush,
+  deviceReboot,
+} from './devices.ts';
 import { captureProcess, observeNativeCalls } from './capture.ts';
 import type { Effect } from './effect.ts';
 import { extractArchive } from './extract.ts';
@@ -32,4 +48,10 @@ export const EFFECT_BINDINGS: readonly EffectBinding[] = [
   effect(extractArtifact, extractArchive),
   effect(extractFirmwareTool, extractFirmware),
   effect(exportContract, exportEvidenceBundle),
+  effect(deviceExecContract, deviceExec),
+  effect(devicePullContract, devicePull),
+  effect(devicePushContract, devicePush),
+  effect(deviceInstallContract, deviceInstallPackage),
+  effect(deviceLogsContract, deviceCaptureLogs),
+  effect(deviceRebootContract, deviceReboot),
 ];

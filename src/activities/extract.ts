@@ -36,6 +36,8 @@ export interface ManifestRow {
   detected_type: string | null;
   nested_archive: boolean;
   link_target: string | null;
+  /** Written with the execute bits (the archive marked it executable); no other mode bit is ever kept. */
+  executable: boolean;
   status: 'written' | 'recorded' | 'refused';
   reason: string | null;
 }
@@ -133,6 +135,7 @@ export async function startExtraction(
       detected_type: null,
       nested_archive: false,
       link_target: entry.linkTarget,
+      executable: entry.type === 'file' && Boolean(entry.executable),
       status: 'refused',
       reason: null,
     };
@@ -177,7 +180,7 @@ export async function startExtraction(
     const fd = await open(
       target,
       constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      0o644,
+      entry.executable ? 0o755 : 0o644,
     );
     const hash = createHash('sha256');
     let size = 0;

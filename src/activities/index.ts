@@ -17,9 +17,13 @@ import { isLaunchTool } from '../tools/contract.ts';
 import { bindAll } from '../tools/registry.ts';
 import type { EffectContext } from './effect.ts';
 import { EFFECT_BINDINGS } from './effects.ts';
+import { interruptedOnDevice } from './devices.ts';
+import { MUTATING_DEVICE_TOOLS } from '../tools/devices.ts';
+import { unknownId } from '../domain/evidence.ts';
 import { createAnalysisActivities } from './analyses.ts';
 import type { Client } from '@temporalio/client';
 import { Sandbox } from '../sandbox/sandbox.ts';
+import { payloadKeys } from '../temporal/codec.ts';
 import type {
   BookkeepingActivities,
   EffectActivities,
@@ -40,6 +44,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
   const { store, config } = deps;
   const sandbox = new Sandbox(config.sandbox);
   const analyses = createAnalysisActivities({ store, config, sandbox, client: deps.client });
+  const keys = payloadKeys(config.payloadKeys, config.home);
   const effects = bindAll('worker', CATALOG, EFFECT_BINDINGS, isLaunchTool);
 
   async function runEffect(req: LaunchRequest): Promise<LaunchOutcome> {
@@ -68,6 +73,8 @@ export function createActivities(deps: { store: Store; config: Config; client: C
       caller: { principal: req.principal, team: req.team },
       store,
       sandbox,
+      keys,
+      attemptId: path.basename(workspace),
       workspace,
       signal: activity.cancellationSignal,
       begin: async () => {
@@ -156,6 +163,17 @@ export function createActivities(deps: { store: Store; config: Config; client: C
   async function finishLaunch(workflowId: string, outcome: LaunchOutcome): Promise<LaunchOutcome> {
     const record = await store.launches.finish(workflowId, outcome);
     if (!record || !isFinished(record.status)) return outcome;
+    if (record.status === 'interrupted' && MUTATING_DEVICE_TOOLS.has(record.tool)) {
+      // A device operation lost mid-way leaves the device in a state nobody knows: say so, on the device.
+      const unknown = interruptedOnDevice(record.tool, record.input as Record<string, unknown>, workflowId);
+      await store.unknowns.record(
+        record.team,
+        record.principal,
+        { ...unknown, unknown_id: unknownId(unknown) },
+        record.investigation,
+        [],
+      );
+    }
     return {
       status: record.status,
       evidenceId: record.evidenceId,

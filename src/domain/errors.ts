@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   resource_constraint: { category: 'limit', retryable: true },
   provider_unavailable: { category: 'provider', retryable: true },
   provider_timeout: { category: 'provider', retryable: true },
+  device_unavailable: { category: 'provider', retryable: true },
   cancelled: { category: 'lifecycle', retryable: false },
   interrupted: { category: 'lifecycle', retryable: false },
   revision_conflict: { category: 'conflict', retryable: true },

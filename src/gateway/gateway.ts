@@ -9,6 +9,7 @@ import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts
 import { RateLimiter } from './rateLimit.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { bindAll } from '../tools/registry.ts';
+import type { DeviceRegistry } from './devices.ts';
 import { GATEWAY_HANDLERS, type HandlerContext } from './handlers.ts';
 import { callSchema, isAnalysisTool, isLaunchTool, type ToolContract } from '../tools/contract.ts';
 import type { AnalysisReply, AnalysisService } from './analysisService.ts';
@@ -25,6 +26,7 @@ export class Gateway {
       launches: LaunchService;
       analyses: AnalysisService;
       ledger: Ledger;
+      devices: DeviceRegistry;
       namespace: string;
       uiUrl: string;
       /** Calls a minute per principal (default: unlimited). */
@@ -134,6 +136,7 @@ export class Gateway {
       caller,
       launches: this.deps.launches,
       ledger: this.deps.ledger,
+      devices: this.deps.devices,
       namespace: this.deps.namespace,
       uiUrl: this.deps.uiUrl,
       wait,

@@ -17,13 +17,16 @@ import {
   updateUnknown,
 } from '../tools/ledger.ts';
 import type { ToolContract } from '../tools/contract.ts';
+import { getDevice, listDevices, registerDevice, retireDevice } from '../tools/devices.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
+import type { DeviceRegistry } from './devices.ts';
 import type { Ledger } from './ledger.ts';
 
 export interface HandlerContext {
   caller: Principal;
   launches: LaunchService;
   ledger: Ledger;
+  devices: DeviceRegistry;
   namespace: string;
   uiUrl: string;
   /** Waiting as the call asked (progress notifications included). */
@@ -67,5 +70,9 @@ export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
   handler(importEvidenceBundle, (i, c) => c.ledger.importBundle(c.caller, i.path)),
   handler(registerArtifact, (i, c) => c.ledger.registerArtifact(c.caller, i.path, i.name)),
   handler(listArtifacts, (i, c) => c.ledger.listArtifacts(c.caller, i)),
+  handler(registerDevice, (i, c) => c.devices.register(c.caller, i)),
+  handler(listDevices, (i, c) => c.devices.list(c.caller, i)),
+  handler(getDevice, (i, c) => c.devices.get(c.caller, i.device)),
+  handler(retireDevice, (i, c) => c.devices.retire(c.caller, i.device)),
   handler(whoami, async (_i, c) => ({ ...c.caller, namespace: c.namespace, ui_url: c.uiUrl })),
 ];

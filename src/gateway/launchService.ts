@@ -5,6 +5,7 @@ import { Client, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } fro
 import type { z } from 'zod';
 import { DossierError } from '../domain/errors.ts';
 import type { launchReplySchema } from '../tools/outputs.ts';
+import type { DeviceStore } from '../store/devices.ts';
 import type { LaunchFilter, LaunchStore } from '../store/launches.ts';
 import { isFinished, type LaunchRecord, type LaunchStatus, type Principal } from '../domain/types.ts';
 import type { LaunchRequest } from '../launches/protocol.ts';
@@ -21,7 +22,14 @@ export type LaunchReply = z.output<typeof launchReplySchema>;
 
 export class LaunchService {
   constructor(
-    private readonly deps: { launches: LaunchStore; client: Client; namespace: string; uiUrl: string },
+    private readonly deps: {
+      launches: LaunchStore;
+      /** For the device search attributes of device operations. */
+      devices?: DeviceStore;
+      client: Client;
+      namespace: string;
+      uiUrl: string;
+    },
   ) {}
 
   async startOrAttach(
@@ -132,6 +140,7 @@ export class LaunchService {
           ...(record.investigation
             ? [{ key: SEARCH_ATTRIBUTES.investigation, value: record.investigation }]
             : []),
+          ...(await this.deviceAttributes(record)),
         ],
       });
       runId = handle.firstExecutionRunId;
@@ -143,6 +152,17 @@ export class LaunchService {
     }
     await this.deps.launches.markRunning(record.workflowId, runId);
     return runId;
+  }
+
+  /** A device operation is found in the audit by its device and the device's kind. */
+  private async deviceAttributes(record: LaunchRecord) {
+    const id = (record.input as { device?: unknown }).device;
+    if (typeof id !== 'string' || !this.deps.devices) return [];
+    const device = await this.deps.devices.get(record.team, id);
+    return [
+      { key: SEARCH_ATTRIBUTES.device, value: id },
+      ...(device ? [{ key: SEARCH_ATTRIBUTES.deviceKind, value: device.kind }] : []),
+    ];
   }
 
   private async wait(record: LaunchRecord, attached: boolean, wait: WaitOptions): Promise<LaunchReply> {

@@ -19,6 +19,8 @@ export interface HelperRun {
   timeoutMs: number;
   limits?: Limits;
   env?: Record<string, string>;
+  /** Network for the helper itself (a device bridge that talks to its local server); never a tool input. */
+  network?: boolean;
 }
 
 const HELPER_ENV = { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' };
@@ -27,6 +29,7 @@ export const HELPER_OUTPUT_LIMIT = 64 * 1024 * 1024;
 
 export interface StreamingHelper {
   stdout: Readable;
+  stderr: Readable;
   /** Resolves when the helper exited 0; rejects with its stderr tail otherwise (or on timeout). */
   done: Promise<void>;
   /** Ends the helper at once (the consumer stopped reading). */
@@ -41,6 +44,7 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
     cwd: '/tmp',
     mounts: run.mounts,
     limits: run.limits,
+    network: run.network,
     stdin: run.stdin ? 'pipe' : 'ignore',
   });
   if (run.stdin && proc.child.stdin) {
@@ -74,6 +78,7 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
   done.catch(() => undefined);
   return {
     stdout: proc.child.stdout,
+    stderr: proc.child.stderr,
     done,
     stop: () => {
       stopped = true;

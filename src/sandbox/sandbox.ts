@@ -135,7 +135,7 @@ export class Sandbox {
     this.identities = isRoot() ? new IdentityPool(policy.uids, policy.leaseDir) : undefined;
   }
 
-  /** Refuses what the policy does not allow, before anything runs. */
+  /** Refuses what the policy does not allow a tool input to ask for, before anything runs. */
   check(req: Pick<SandboxRequest, 'network' | 'isolation'>) {
     if (req.network && !this.policy.allowNetwork) {
       throw new DossierError(
@@ -162,7 +162,8 @@ export class Sandbox {
 
   spawn(req: SandboxRequest, identity: Identity = this.identity()): SandboxedProcess {
     try {
-      this.check(req);
+      // Network is checked by the effects against the tool input (dossier's own device bridges need it).
+      this.check({ isolation: req.isolation });
       return this.start(req, identity);
     } catch (err) {
       identity.release();

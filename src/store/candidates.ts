@@ -2,7 +2,8 @@
 import type { Row } from './rows.ts';
 import type { SqlExecutor } from './sql.ts';
 
-export type CandidateKind = 'artifact' | 'evidence' | 'launch_key' | 'open_unknown' | 'investigation';
+export type CandidateKind =
+  'artifact' | 'evidence' | 'launch_key' | 'open_unknown' | 'investigation' | 'device';
 
 export class CandidateStore {
   constructor(private readonly db: SqlExecutor) {}
@@ -13,6 +14,10 @@ export class CandidateStore {
    */
   async candidates(team: string, principal: string, kind: CandidateKind, limit: number): Promise<string[]> {
     const queries = {
+      device: [
+        "SELECT device_id AS v FROM devices WHERE team = ? AND status = 'active' ORDER BY created_at DESC LIMIT ?",
+        [team, limit],
+      ],
       artifact: [
         'SELECT digest AS v FROM artifacts WHERE team = ? ORDER BY created_at DESC LIMIT ?',
         [team, limit],

@@ -141,4 +141,36 @@ CREATE TABLE analyses (
 CREATE INDEX analyses_by_team ON analyses (team, kind, created_at);
 `,
   },
+  {
+    version: 4,
+    name: 'devices: the team bench, and turns that serialize operations on a device',
+    sql: `
+CREATE TABLE devices (
+  team TEXT NOT NULL,
+  device_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  description TEXT,
+  config TEXT NOT NULL,
+  config_digest TEXT NOT NULL,
+  credential TEXT,
+  status TEXT NOT NULL,
+  registered_by TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  retired_at TEXT,
+  PRIMARY KEY (team, device_id)
+);
+CREATE INDEX devices_by_team ON devices (team, created_at, device_id);
+CREATE TABLE device_turns (
+  turn_id TEXT PRIMARY KEY,
+  team TEXT NOT NULL,
+  device_id TEXT NOT NULL,
+  launch TEXT NOT NULL,
+  arrived_at TEXT NOT NULL,
+  state TEXT NOT NULL,
+  fencing INTEGER,
+  alive_until TEXT NOT NULL
+);
+CREATE INDEX device_turns_by_device ON device_turns (team, device_id, state, arrived_at);
+`,
+  },
 ];

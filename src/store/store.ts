@@ -3,6 +3,7 @@
 // part of dossier sees only what it needs (the launch service sees launches).
 import { AnalysisStore } from './analyses.ts';
 import { ArtifactStore } from './artifacts.ts';
+import { DeviceStore } from './devices.ts';
 import { CandidateStore } from './candidates.ts';
 import { EvidenceStore } from './evidence.ts';
 import { LaunchStore } from './launches.ts';
@@ -20,6 +21,7 @@ export interface Store {
   readonly unknowns: UnknownStore;
   readonly artifacts: ArtifactStore;
   readonly analyses: AnalysisStore;
+  readonly devices: DeviceStore;
   readonly candidates: CandidateStore;
   close(): Promise<void>;
 }
@@ -40,6 +42,7 @@ export async function openStore(location: string): Promise<Store> {
     unknowns: new UnknownStore(db),
     artifacts: new ArtifactStore(db),
     analyses: new AnalysisStore(db),
+    devices: new DeviceStore(db),
     candidates: new CandidateStore(db),
     close: () => db.close(),
   };

@@ -9,4 +9,6 @@ export const SEARCH_ATTRIBUTES = {
   key: defineSearchAttributeKey('DossierKey', SearchAttributeType.KEYWORD),
   bodyDigest: defineSearchAttributeKey('DossierBodyDigest', SearchAttributeType.KEYWORD),
   investigation: defineSearchAttributeKey('DossierInvestigation', SearchAttributeType.KEYWORD),
+  device: defineSearchAttributeKey('DossierDevice', SearchAttributeType.KEYWORD),
+  deviceKind: defineSearchAttributeKey('DossierDeviceKind', SearchAttributeType.KEYWORD),
 } as const;

@@ -8,6 +8,18 @@ import {
   traceFeature,
 } from './analysis.ts';
 import { captureProcessScenario, observeNativeCallsTool } from './capture.ts';
+import {
+  deviceCaptureLogs,
+  deviceExec,
+  deviceInstallPackage,
+  devicePull,
+  devicePush,
+  deviceReboot,
+  getDevice,
+  listDevices,
+  registerDevice,
+  retireDevice,
+} from './devices.ts';
 import { extractArtifact } from './extract.ts';
 import { extractFirmwareTool } from './firmware.ts';
 import type { ToolContract } from './contract.ts';
@@ -32,6 +44,12 @@ export const CATALOG: readonly ToolContract[] = catalogOf([
   extractArtifact,
   extractFirmwareTool,
   exportEvidenceBundle,
+  deviceExec,
+  devicePull,
+  devicePush,
+  deviceInstallPackage,
+  deviceCaptureLogs,
+  deviceReboot,
   inspectBinary,
   findStrings,
   listFunctions,
@@ -51,6 +69,10 @@ export const CATALOG: readonly ToolContract[] = catalogOf([
   importEvidenceBundle,
   registerArtifact,
   listArtifacts,
+  registerDevice,
+  listDevices,
+  getDevice,
+  retireDevice,
   whoami,
 ] as unknown as readonly ToolContract[]);
 

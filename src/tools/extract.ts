@@ -66,7 +66,7 @@ export const extractArtifact = defineTool({
   collections: {
     entries: {
       description:
-        'One row per archive entry: {occurrence, path, type, size, sha256, detected_type, link_target, status, reason}',
+        'One row per archive entry: {occurrence, path, type, size, sha256, detected_type, nested_archive, link_target, executable, status, reason}',
       filterable: ['type', 'status', 'detected_type', 'path'],
     },
   },

@@ -12,7 +12,8 @@ export type CompletionKind =
   | 'investigation'
   | 'tool'
   | 'procedure'
-  | 'provider';
+  | 'provider'
+  | 'device';
 
 export interface PromptArgument {
   name: string;
@@ -145,6 +146,12 @@ export const PROMPTS: PromptSpec[] = [
         completes: 'launch_key',
       },
       {
+        name: 'device',
+        description: 'A device of your team where it crashes (it is reproduced there too).',
+        required: false,
+        completes: 'device',
+      },
+      {
         name: 'investigation',
         description: 'Investigation to group the Evidence under.',
         required: false,
@@ -155,6 +162,7 @@ export const PROMPTS: PromptSpec[] = [
       'If a launch key is given, read it with get_launch and its Evidence with inspect_analysis_view.',
       'Reproduce with capture_process_scenario (trace_syscalls: true, a timeout_ms that fits, the smallest input that crashes).',
       'Find the last events before the signal (filter events by pid, then page to the end) and the signal in the summary.',
+      'If a device is given, reproduce it there with device_exec (its turn on the device comes in order) while device_capture_logs follows its log, and compare.',
     ],
   },
   {

@@ -18,6 +18,12 @@ const INVENTORY = [
   ['extract_artifact', 'extract', false, false, true, true],
   ['extract_firmware', 'extract', false, false, true, true],
   ['export_evidence_bundle', 'analysis', false, false, true, true],
+  ['device_exec', 'device', false, false, true, true],
+  ['device_pull', 'device', false, false, true, true],
+  ['device_push', 'device', false, false, true, true],
+  ['device_install_package', 'device', false, false, true, true],
+  ['device_capture_logs', 'device', true, false, true, true],
+  ['device_reboot', 'device', false, true, true, true],
   ['inspect_binary', 'analysis', true, false, true, false],
   ['find_strings', 'analysis', true, false, true, false],
   ['list_functions', 'analysis', true, false, true, false],
@@ -37,6 +43,10 @@ const INVENTORY = [
   ['import_evidence_bundle', 'gateway', false, false, true, false],
   ['register_artifact', 'gateway', false, false, true, true],
   ['list_artifacts', 'gateway', true, false, true, false],
+  ['register_device', 'gateway', false, false, true, false],
+  ['list_devices', 'gateway', true, false, true, false],
+  ['get_device', 'gateway', true, false, true, false],
+  ['retire_device', 'gateway', false, true, true, false],
   ['whoami', 'gateway', true, false, true, false],
 ] as const;
 

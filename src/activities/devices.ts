@@ -1,0 +1,390 @@
+// The device effects. Each opens a session on the device first (an unknown
+// host key or an unreachable device fails before anything is journaled),
+// then, for operations that change a device, waits its turn in the device's
+// line (reporting waiting_for_device and its position), journals `started`,
+// and only then sends the operation. The turn is kept alive while it runs;
+// if it is lost (this worker stalled past the lease), the operation is ended.
+import path from 'node:path';
+import { DossierError } from '../domain/errors.ts';
+import type { NewUnknown } from '../domain/types.ts';
+import type { CappedOutput, DeviceSession, ExecResult } from '../devices/device.ts';
+import { openDevice } from '../devices/open.ts';
+import { detectType, storeArtifact } from '../evidence/artifacts.ts';
+import type { DeviceRecord } from '../store/devices.ts';
+import { lineRows } from './capture.ts';
+import type { Effect, EffectContext, EffectResult } from './effect.ts';
+import { verifiedArtifact } from './policy.ts';
+
+const POLL_MS = 500;
+const HEAD_CHARS = 512;
+
+interface DeviceInput {
+  device: string;
+}
+
+interface Turn {
+  fencing: number | null;
+  waited_ms: number;
+  ahead_at_arrival: number;
+}
+
+async function registered(ctx: EffectContext, id: string): Promise<DeviceRecord> {
+  const device = await ctx.store.devices.get(ctx.caller.team, id);
+  if (!device || device.status !== 'active') {
+    throw new DossierError(
+      'not_found',
+      device ? `Device ${id} is retired.` : `Your team has no device ${id}.`,
+      'list_devices shows your team’s devices.',
+      { device: id },
+    );
+  }
+  return device;
+}
+
+/**
+ * Runs `op` on a device: session first, then (mutating) the device's turn,
+ * then the journal, then the operation, all within the launch's signal.
+ */
+async function onDevice<T>(
+  ctx: EffectContext,
+  input: DeviceInput,
+  mutating: boolean,
+  op: (session: DeviceSession, device: DeviceRecord, signal: AbortSignal) => Promise<T>,
+): Promise<{ value: T; device: DeviceRecord; turn: Turn | null }> {
+  const device = await registered(ctx, input.device);
+  const credential = await ctx.store.devices.credential(ctx.caller.team, device.device_id);
+  const session = await openDevice(
+    {
+      team: ctx.caller.team,
+      device_id: device.device_id,
+      kind: device.kind,
+      config: device.config,
+      credential,
+    },
+    { sandbox: ctx.sandbox, keys: ctx.keys },
+  );
+  const abort = new AbortController();
+  const onCancel = () => abort.abort();
+  ctx.signal.addEventListener('abort', onCancel);
+  const turnId = `${ctx.launchId}#${ctx.attemptId}`;
+  const { devices } = ctx.store;
+  const aliveMs = ctx.config.deviceTurnMs;
+  let keeper: NodeJS.Timeout | undefined;
+  let lost = false;
+  let turn: Turn | null = null;
+  try {
+    if (mutating) {
+      const t0 = Date.now();
+      await devices.arrive(turnId, ctx.caller.team, device.device_id, ctx.launchId, aliveMs);
+      const aheadAtArrival = await devices.ahead(turnId, ctx.caller.team, device.device_id);
+      let fencing: number | null = null;
+      let lastAlive = Date.now();
+      while (fencing === null) {
+        if (ctx.signal.aborted)
+          throw new DossierError(
+            'cancelled',
+            'The launch was cancelled while it waited for the device.',
+            'Nothing was sent to the device.',
+          );
+        fencing = await devices.take(turnId, ctx.caller.team, device.device_id, aliveMs);
+        if (fencing !== null) break;
+        const position = await devices.ahead(turnId, ctx.caller.team, device.device_id);
+        ctx.progress({
+          phase: 'waiting_for_device',
+          device: device.device_id,
+          queue_position: position + 1,
+          ahead: position,
+        });
+        if (Date.now() - lastAlive > aliveMs / 3) {
+          await devices.keepAlive(turnId, aliveMs);
+          lastAlive = Date.now();
+        }
+        await new Promise((r) => setTimeout(r, POLL_MS));
+      }
+      turn = { fencing, waited_ms: Date.now() - t0, ahead_at_arrival: aheadAtArrival };
+      keeper = setInterval(() => {
+        devices.keepAlive(turnId, aliveMs).then(
+          (alive) => {
+            if (!alive && !lost) {
+              lost = true;
+              abort.abort();
+            }
+          },
+          () => undefined,
+        );
+      }, aliveMs / 3);
+    }
+    await ctx.begin();
+    ctx.progress({ phase: 'on_device', device: device.device_id, fencing: turn?.fencing ?? null });
+    const value = await op(session, device, abort.signal);
+    if (lost) {
+      throw new DossierError(
+        'interrupted',
+        `This worker lost its turn on device ${device.device_id} (its lease expired) while the operation ran; it was ended, and what it did is unknown.`,
+        'Check the device, then launch again with a new idempotency_key if you still want the effect.',
+        { device: device.device_id, fencing: turn?.fencing },
+      );
+    }
+    return { value, device, turn };
+  } finally {
+    if (keeper) clearInterval(keeper);
+    ctx.signal.removeEventListener('abort', onCancel);
+    if (mutating) await devices.leave(turnId).catch(() => undefined);
+    await session.close().catch(() => undefined);
+  }
+}
+
+function execDocument(r: ExecResult) {
+  return {
+    exit: { code: r.code, signal: r.signal },
+    ended_by: r.endedBy,
+    duration_ms: r.durationMs,
+    stdout: r.stdout.describe(),
+    stderr: r.stderr.describe(),
+  };
+}
+
+function outputLimitations(r: ExecResult, cap: number, timeoutMs: number): string[] {
+  const out: string[] = [];
+  if (r.stdout.describe().truncated) out.push(`stdout was capped at ${cap} bytes`);
+  if (r.stderr.describe().truncated) out.push(`stderr was capped at ${cap} bytes`);
+  if (r.endedBy === 'timeout') out.push(`the program was ended after timeout_ms=${timeoutMs}`);
+  if (r.endedBy === 'cancel') out.push('the launch was cancelled; the program was ended');
+  return out;
+}
+
+function status(r: ExecResult): EffectResult['status'] {
+  return r.endedBy === 'cancel' ? 'cancelled' : 'succeeded';
+}
+
+export const deviceExec: Effect<
+  DeviceInput & {
+    argv: string[];
+    env: Record<string, string>;
+    stdin?: string;
+    timeout_ms: number;
+    max_output_bytes: number;
+  }
+> = async (input, ctx) => {
+  const {
+    value: r,
+    device,
+    turn,
+  } = await onDevice(ctx, input, true, (session, _d, signal) =>
+    session.exec({
+      argv: input.argv,
+      env: input.env,
+      stdin: input.stdin,
+      timeoutMs: input.timeout_ms,
+      maxOutputBytes: input.max_output_bytes,
+      signal,
+    }),
+  );
+  const limitations = outputLimitations(r, input.max_output_bytes, input.timeout_ms);
+  const out = r.stdout.text();
+  const err = r.stderr.text();
+  return {
+    status: status(r),
+    document: {
+      device: device.device_id,
+      kind: device.kind,
+      argv: input.argv,
+      env_names: Object.keys(input.env).sort(),
+      turn,
+      ...execDocument(r),
+    },
+    collections: { stdout: lineRows(out), stderr: lineRows(err) },
+    summary: {
+      device: device.device_id,
+      exit_code: r.code,
+      signal: r.signal,
+      ended_by: r.endedBy,
+      duration_ms: r.durationMs,
+      stdout_head: out.slice(0, HEAD_CHARS),
+      stderr_head: err.slice(0, HEAD_CHARS),
+    },
+    truncated: limitations.some((l) => l.includes('capped')),
+    limitations,
+    target: { path: `device:${device.device_id}` },
+  };
+};
+
+export const devicePull: Effect<DeviceInput & { path: string; max_bytes: number }> = async (input, ctx) => {
+  const { value, device } = await onDevice(ctx, input, false, async (session, _d, signal) => {
+    const { kind, stream } = await session.pull(input.path, signal);
+    const stored = await storeArtifact(ctx.config.home, stream, input.max_bytes);
+    return { kind, stored };
+  });
+  const type = await detectType(ctx.sandbox, value.stored.file);
+  const name = `${path.posix.basename(input.path) || 'root'}${value.kind === 'dir' ? '.tar' : ''}`;
+  const { artifact } = await ctx.store.artifacts.put(ctx.caller.team, {
+    digest: value.stored.digest,
+    size: value.stored.size,
+    ...type,
+    name,
+    origin: `device:${device.device_id}:${input.path}`,
+    registered_by: ctx.caller.principal,
+    created_at: new Date().toISOString(),
+  });
+  const summary = {
+    device: device.device_id,
+    path: input.path,
+    kind: value.kind,
+    artifact: artifact.digest,
+    size: artifact.size,
+    mime_type: artifact.mime_type,
+  };
+  return {
+    status: 'succeeded',
+    document: { ...summary, artifact_record: artifact },
+    collections: {},
+    summary,
+    truncated: false,
+    limitations: value.kind === 'dir' ? ['the folder was pulled as a tar made on the device'] : [],
+    target: { path: `device:${device.device_id}:${input.path}`, digest: artifact.digest },
+  };
+};
+
+export const devicePush: Effect<
+  DeviceInput & { artifact: string; path: string; mode: string; overwrite: boolean }
+> = async (input, ctx) => {
+  const { file } = await verifiedArtifact(ctx, input.artifact);
+  const mode = Number.parseInt(input.mode, 8);
+  const { device, turn } = await onDevice(ctx, input, true, (session) =>
+    session.push(file, input.path, mode, input.overwrite),
+  );
+  const summary = {
+    device: device.device_id,
+    path: input.path,
+    artifact: input.artifact,
+    mode: input.mode,
+    overwrite: input.overwrite,
+  };
+  return {
+    status: 'succeeded',
+    document: { ...summary, turn },
+    collections: {},
+    summary,
+    truncated: false,
+    limitations: [],
+    target: { digest: input.artifact, path: `device:${device.device_id}:${input.path}` },
+  };
+};
+
+export const deviceInstallPackage: Effect<DeviceInput & { artifact: string }> = async (input, ctx) => {
+  const { file } = await verifiedArtifact(ctx, input.artifact);
+  const {
+    value: r,
+    device,
+    turn,
+  } = await onDevice(ctx, input, true, (session, _d, signal) => session.install(file, signal));
+  const out = `${r.stdout.text()}${r.stderr.text()}`;
+  return {
+    status: status(r),
+    document: { device: device.device_id, artifact: input.artifact, turn, ...execDocument(r) },
+    collections: {
+      output: out
+        .split('\n')
+        .filter(Boolean)
+        .map((text, i) => ({ line: i + 1, text })),
+    },
+    summary: {
+      device: device.device_id,
+      artifact: input.artifact,
+      exit_code: r.code,
+      output_head: out.slice(0, HEAD_CHARS),
+    },
+    truncated: false,
+    limitations: outputLimitations(r, 256 * 1024, 600_000),
+    target: { digest: input.artifact, path: `device:${device.device_id}` },
+  };
+};
+
+export const deviceCaptureLogs: Effect<
+  DeviceInput & {
+    source: 'logcat' | 'journal' | 'dmesg' | 'file';
+    path?: string;
+    duration_ms: number;
+    filter?: string;
+    max_lines: number;
+  }
+> = async (input, ctx) => {
+  const { value, device } = await onDevice(ctx, input, false, (session, _d, signal) =>
+    session.logs({
+      source: input.source,
+      path: input.path,
+      durationMs: input.duration_ms,
+      maxBytes: 64 * 1024 * 1024,
+      signal,
+    }),
+  );
+  const all = (value as CappedOutput)
+    .text()
+    .split('\n')
+    .filter((l) => l !== '');
+  const kept = all.filter((l) => !input.filter || l.includes(input.filter));
+  const lines = kept.slice(0, input.max_lines).map((text, i) => ({ line: i + 1, text }));
+  const capped = (value as CappedOutput).describe().truncated;
+  const limitations = [
+    ...(kept.length > lines.length
+      ? [`lines were capped at max_lines=${input.max_lines} of ${kept.length}`]
+      : []),
+    ...(capped ? ['the log output was capped at 64 MiB'] : []),
+  ];
+  return {
+    status: 'succeeded',
+    document: {
+      device: device.device_id,
+      source: input.source,
+      path: input.path ?? null,
+      duration_ms: input.duration_ms,
+      filter: input.filter ?? null,
+    },
+    collections: { lines },
+    summary: {
+      device: device.device_id,
+      source: input.source,
+      lines: lines.length,
+      seen: all.length,
+      head: lines.slice(0, 5).map((l) => l.text),
+    },
+    truncated: limitations.length > 0,
+    limitations,
+    target: { path: `device:${device.device_id}` },
+  };
+};
+
+export const deviceReboot: Effect<DeviceInput> = async (input, ctx) => {
+  const {
+    value: r,
+    device,
+    turn,
+  } = await onDevice(ctx, input, true, (session, _d, signal) => session.reboot(signal));
+  const summary = {
+    device: device.device_id,
+    exit_code: r.code,
+    ended_by: r.endedBy,
+    output_head: `${r.stdout.text()}${r.stderr.text()}`.slice(0, HEAD_CHARS),
+  };
+  return {
+    status: status(r),
+    document: { ...summary, turn, ...execDocument(r) },
+    collections: {},
+    summary,
+    truncated: false,
+    limitations: [],
+    target: { path: `device:${device.device_id}` },
+  };
+};
+
+/** What stays unknown about a device when an operation on it was interrupted mid-way. */
+export function interruptedOnDevice(
+  tool: string,
+  input: Record<string, unknown>,
+  workflowId: string,
+): NewUnknown {
+  return {
+    question: `What state is device ${String(input.device)} in after ${tool} (launch ${workflowId}) was interrupted?`,
+    scope: `device:${String(input.device)}`,
+  };
+}

@@ -1,0 +1,171 @@
+// Android devices through Debian's adb client, run in the sandbox (with the
+// network: it talks to the local adb server) like every program dossier starts.
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { DossierError } from '../domain/errors.ts';
+import { streamHelper } from '../sandbox/helpers.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import { CappedOutput, type DeviceSession, type ExecResult, unavailable } from './device.ts';
+import { commandLine, quote } from './quote.ts';
+
+const HOME = '/tmp';
+
+export async function openAdb(device: string, serial: string, sandbox: Sandbox): Promise<DeviceSession> {
+  /** One adb command, its output capped; the adb server is reached over loopback. */
+  async function adb(
+    args: string[],
+    opts: {
+      timeoutMs: number;
+      maxOutputBytes: number;
+      signal: AbortSignal;
+      stdin?: string;
+      mounts?: { host: string; inside: string }[];
+    },
+  ): Promise<ExecResult> {
+    const t0 = performance.now();
+    const helper = streamHelper(sandbox, {
+      program: 'adb',
+      pkg: 'adb',
+      args: ['-s', serial, ...args],
+      mounts: opts.mounts,
+      timeoutMs: opts.timeoutMs,
+      env: { HOME, ANDROID_SDK_HOME: HOME },
+      network: true,
+    });
+    const stdout = new CappedOutput(opts.maxOutputBytes);
+    const stderr = new CappedOutput(opts.maxOutputBytes);
+    helper.stdout.on('data', (c: Buffer) => stdout.push(c));
+    helper.stderr?.on('data', (c: Buffer) => stderr.push(c));
+    const onAbort = () => helper.stop();
+    opts.signal.addEventListener('abort', onAbort);
+    let code: number | null = 0;
+    let endedBy: ExecResult['endedBy'] = 'exit';
+    try {
+      await helper.done;
+    } catch (err) {
+      if (err instanceof DossierError && err.code === 'provider_timeout') endedBy = 'timeout';
+      code = Number(/exit (\d+)/.exec((err as Error).message)?.[1] ?? 1);
+    } finally {
+      opts.signal.removeEventListener('abort', onAbort);
+    }
+    if (opts.signal.aborted) endedBy = 'cancel';
+    return { code, signal: null, endedBy, stdout, stderr, durationMs: Math.round(performance.now() - t0) };
+  }
+
+  const state = await adb(['get-state'], {
+    timeoutMs: 15_000,
+    maxOutputBytes: 4_096,
+    signal: new AbortController().signal,
+  });
+  if (state.code !== 0 || state.stdout.text().trim() !== 'device') {
+    throw unavailable(
+      device,
+      (state.stderr.text().trim() || state.stdout.text().trim() || 'adb get-state failed').split('\n').pop()!,
+      `Check with \`adb devices\` on the device worker that ${serial} is attached and authorized (for adb over TCP: \`adb connect ${serial}\`).`,
+    );
+  }
+
+  return {
+    exec: (req) => adb(['shell', commandLine(req.argv, req.env)], req),
+    async pull(path) {
+      const stat = await adb(
+        ['shell', `[ -d ${quote(path)} ] && echo dir || ([ -e ${quote(path)} ] && echo file)`],
+        { timeoutMs: 30_000, maxOutputBytes: 64, signal: new AbortController().signal },
+      );
+      const kind = stat.stdout.text().trim();
+      if (kind !== 'dir' && kind !== 'file')
+        throw new DossierError(
+          'not_found',
+          `No ${path} on device ${device}.`,
+          'Check the path on the device.',
+          { path },
+        );
+      const command = kind === 'dir' ? `tar -cf - -C ${quote(path)} .` : `cat ${quote(path)}`;
+      const helper = streamHelper(sandbox, {
+        program: 'adb',
+        pkg: 'adb',
+        args: ['-s', serial, 'exec-out', command],
+        timeoutMs: 30 * 60_000,
+        env: { HOME },
+        network: true,
+      });
+      return { kind, stream: helper.stdout as Readable };
+    },
+    async push(file, path, mode, overwrite) {
+      const quiet = { maxOutputBytes: 64 * 1024, signal: new AbortController().signal };
+      const refuse = () =>
+        new DossierError(
+          'invalid_params',
+          `${path} already exists on device ${device}; nothing was written.`,
+          'Pass overwrite: true to replace it, with a new idempotency_key.',
+          { path },
+        );
+      const exists = await adb(['shell', `[ -e ${quote(path)} ] && echo exists || echo absent`], {
+        ...quiet,
+        timeoutMs: 30_000,
+      });
+      if (exists.stdout.text().trim() === 'exists' && !overwrite) throw refuse();
+      // Bytes go to a name of their own beside the target, then move into place
+      // (mv -n when nothing may be replaced): the target is never half written.
+      const staged = `${path}.dossier-${randomBytes(6).toString('hex')}`;
+      const sent = await adb(['push', '/input/file', staged], {
+        ...quiet,
+        timeoutMs: 30 * 60_000,
+        mounts: [{ host: file, inside: '/input/file' }],
+      });
+      const cleanup = `rm -f ${quote(staged)}`;
+      if (sent.code !== 0) {
+        await adb(['shell', cleanup], { ...quiet, timeoutMs: 30_000 });
+        throw new DossierError(
+          'invalid_params',
+          `Cannot write ${path} on device ${device}: ${sent.stderr.text().trim() || sent.stdout.text().trim()}`,
+          'Check the folder exists and is writable by the shell user.',
+          { path },
+        );
+      }
+      const placed = await adb(
+        [
+          'shell',
+          `if ! chmod ${mode.toString(8)} ${quote(staged)}; then ${cleanup}; echo chmod failed; ` +
+            `else mv ${overwrite ? '-f' : '-n'} ${quote(staged)} ${quote(path)}; ` +
+            `if [ -e ${quote(staged)} ]; then ${cleanup}; echo exists; else echo placed; fi; fi`,
+        ],
+        { ...quiet, timeoutMs: 60_000 },
+      );
+      const outcome = placed.stdout.text().trim();
+      if (outcome !== 'placed') {
+        if (outcome === 'exists' && !overwrite) throw refuse();
+        throw new DossierError(
+          'invalid_params',
+          `Cannot place the pushed file at ${path} on device ${device}: ${outcome} ${placed.stderr.text().trim()}`,
+          'Check the folder is writable by the shell user.',
+          { path },
+        );
+      }
+    },
+    async logs(req) {
+      if (req.source !== 'logcat')
+        throw new DossierError(
+          'unsupported_target',
+          `An adb device shows logcat, not ${req.source}.`,
+          'Use source "logcat".',
+          { device },
+        );
+      const result = await adb(['logcat', '-T', '1', '-v', 'threadtime'], {
+        timeoutMs: req.durationMs,
+        maxOutputBytes: req.maxBytes,
+        signal: req.signal,
+      });
+      return result.stdout;
+    },
+    install: (file, signal) =>
+      adb(['install', '-r', '/input/package.apk'], {
+        timeoutMs: 10 * 60_000,
+        maxOutputBytes: 256 * 1024,
+        signal,
+        mounts: [{ host: file, inside: '/input/package.apk' }],
+      }),
+    reboot: (signal) => adb(['reboot'], { timeoutMs: 60_000, maxOutputBytes: 64 * 1024, signal }),
+    async close() {},
+  };
+}

@@ -1,0 +1,273 @@
+// SSH devices through ssh2: the host key is pinned (an unknown or changed key
+// refuses the connection, naming both fingerprints), the private key is used
+// from memory only, and every command is argv quoted for the device's shell.
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { PassThrough } from 'node:stream';
+import { Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
+import { DossierError } from '../domain/errors.ts';
+import {
+  CappedOutput,
+  type DeviceSession,
+  type ExecRequest,
+  type ExecResult,
+  type LogRequest,
+  unavailable,
+  unsupported,
+} from './device.ts';
+import { commandLine } from './quote.ts';
+
+export interface SshConfig {
+  host: string;
+  port: number;
+  user: string;
+  /** SHA256:… of the pinned host key. */
+  host_key_fingerprint: string;
+  reboot_command: string[];
+}
+
+export interface SshCredential {
+  private_key: string;
+  passphrase?: string;
+}
+
+/** The SHA256 fingerprint of a host key, as OpenSSH prints it. */
+export function fingerprintOf(key: Buffer): string {
+  return `SHA256:${createHash('sha256').update(key).digest('base64').replace(/=+$/, '')}`;
+}
+
+/** A pinned key given as an OpenSSH public key line or as a fingerprint, as a fingerprint. */
+export function pinnedFingerprint(hostKey: string): string {
+  const t = hostKey.trim();
+  if (/^SHA256:[A-Za-z0-9+/]{43}$/.test(t)) return t;
+  const blob = t.split(/\s+/)[1];
+  if (!blob || !/^[A-Za-z0-9+/]+=*$/.test(blob)) {
+    throw new DossierError(
+      'invalid_params',
+      'host_key is neither an OpenSSH public key line nor a SHA256 fingerprint.',
+      'Pass the line of the host’s /etc/ssh/ssh_host_*_key.pub, or ssh-keygen -lf’s SHA256:… value.',
+    );
+  }
+  return fingerprintOf(Buffer.from(blob, 'base64'));
+}
+
+const CONNECT_TIMEOUT_MS = 15_000;
+
+export async function openSsh(
+  device: string,
+  config: SshConfig,
+  credential: SshCredential,
+): Promise<DeviceSession> {
+  const client = new Client();
+  let offered: string | undefined;
+  await new Promise<void>((resolve, reject) => {
+    client.once('ready', () => resolve());
+    client.once('error', (err: Error & { level?: string }) => {
+      if (offered && offered !== config.host_key_fingerprint) {
+        reject(
+          new DossierError(
+            'policy_denied',
+            `Device ${device} offered host key ${offered}, not the pinned ${config.host_key_fingerprint}; nothing was sent.`,
+            'If the device was re-imaged on purpose, retire it and register it again with its new host key; otherwise treat it as compromised or spoofed.',
+            { device, offered, pinned: config.host_key_fingerprint },
+          ),
+        );
+      } else if (err.level === 'client-authentication') {
+        reject(
+          unavailable(
+            device,
+            `${config.user} could not log in with the stored key`,
+            'Check the device’s authorized_keys for the registered key, or register the device again with the right key.',
+          ),
+        );
+      } else {
+        reject(
+          unavailable(
+            device,
+            err.message,
+            `Check that ${config.host}:${config.port} is up and reachable from the device workers (e.g. ssh -p ${config.port} ${config.user}@${config.host}).`,
+          ),
+        );
+      }
+    });
+    client.connect({
+      host: config.host,
+      port: config.port,
+      username: config.user,
+      privateKey: credential.private_key,
+      passphrase: credential.passphrase,
+      readyTimeout: CONNECT_TIMEOUT_MS,
+      hostVerifier: (key: Buffer) => {
+        offered = fingerprintOf(key);
+        return offered === config.host_key_fingerprint;
+      },
+    });
+  });
+
+  const channel = (command: string) =>
+    new Promise<ClientChannel>((resolve, reject) =>
+      client.exec(command, (err, stream) =>
+        err
+          ? reject(unavailable(device, err.message, 'Retry with a new key once the device answers.'))
+          : resolve(stream),
+      ),
+    );
+  let sftpSession: Promise<SFTPWrapper> | undefined;
+  const sftp = () => {
+    sftpSession ??= new Promise<SFTPWrapper>((resolve, reject) =>
+      client.sftp((err, s) =>
+        err
+          ? reject(
+              unavailable(
+                device,
+                `no SFTP: ${err.message}`,
+                'Enable the sftp subsystem in the device’s sshd.',
+              ),
+            )
+          : resolve(s),
+      ),
+    );
+    return sftpSession;
+  };
+
+  async function run(command: string, req: Omit<ExecRequest, 'argv' | 'env'>): Promise<ExecResult> {
+    const t0 = performance.now();
+    const stream = await channel(command);
+    const stdout = new CappedOutput(req.maxOutputBytes);
+    const stderr = new CappedOutput(req.maxOutputBytes);
+    stream.on('data', (c: Buffer) => stdout.push(c));
+    stream.stderr.on('data', (c: Buffer) => stderr.push(c));
+    stream.end(req.stdin ?? '');
+    let endedBy: ExecResult['endedBy'] = 'exit';
+    const end = (why: 'timeout' | 'cancel') => {
+      endedBy = why;
+      // Ask the remote side to end the program, then drop the channel.
+      stream.signal('KILL');
+      stream.close();
+    };
+    const timer = setTimeout(() => end('timeout'), req.timeoutMs);
+    const onAbort = () => end('cancel');
+    req.signal.addEventListener('abort', onAbort);
+    const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+      stream.once('close', (c: number | null, s: string | null) => resolve([c ?? null, s ?? null])),
+    );
+    clearTimeout(timer);
+    req.signal.removeEventListener('abort', onAbort);
+    return { code, signal, endedBy, stdout, stderr, durationMs: Math.round(performance.now() - t0) };
+  }
+
+  return {
+    exec: (req) => run(commandLine(req.argv, req.env), req),
+
+    async pull(path, signal) {
+      const s = await sftp();
+      const stat = await new Promise<{ isDirectory(): boolean }>((resolve, reject) =>
+        s.stat(path, (err, st) =>
+          err
+            ? reject(
+                new DossierError(
+                  'not_found',
+                  `No ${path} on device ${device}.`,
+                  'Check the path on the device.',
+                  { path },
+                ),
+              )
+            : resolve(st),
+        ),
+      );
+      if (!stat.isDirectory()) {
+        const stream = s.createReadStream(path);
+        signal.addEventListener('abort', () => stream.destroy(new Error('cancelled')));
+        return { kind: 'file', stream };
+      }
+      const tar = await channel(
+        commandLine(['tar', '-cf', '-', '-C', path, '.'], { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }),
+      );
+      tar.end();
+      const out = new PassThrough();
+      tar.pipe(out);
+      signal.addEventListener('abort', () => (tar.close(), out.destroy(new Error('cancelled'))));
+      return { kind: 'dir', stream: out };
+    },
+
+    async push(file, path, mode, overwrite) {
+      const s = await sftp();
+      const handle = await new Promise<Buffer>((resolve, reject) =>
+        // wx: create, failing if it exists; nothing is written then.
+        s.open(path, overwrite ? 'w' : 'wx', { mode }, (err, h) => {
+          if (!err) return resolve(h);
+          // SFTP reports "exists" as a generic failure: ask, to say which it was.
+          s.stat(path, (missing) =>
+            reject(
+              !missing && !overwrite
+                ? new DossierError(
+                    'invalid_params',
+                    `${path} already exists on device ${device}; nothing was written.`,
+                    'Pass overwrite: true to replace it, with a new idempotency_key.',
+                    { path },
+                  )
+                : new DossierError(
+                    'invalid_params',
+                    `Cannot write ${path} on device ${device}: ${err.message}`,
+                    'Check the folder exists and is writable by the device user.',
+                    { path },
+                  ),
+            ),
+          );
+        }),
+      );
+      let position = 0;
+      try {
+        for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+          await new Promise<void>((resolve, reject) =>
+            s.write(handle, chunk, 0, chunk.length, position, (err) => (err ? reject(err) : resolve())),
+          );
+          position += chunk.length;
+        }
+        await new Promise<void>((resolve, reject) =>
+          s.fchmod(handle, mode, (err) => (err ? reject(err) : resolve())),
+        );
+      } finally {
+        await new Promise<void>((resolve) => s.close(handle, () => resolve()));
+      }
+    },
+
+    async logs(req: LogRequest) {
+      const seconds = Math.max(1, Math.ceil(req.durationMs / 1000));
+      const argv =
+        req.source === 'journal'
+          ? ['timeout', String(seconds), 'journalctl', '--follow', '--no-pager', '--lines=0']
+          : req.source === 'dmesg'
+            ? ['dmesg']
+            : req.source === 'file'
+              ? ['timeout', String(seconds), 'tail', '-n', '0', '-F', req.path!]
+              : null;
+      if (!argv) throw unsupported(device, 'ssh', 'show logcat (it is an Android log: use an adb device)');
+      const result = await run(commandLine(argv, { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }), {
+        timeoutMs: req.durationMs + 10_000,
+        maxOutputBytes: req.maxBytes,
+        signal: req.signal,
+      });
+      return result.stdout;
+    },
+
+    install: async () => {
+      throw unsupported(
+        device,
+        'ssh',
+        'install packages through dossier (push the package with device_push, then run the device’s package manager with device_exec)',
+      );
+    },
+
+    reboot: (signal) =>
+      run(commandLine(config.reboot_command, { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }), {
+        timeoutMs: 30_000,
+        maxOutputBytes: 64 * 1024,
+        signal,
+      }),
+
+    async close() {
+      client.end();
+    },
+  };
+}

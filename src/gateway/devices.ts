@@ -1,0 +1,143 @@
+// The team's device registry, served by the gateway: registering pins an SSH
+// host key and seals the private key (never returned, never logged);
+// emulated devices point at a rootfs of one of the team's own extractions.
+import path from 'node:path';
+import { digestOf, sha256Hex } from '../domain/canonical.ts';
+import { DossierError } from '../domain/errors.ts';
+import type { Principal } from '../domain/types.ts';
+import { sealCredential } from '../devices/secrets.ts';
+import { pinnedFingerprint } from '../devices/ssh.ts';
+import { findEvidence } from '../evidence/views.ts';
+import type { DeviceKind, DeviceRecord } from '../store/devices.ts';
+import type { Store } from '../store/store.ts';
+import type { PayloadKey } from '../temporal/codec.ts';
+import type { registerDevice } from '../tools/devices.ts';
+import type { z } from 'zod';
+
+type RegisterInput = z.output<typeof registerDevice.input>;
+
+export class DeviceRegistry {
+  constructor(
+    private readonly deps: {
+      store: Pick<Store, 'devices' | 'evidence'>;
+      keys: PayloadKey[];
+      home: string;
+    },
+  ) {}
+
+  async register(caller: Principal, input: RegisterInput) {
+    let kind: DeviceKind;
+    let config: Record<string, unknown>;
+    let credential: string | null = null;
+    let secretDigest: string | null = null;
+    if (input.ssh) {
+      const { private_key, passphrase, host_key, ...facts } = input.ssh;
+      kind = 'ssh';
+      config = { ...facts, host_key_fingerprint: pinnedFingerprint(host_key) };
+      credential = sealCredential(
+        this.deps.keys,
+        caller.team,
+        input.device_id,
+        JSON.stringify({ private_key, passphrase }),
+      );
+      secretDigest = sha256Hex(`${private_key}\0${passphrase ?? ''}`);
+    } else if (input.adb) {
+      kind = 'adb';
+      config = { serial: input.adb.serial };
+    } else {
+      kind = 'emulated';
+      config = {
+        ...input.emulated!,
+        rootfs: await this.rootfs(caller, input.emulated!.evidence_id, input.emulated!.prefix),
+      };
+    }
+    const configDigest = digestOf({ kind, config, secret: secretDigest });
+    const { created, device } = await this.deps.store.devices.register(caller.team, {
+      device_id: input.device_id,
+      kind,
+      description: input.description ?? null,
+      config,
+      config_digest: configDigest,
+      credential,
+      registered_by: caller.principal,
+    });
+    if (!created && (device.config_digest !== configDigest || device.status !== 'active')) {
+      throw new DossierError(
+        'invalid_params',
+        device.status === 'active'
+          ? `Device ${input.device_id} is already registered with another configuration; nothing was changed.`
+          : `Device ${input.device_id} was retired; its id is not reused.`,
+        device.status === 'active'
+          ? 'Retire it first (retire_device), or pick another device_id.'
+          : 'Pick another device_id.',
+        { device_id: input.device_id, status: device.status },
+      );
+    }
+    return { created, device: shown(device) };
+  }
+
+  /** The rootfs folder of an extraction of the caller's team, with the prefix inside it. */
+  private async rootfs(caller: Principal, evidenceId: string, prefix: string): Promise<string> {
+    const record = await findEvidence(this.deps.store.evidence, caller.team, evidenceId);
+    const output = record.summary.output;
+    const extractions = path.join(this.deps.home, 'extractions', caller.team);
+    if (typeof output !== 'string' || !output.startsWith(`${extractions}/`)) {
+      throw new DossierError(
+        'invalid_params',
+        `Evidence ${evidenceId} is not a successful extraction of your team.`,
+        'Pass the evidence_id of an extract_firmware or extract_artifact launch that succeeded.',
+        { evidence_id: evidenceId },
+      );
+    }
+    const root = path.resolve(output, `.${path.posix.normalize(`/${prefix}`)}`);
+    if (root !== output && !root.startsWith(`${output}/`)) {
+      throw new DossierError(
+        'invalid_params',
+        `prefix ${prefix} leaves the extraction.`,
+        'Pass a path inside it, e.g. "squashfs-0x0/".',
+      );
+    }
+    return root;
+  }
+
+  async list(caller: Principal, filter: { include_retired: boolean; cursor?: string; limit: number }) {
+    const page = await this.deps.store.devices.list(caller.team, {
+      includeRetired: filter.include_retired,
+      cursor: filter.cursor,
+      limit: filter.limit,
+    });
+    return { devices: page.items.map(shown), next_cursor: page.nextCursor };
+  }
+
+  async get(caller: Principal, deviceId: string) {
+    return { device: shown(await this.find(caller, deviceId)) };
+  }
+
+  async retire(caller: Principal, deviceId: string) {
+    await this.find(caller, deviceId);
+    const retired = await this.deps.store.devices.retire(caller.team, deviceId);
+    return { retired, device: shown(await this.find(caller, deviceId)) };
+  }
+
+  private async find(caller: Principal, deviceId: string): Promise<DeviceRecord> {
+    const device = await this.deps.store.devices.get(caller.team, deviceId);
+    if (!device) {
+      throw new DossierError(
+        'not_found',
+        `Your team has no device ${deviceId}.`,
+        'list_devices shows your team’s devices.',
+        {
+          device: deviceId,
+        },
+      );
+    }
+    return device;
+  }
+}
+
+/** A device as callers see it: no credential, no digest of one; emulated rootfs paths stay on the workers. */
+function shown(d: DeviceRecord) {
+  const { config_digest: _digest, ...rest } = d;
+  const { rootfs: _rootfs, ...config } = d.config;
+  return { ...rest, config, has_credential: d.kind === 'ssh' && d.status === 'active' };
+}

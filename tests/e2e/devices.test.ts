@@ -1,0 +1,416 @@
+// Device operations as keyed launches, on real parts started here: an OpenSSH
+// server on 127.0.0.1 is the SSH device, an armhf busybox in a squashfs is
+// the emulated device (qemu-user), and Debian's adb server with no phone
+// attached stands for an unreachable adb device. The worker runs as its own
+// process so it can really die while it holds a device.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, type Reply } from '../helpers/mcp.ts';
+import { spawnDossier, type Proc } from '../helpers/processes.ts';
+import { DEVICE_HOME, startSshd, type TestSshd } from '../helpers/sshd.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { eventually } from '../helpers/wait.ts';
+
+const isRoot = process.getuid?.() === 0;
+const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-devices-'));
+const roots = path.join(work, 'roots');
+const TURN_MS = 4_000;
+let t: TestStack;
+let worker: Proc;
+let sshd: TestSshd;
+let alice: Client;
+const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+const startWorker = () => spawnDossier('worker', t.env, 'worker ready');
+
+async function lines(client: Client, evidenceId: string, collection: string): Promise<string[]> {
+  const page = await call(client, 'inspect_analysis_view', {
+    evidence_id: evidenceId,
+    view: { kind: 'page', collection, offset: 0, limit: 256 },
+  });
+  return page.rows.map((r: Reply) => r.row.text as string);
+}
+
+const ssh = (over: Record<string, unknown> = {}) => ({
+  host: '127.0.0.1',
+  port: sshd.port,
+  user: 'dossier-device',
+  host_key: sshd.hostKey,
+  private_key: sshd.privateKey,
+  reboot_command: ['/bin/echo', 'rebooting'],
+  ...over,
+});
+
+beforeAll(async () => {
+  if (!isRoot) return;
+  mkdirSync(roots);
+  sshd = await startSshd();
+  rmSync(path.join(DEVICE_HOME, 'work'), { recursive: true, force: true });
+  execFileSync('install', ['-d', '-o', 'dossier-device', path.join(DEVICE_HOME, 'work')]);
+  t = await startTestStack({
+    env: { DOSSIER_ALLOWED_ROOTS: `/usr/bin:${roots}`, DOSSIER_DEVICE_TURN_MS: String(TURN_MS) },
+    parts: { workers: false },
+  });
+  worker = await startWorker();
+  alice = await t.connect();
+  const registered = await call(alice, 'register_device', { device_id: 'bench-ssh', ssh: ssh() });
+  expect(registered.error).toBeUndefined();
+}, 120_000);
+afterAll(async () => {
+  await worker?.kill();
+  await t?.stop(true);
+  await sshd?.stop();
+});
+
+describe.skipIf(!isRoot)('SSH devices (needs root: an sshd, a device user)', () => {
+  it('registers a device with a pinned host key and keeps its private key out of every reply', async () => {
+    const device = (await call(alice, 'get_device', { device: 'bench-ssh' })).device;
+    expect(device).toMatchObject({ kind: 'ssh', status: 'active', has_credential: true });
+    expect(device.config.host_key_fingerprint).toMatch(/^SHA256:/);
+    const listed = JSON.stringify(await call(alice, 'list_devices', {}));
+    for (const secret of [sshd.privateKey.split('\n')[1]!, 'private_key'])
+      expect(listed).not.toContain(secret);
+    const again = await call(alice, 'register_device', { device_id: 'bench-ssh', ssh: ssh() });
+    expect(again.created).toBe(false);
+    const other = await call(alice, 'register_device', { device_id: 'bench-ssh', ssh: ssh({ port: 1 }) });
+    expect(other.error.code).toBe('invalid_params');
+  });
+
+  it('runs argv with exactly the given environment; a retry attaches and never runs it twice', async () => {
+    const args = {
+      device: 'bench-ssh',
+      argv: ['/bin/sh', '-c', 'echo "hello $WHO"; id -un; echo ran >> "$HOME/work/exec-count"'],
+      env: { WHO: 'it’s me; $(rm -rf /)', PATH: '/usr/bin:/bin', HOME: DEVICE_HOME },
+      idempotency_key: 'exec-1',
+    };
+    const first = await call(alice, 'device_exec', args);
+    expect(first.status, JSON.stringify(first.error)).toBe('succeeded');
+    expect(await lines(alice, first.evidence_id, 'stdout')).toEqual([
+      'hello it’s me; $(rm -rf /)',
+      'dossier-device',
+    ]);
+    const retry = await call(alice, 'device_exec', args);
+    expect(retry).toMatchObject({
+      status: 'succeeded',
+      evidence_id: first.evidence_id,
+      launch: { attached: true },
+    });
+    expect(readFileSync(path.join(DEVICE_HOME, 'work', 'exec-count'), 'utf8')).toBe('ran\n');
+  });
+
+  it('pushes an artifact with its mode, refuses to overwrite without overwrite, and pulls files and folders back as artifacts', async () => {
+    const file = path.join(roots, 'payload.bin');
+    writeFileSync(file, 'pushed content\n');
+    const { artifact } = await call(alice, 'register_artifact', { path: file });
+    const target = path.join(DEVICE_HOME, 'work', 'pushed.bin');
+    const pushed = await call(alice, 'device_push', {
+      device: 'bench-ssh',
+      artifact: artifact.digest,
+      path: target,
+      mode: '0600',
+      idempotency_key: 'push-1',
+    });
+    expect(pushed.status, JSON.stringify(pushed.error)).toBe('succeeded');
+    expect(readFileSync(target, 'utf8')).toBe('pushed content\n');
+    expect(statSync(target).mode & 0o777).toBe(0o600);
+
+    writeFileSync(path.join(roots, 'other.bin'), 'must not land\n');
+    const other = (await call(alice, 'register_artifact', { path: path.join(roots, 'other.bin') })).artifact;
+    const refused = await call(alice, 'device_push', {
+      device: 'bench-ssh',
+      artifact: other.digest,
+      path: target,
+      idempotency_key: 'push-2',
+    });
+    expect(refused.status).toBe('failed');
+    expect(refused.error.message).toMatch(/already exists/);
+    expect(readFileSync(target, 'utf8')).toBe('pushed content\n');
+
+    const made = path.join(DEVICE_HOME, 'work', 'made-on-device.txt');
+    writeFileSync(made, `made on the device at ${Date.now()}\n`);
+    const pulled = await call(alice, 'device_pull', {
+      device: 'bench-ssh',
+      path: made,
+      idempotency_key: 'pull-1',
+    });
+    expect(pulled.summary).toMatchObject({ kind: 'file', artifact: `sha256:${sha(readFileSync(made))}` });
+    const listed = await call(alice, 'list_artifacts', {});
+    const origin = listed.artifacts.find((a: Reply) => a.digest === pulled.summary.artifact).origin;
+    expect(origin).toBe(`device:bench-ssh:${made}`);
+    const folder = await call(alice, 'device_pull', {
+      device: 'bench-ssh',
+      path: path.join(DEVICE_HOME, 'work'),
+      idempotency_key: 'pull-dir',
+    });
+    expect(folder.summary).toMatchObject({ kind: 'dir', mime_type: 'application/x-tar' });
+  });
+
+  it('follows a log file that grows, keeping only the lines that match the filter', async () => {
+    const log = path.join(DEVICE_HOME, 'work', 'app.log');
+    writeFileSync(log, 'old line\n');
+    const started = await call(alice, 'device_capture_logs', {
+      device: 'bench-ssh',
+      source: 'file',
+      path: log,
+      duration_ms: 3_000,
+      filter: 'event',
+      wait_ms: 0,
+      idempotency_key: 'logs-1',
+    });
+    expect(started.status).toBe('running');
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setTimeout(r, 300));
+      appendFileSync(log, `event ${i}\nnoise ${i}\n`);
+    }
+    const done = await call(alice, 'await_launch', { idempotency_key: 'logs-1', wait_ms: 30_000 });
+    expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
+    expect(await lines(alice, done.evidence_id, 'lines')).toEqual([
+      'event 0',
+      'event 1',
+      'event 2',
+      'event 3',
+      'event 4',
+    ]);
+  });
+
+  it('refuses a device whose host key changed, naming both fingerprints; an unreachable device is device_unavailable', async () => {
+    await call(alice, 'register_device', { device_id: 'spoofed', ssh: ssh({ host_key: sshd.otherHostKey }) });
+    const spoofed = await call(alice, 'device_exec', {
+      device: 'spoofed',
+      argv: ['/bin/true'],
+      idempotency_key: 'spoof-1',
+    });
+    expect(spoofed.status).toBe('failed');
+    expect(spoofed.error.code).toBe('policy_denied');
+    expect(spoofed.error.details.offered).toMatch(/^SHA256:/);
+    expect(spoofed.error.details.pinned).toMatch(/^SHA256:/);
+    expect(spoofed.error.details.offered).not.toBe(spoofed.error.details.pinned);
+    expect(spoofed.error.details.effect_began).toBe(false);
+
+    await call(alice, 'register_device', { device_id: 'gone', ssh: ssh({ port: 1 }) });
+    const gone = await call(alice, 'device_exec', {
+      device: 'gone',
+      argv: ['/bin/true'],
+      idempotency_key: 'gone-1',
+    });
+    expect(gone.error.code).toBe('device_unavailable');
+    expect(gone.error.remediation).toMatch(/reachable/);
+  });
+
+  it('reboots with the registered command; an SSH device installs no packages through dossier', async () => {
+    const reboot = await call(alice, 'device_reboot', { device: 'bench-ssh', idempotency_key: 'reboot-1' });
+    expect(reboot.status, JSON.stringify(reboot.error)).toBe('succeeded');
+    expect(reboot.summary).toMatchObject({ exit_code: 0, output_head: 'rebooting\n' });
+    const file = path.join(roots, 'app.apk');
+    writeFileSync(file, 'not really an apk');
+    const { artifact } = await call(alice, 'register_artifact', { path: file });
+    const install = await call(alice, 'device_install_package', {
+      device: 'bench-ssh',
+      artifact: artifact.digest,
+      idempotency_key: 'install-1',
+    });
+    expect(install.error.code).toBe('unsupported_target');
+  });
+
+  it('another team sees nothing of the device', async () => {
+    const rival = await t.connect(await t.tokenFor('rival', 'rival-team'));
+    expect((await call(rival, 'get_device', { device: 'bench-ssh' })).error.code).toBe('not_found');
+    expect((await call(rival, 'list_devices', {})).devices).toEqual([]);
+    const exec = await call(rival, 'device_exec', {
+      device: 'bench-ssh',
+      argv: ['/bin/true'],
+      idempotency_key: 'rival-1',
+    });
+    expect(exec.error.code).toBe('not_found');
+  });
+
+  it('8 concurrent operations on one device never overlap, and a waiting one reports its place in line', async () => {
+    const intervals = path.join(DEVICE_HOME, 'work', 'intervals');
+    const script = `echo "B $(date +%s%N)" >> ${intervals}; sleep 0.3; echo "E $(date +%s%N)" >> ${intervals}`;
+    const starts = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        call(alice, 'device_exec', {
+          device: 'bench-ssh',
+          argv: ['/bin/sh', '-c', script],
+          env: { PATH: '/usr/bin:/bin' },
+          wait_ms: 0,
+          idempotency_key: `line-${i}`,
+        }),
+      ),
+    );
+    expect(starts.every((s) => s.status === 'running' || s.status === 'succeeded')).toBe(true);
+    const waiting = await eventually('a launch waiting for the device', async () => {
+      for (let i = 7; i >= 0; i--) {
+        const r = await call(alice, 'get_launch', { idempotency_key: `line-${i}` });
+        if (r.progress?.phase === 'waiting_for_device') return r.progress;
+      }
+      return undefined;
+    });
+    expect(waiting.queue_position).toBeGreaterThanOrEqual(2);
+    for (let i = 0; i < 8; i++) {
+      const done = await call(alice, 'await_launch', { idempotency_key: `line-${i}`, wait_ms: 60_000 });
+      expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
+    }
+    const marks = readFileSync(intervals, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ')[0]);
+    expect(marks).toEqual(Array.from({ length: 16 }, (_, i) => (i % 2 ? 'E' : 'B')));
+  }, 120_000);
+
+  it('a worker killed mid-operation leaves it interrupted, never re-run, an unknown on the device, and the device free within the turn’s lease', async () => {
+    const counter = path.join(DEVICE_HOME, 'work', 'killed-count');
+    const slow = await call(alice, 'device_exec', {
+      device: 'bench-ssh',
+      argv: ['/bin/sh', '-c', `echo started >> ${counter}; sleep 60`],
+      env: { PATH: '/usr/bin:/bin' },
+      wait_ms: 0,
+      idempotency_key: 'killed-1',
+    });
+    expect(slow.status).toBe('running');
+    await eventually(
+      'the operation to be on the device',
+      async () =>
+        (await call(alice, 'get_launch', { idempotency_key: 'killed-1' })).progress?.phase === 'on_device',
+    );
+    await worker.kill('SIGKILL');
+    worker = await startWorker();
+    const t0 = Date.now();
+    const next = await call(alice, 'device_exec', {
+      device: 'bench-ssh',
+      argv: ['/bin/true'],
+      wait_ms: 60_000,
+      idempotency_key: 'after-kill',
+    });
+    expect(next.status, JSON.stringify(next.error)).toBe('succeeded');
+    expect(Date.now() - t0).toBeLessThan(TURN_MS + 15_000);
+
+    const outcome = await call(alice, 'await_launch', { idempotency_key: 'killed-1', wait_ms: 60_000 });
+    expect(outcome.status).toBe('interrupted');
+    expect(readFileSync(counter, 'utf8')).toBe('started\n');
+    const unknowns = await call(alice, 'list_unknowns', { status: 'open' });
+    expect(unknowns.unknowns.map((u: Reply) => u.question).join('\n')).toMatch(
+      /What state is device bench-ssh in after device_exec/,
+    );
+  }, 180_000);
+});
+
+describe.skipIf(!isRoot)('an emulated ARM device (qemu-user)', () => {
+  it('runs an armhf busybox from a squashfs firmware image: uname -m says armv7l', async () => {
+    const deb = path.join(os.homedir(), '.cache', 'dossier', 'fixtures', 'busybox-static-armhf.deb');
+    expect(existsSync(deb), `${deb} is fetched by .ci/run (apt-get download busybox-static:armhf)`).toBe(
+      true,
+    );
+    const fs = path.join(work, 'fs');
+    execFileSync('dpkg-deb', ['-x', deb, path.join(work, 'deb')]);
+    mkdirSync(path.join(fs, 'bin'), { recursive: true });
+    execFileSync('cp', [path.join(work, 'deb', 'bin', 'busybox'), path.join(fs, 'bin', 'busybox')]);
+    const image = path.join(roots, 'firmware.sqfs');
+    execFileSync('mksquashfs', [fs, image, '-noappend', '-quiet']);
+    const { artifact } = await call(alice, 'register_artifact', { path: image });
+    const extracted = await call(alice, 'extract_firmware', {
+      artifact: artifact.digest,
+      idempotency_key: 'arm-fw',
+    });
+    expect(extracted.status, JSON.stringify(extracted.error)).toBe('succeeded');
+    const registered = await call(alice, 'register_device', {
+      device_id: 'arm-board',
+      emulated: { evidence_id: extracted.evidence_id, prefix: 'squashfs-0x0/', arch: 'arm' },
+    });
+    expect(registered.error).toBeUndefined();
+    expect(JSON.stringify(registered)).not.toContain(t.home);
+    const uname = await call(alice, 'device_exec', {
+      device: 'arm-board',
+      argv: ['bin/busybox', 'uname', '-m'],
+      idempotency_key: 'arm-uname',
+    });
+    expect(uname.status, JSON.stringify(uname.error)).toBe('succeeded');
+    expect(await lines(alice, uname.evidence_id, 'stdout'), JSON.stringify(uname.summary)).toEqual([
+      'armv7l',
+    ]);
+    const push = await call(alice, 'device_push', {
+      device: 'arm-board',
+      artifact: artifact.digest,
+      path: '/tmp/x',
+      idempotency_key: 'arm-push',
+    });
+    expect(push.error.code).toBe('unsupported_target');
+  }, 120_000);
+});
+
+describe.skipIf(!isRoot)('adb devices', () => {
+  beforeAll(() => {
+    execFileSync('adb', ['start-server'], { stdio: 'ignore' });
+  });
+  afterAll(() => {
+    execFileSync('adb', ['kill-server'], { stdio: 'ignore' });
+  });
+
+  it('a phone that is not attached is device_unavailable, with how to check', async () => {
+    await call(alice, 'register_device', { device_id: 'pixel', adb: { serial: 'emulator-5554' } });
+    const reply = await call(alice, 'device_exec', {
+      device: 'pixel',
+      argv: ['getprop', 'ro.product.model'],
+      idempotency_key: 'adb-1',
+    });
+    expect(reply.status).toBe('failed');
+    expect(reply.error.code).toBe('device_unavailable');
+    expect(reply.error.remediation).toMatch(/adb devices/);
+  });
+
+  // A USB phone cannot be attached to a CI machine; set DOSSIER_TEST_ADB=<serial> where one is.
+  it.skipIf(!process.env.DOSSIER_TEST_ADB)(
+    'runs on a real attached device (DOSSIER_TEST_ADB names it; no device is attached in CI)',
+    async () => {
+      await call(alice, 'register_device', {
+        device_id: 'real-phone',
+        adb: { serial: process.env.DOSSIER_TEST_ADB! },
+      });
+      const reply = await call(alice, 'device_exec', {
+        device: 'real-phone',
+        argv: ['getprop', 'ro.product.model'],
+        idempotency_key: 'adb-real',
+      });
+      expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+      expect(reply.summary.exit_code).toBe(0);
+
+      const file = path.join(roots, 'adb-payload.txt');
+      writeFileSync(file, `pushed over adb ${Date.now()}\n`);
+      const { artifact } = await call(alice, 'register_artifact', { path: file });
+      const target = `/data/local/tmp/dossier-${Date.now()}.txt`;
+      const push = (key: string, overwrite: boolean) =>
+        call(alice, 'device_push', {
+          device: 'real-phone',
+          artifact: artifact.digest,
+          path: target,
+          mode: '0640',
+          overwrite,
+          idempotency_key: key,
+        });
+      expect((await push('adb-push-1', false)).status).toBe('succeeded');
+      const again = await push('adb-push-2', false);
+      expect(again.status).toBe('failed');
+      expect(again.error.message).toMatch(/already exists/);
+      expect((await push('adb-push-3', true)).status).toBe('succeeded');
+      const read = await call(alice, 'device_exec', {
+        device: 'real-phone',
+        argv: ['stat', '-c', '%a', target],
+        idempotency_key: 'adb-stat',
+      });
+      expect(await lines(alice, read.evidence_id, 'stdout')).toEqual(['640']);
+    },
+  );
+});
