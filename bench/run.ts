@@ -2,6 +2,7 @@
 // prints Markdown rows for docs/benchmarks.md. Medians and ratios only ever
 // compare figures measured in the same run.
 import { benchAnalysis } from './analysis.ts';
+import { benchDevices } from './devices.ts';
 import { benchEvidence } from './evidence.ts';
 import { benchExtract } from './extract.ts';
 import { benchGateway } from './gateway.ts';
@@ -13,6 +14,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   extract: benchExtract,
   gateway: benchGateway,
   analysis: benchAnalysis,
+  devices: benchDevices,
 };
 const only = process.argv.slice(2);
 

@@ -15,7 +15,29 @@ import { lineRows } from './capture.ts';
 import type { Effect, EffectContext, EffectResult } from './effect.ts';
 import { verifiedArtifact } from './policy.ts';
 
-const POLL_MS = 500;
+// Waiters ask the store again every POLL_MS (turns left on other workers); a
+// turn left on this worker wakes its waiters at once.
+const POLL_MS = 250;
+const waiters = new Map<string, Set<() => void>>();
+
+function nextChance(line: string): Promise<void> {
+  return new Promise((resolve) => {
+    const set = waiters.get(line) ?? new Set();
+    waiters.set(line, set);
+    const done = () => {
+      clearTimeout(timer);
+      set.delete(done);
+      if (set.size === 0) waiters.delete(line);
+      resolve();
+    };
+    const timer = setTimeout(done, POLL_MS);
+    set.add(done);
+  });
+}
+
+function wakeWaiters(line: string) {
+  for (const wake of [...(waiters.get(line) ?? [])]) wake();
+}
 const HEAD_CHARS = 512;
 
 interface DeviceInput {
@@ -67,6 +89,7 @@ async function onDevice<T>(
   const onCancel = () => abort.abort();
   ctx.signal.addEventListener('abort', onCancel);
   const turnId = `${ctx.launchId}#${ctx.attemptId}`;
+  const line = `${ctx.caller.team}/${device.device_id}`;
   const { devices } = ctx.store;
   const aliveMs = ctx.config.deviceTurnMs;
   let keeper: NodeJS.Timeout | undefined;
@@ -99,7 +122,7 @@ async function onDevice<T>(
           await devices.keepAlive(turnId, aliveMs);
           lastAlive = Date.now();
         }
-        await new Promise((r) => setTimeout(r, POLL_MS));
+        await nextChance(line);
       }
       turn = { fencing, waited_ms: Date.now() - t0, ahead_at_arrival: aheadAtArrival };
       keeper = setInterval(() => {
@@ -129,7 +152,10 @@ async function onDevice<T>(
   } finally {
     if (keeper) clearInterval(keeper);
     ctx.signal.removeEventListener('abort', onCancel);
-    if (mutating) await devices.leave(turnId).catch(() => undefined);
+    if (mutating) {
+      await devices.leave(turnId).catch(() => undefined);
+      wakeWaiters(line);
+    }
     await session.close().catch(() => undefined);
   }
 }
