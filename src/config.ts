@@ -63,6 +63,12 @@ const schema = z.object({
   DOSSIER_MAX_UPLOAD_BYTES: intIn(1_024, 4 * 1024 * 1024 * 1024, 256 * 1024 * 1024),
   DOSSIER_RETENTION_DAYS: intIn(1, 3650, 7),
   DOSSIER_RATE_LIMIT_PER_MINUTE: intIn(1, 1_000_000, 6_000),
+  DOSSIER_MAX_SESSIONS: intIn(16, 100_000, 10_000),
+  DOSSIER_MAX_SESSIONS_PER_PRINCIPAL: intIn(1, 10_000, 64),
+  DOSSIER_REQUEST_BODY_TIMEOUT_MS: intIn(1_000, 600_000, 30_000),
+  DOSSIER_MAX_COLLECTION_ROWS: intIn(1_000, 5_000_000, 250_000),
+  DOSSIER_SHUTDOWN_GRACE_MS: intIn(0, 600_000, 30_000),
+  DOSSIER_WORKSPACE_BYTES: intIn(1024 * 1024, 1024 * 1024 * 1024 * 1024, 1024 * 1024 * 1024),
   DOSSIER_WORKER_CAPABILITIES: z
     .string()
     .refine((v) => v.split(',').every((c) => (CAPABILITIES as readonly string[]).includes(c.trim())), {
@@ -152,6 +158,13 @@ export interface Config {
   maxUploadBytes: number;
   retentionDays: number;
   rateLimitPerMinute: number;
+  http: { maxSessions: number; maxSessionsPerPrincipal: number; bodyTimeoutMs: number };
+  /** Rows one collection of one result keeps; the rest is counted and named in its limitations. */
+  maxCollectionRows: number;
+  /** How long a stopping worker lets running launches finish before they are recorded interrupted. */
+  shutdownGraceMs: number;
+  /** Bytes a launch's workspace may hold (each file is capped at this size). */
+  workspaceBytes: number;
   capabilities: Capability[];
   workerConcurrency: number;
   team: string;
@@ -240,6 +253,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxUploadBytes: c.DOSSIER_MAX_UPLOAD_BYTES,
     retentionDays: c.DOSSIER_RETENTION_DAYS,
     rateLimitPerMinute: c.DOSSIER_RATE_LIMIT_PER_MINUTE,
+    http: {
+      maxSessions: c.DOSSIER_MAX_SESSIONS,
+      maxSessionsPerPrincipal: c.DOSSIER_MAX_SESSIONS_PER_PRINCIPAL,
+      bodyTimeoutMs: c.DOSSIER_REQUEST_BODY_TIMEOUT_MS,
+    },
+    maxCollectionRows: c.DOSSIER_MAX_COLLECTION_ROWS,
+    shutdownGraceMs: c.DOSSIER_SHUTDOWN_GRACE_MS,
+    workspaceBytes: c.DOSSIER_WORKSPACE_BYTES,
     capabilities: capabilities as Capability[],
     workerConcurrency: c.DOSSIER_WORKER_CONCURRENCY,
     team: c.DOSSIER_TEAM,

@@ -20,6 +20,8 @@ export interface ArchiveEntry {
   content: Readable | null;
   /** Whether the archive marks the file executable (only this bit of its mode is kept). */
   executable?: boolean;
+  /** For an `other` entry: what it is, as the format names it (e.g. "tar type S (SparseFile)"). */
+  kind?: string;
 }
 
 export type OnEntry = (entry: ArchiveEntry) => Promise<void>;
@@ -132,6 +134,29 @@ export async function readTar(input: Readable, format: string, onEntry: OnEntry)
     input.destroy();
     settle(failed);
   };
+  // Entries node-tar's parser does not unpack (sparse files, volume headers,
+  // unknown type flags): every one is in the manifest, refused with what it is.
+  parser.on('ignoredEntry', (entry: ReadEntry) => {
+    const flag = entry.header.typeKey;
+    const what =
+      flag === 'Unsupported'
+        ? 'a tar entry of a type flag tar does not define'
+        : `tar type ${flag} (${entry.type})`;
+    chain = chain.then(async () => {
+      if (failed) return;
+      try {
+        await onEntry({
+          name: entry.path,
+          type: 'other',
+          linkTarget: null,
+          content: null,
+          kind: `${what}, which dossier does not unpack`,
+        });
+      } catch (err) {
+        stop(err);
+      }
+    });
+  });
   parser.on('entry', (entry: ReadEntry) => {
     const type: EntryType =
       entry.type === 'File' || entry.type === 'OldFile' || entry.type === 'ContiguousFile'
@@ -155,6 +180,7 @@ export async function readTar(input: Readable, format: string, onEntry: OnEntry)
           linkTarget,
           content,
           executable: ((entry.mode ?? 0) & 0o111) !== 0,
+          ...(type === 'other' ? { kind: `tar ${entry.type} entry` } : {}),
         });
       } catch (err) {
         stop(err);

@@ -50,17 +50,29 @@ class CappedStream {
   }
 }
 
-/** Output as rows: one per line, long lines split into parts so no row is huge. */
-export function lineRows(text: string): { line: number; part: number; text: string }[] {
-  if (text === '') return [];
-  const lines = text.split('\n');
-  if (lines[lines.length - 1] === '') lines.pop();
+/**
+ * Output as rows: one per line, long lines split into parts so no row is huge;
+ * at most `limit` rows are made (runEffect keeps a result's collections within
+ * DOSSIER_MAX_COLLECTION_ROWS and says so, so pass that plus one).
+ */
+export function lineRows(
+  text: string,
+  limit = Number.POSITIVE_INFINITY,
+): { line: number; part: number; text: string }[] {
   const rows: { line: number; part: number; text: string }[] = [];
-  lines.forEach((line, i) => {
-    for (let part = 0, at = 0; part === 0 || at < line.length; part++, at += LINE_PART_CHARS) {
-      rows.push({ line: i + 1, part, text: line.slice(at, at + LINE_PART_CHARS) });
+  let start = 0;
+  for (let n = 1; start < text.length && rows.length < limit; n++) {
+    const end = text.indexOf('\n', start);
+    const line = text.slice(start, end === -1 ? text.length : end);
+    for (
+      let part = 0, at = 0;
+      (part === 0 || at < line.length) && rows.length < limit;
+      part++, at += LINE_PART_CHARS
+    ) {
+      rows.push({ line: n, part, text: line.slice(at, at + LINE_PART_CHARS) });
     }
-  });
+    start = end === -1 ? text.length : end + 1;
+  }
   return rows;
 }
 
@@ -239,8 +251,8 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     status: ending === 'cancel' ? 'cancelled' : exit.error ? 'failed' : 'succeeded',
     document,
     collections: {
-      stdout: lineRows(outText),
-      stderr: lineRows(errText),
+      stdout: lineRows(outText, ctx.config.maxCollectionRows + 1),
+      stderr: lineRows(errText, ctx.config.maxCollectionRows + 1),
       files: tree.files,
       ...(trace ? { events: trace.events } : {}),
     },

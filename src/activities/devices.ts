@@ -219,7 +219,10 @@ export const deviceExec: Effect<
       turn,
       ...execDocument(r),
     },
-    collections: { stdout: lineRows(out), stderr: lineRows(err) },
+    collections: {
+      stdout: lineRows(out, ctx.config.maxCollectionRows + 1),
+      stderr: lineRows(err, ctx.config.maxCollectionRows + 1),
+    },
     summary: {
       device: device.device_id,
       exit_code: r.code,

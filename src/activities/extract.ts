@@ -85,6 +85,9 @@ export function unsafeName(name: string, maxDepth: number): string | null {
   if (parts.includes('..')) return 'path escapes the output directory (..)';
   if (parts.length === 0) return 'empty name';
   if (parts.length > maxDepth) return `deeper than max_depth=${maxDepth}`;
+  // What Linux can create: a component of at most 255 bytes, a path of at most 4,095 (with the output folder's own).
+  if (parts.some((p) => Buffer.byteLength(p) > 255)) return 'a name component longer than 255 bytes';
+  if (Buffer.byteLength(parts.join('/')) > 3_000) return 'a path longer than 3,000 bytes';
   return null;
 }
 
@@ -164,7 +167,8 @@ export async function startExtraction(
       row.reason = 'links are recorded, never created';
       return;
     }
-    if (entry.type === 'other') return refuse('device, fifo or other special entry');
+    if (entry.type === 'other')
+      return refuse(entry.kind ? `not extracted: ${entry.kind}` : 'device, fifo or other special entry');
     const target = path.join(staging, rel);
     if (!target.startsWith(`${staging}/`)) return refuse('path escapes the output directory');
     if (entry.type === 'dir') {

@@ -57,7 +57,8 @@ export function createActivities(deps: { store: Store; config: Config; client: C
       config.home,
       'workspaces',
       sha256Hex(req.workflowId).slice(0, 24),
-      `${runId}-${activity.info.attempt}`,
+      // One per dispatch: a launch re-dispatched after a lost worker is another activity of the same run.
+      `${runId}-${activity.info.activityId}-${activity.info.attempt}`,
     );
     await mkdir(path.dirname(workspace), { recursive: true });
     await mkdir(workspace); // fails if it exists: a workspace is never shared

@@ -136,6 +136,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         allowedOrigins: config.allowedOrigins,
         codec: new TeamPayloadCodec(keys),
         uiOrigin: new URL(uiUrl).origin,
+        ...config.http,
       });
       stoppers.push(() => http!.close());
     }

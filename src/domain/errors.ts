@@ -66,15 +66,55 @@ export class DossierError extends Error {
   }
 }
 
-/** Shapes any thrown value as a tool error; unknown failures are `internal` and say so. */
+/** Where unexpected failures are reported with their reference; the reply carries only the reference. */
+let reportInternal: (reference: string, err: unknown) => void = (reference, err) =>
+  console.error(`[dossier] internal error ${reference}:`, err);
+
+export function onInternalError(report: (reference: string, err: unknown) => void) {
+  reportInternal = report;
+}
+
+/**
+ * Shapes any thrown value as a tool error. Unknown failures are `internal`:
+ * the reply says so with a reference, and never carries the failure's own
+ * text (database messages, host paths); the server log has it under that reference.
+ */
 export function toToolError(err: unknown): ToolError {
   if (err instanceof DossierError) return err.toToolError();
-  const message = err instanceof Error ? err.message : String(err);
+  const reference = `int_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  reportInternal(reference, err);
   return new DossierError(
     'internal',
-    `Internal error: ${message}`,
-    'This is a bug in dossier, not in your call. Retry once; if it persists, report it with the launch or request details.',
+    `Internal error (reference ${reference}): dossier failed unexpectedly; nothing about your input was at fault.`,
+    'This is a bug in dossier, not in your call. Retry once; if it persists, report the reference to the operator (it is in the server log).',
+    { reference },
   ).toToolError();
+}
+
+const NUL_ALLOWED = new Set(['stdin']);
+
+/**
+ * Refuses a NUL character in any string of a tool's arguments (PostgreSQL
+ * cannot store one, and no path, name, argument or environment value may
+ * hold one), except fields that carry bytes for a program (`stdin`).
+ */
+export function refuseNul(value: unknown, at: string[] = []): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000'))
+      throw new DossierError(
+        'invalid_params',
+        `${at.join('.') || '(argument)'} contains a NUL character.`,
+        'Remove the NUL (\\u0000): no name, path, argument, key or filter value may hold one. Nothing was run.',
+        { path: at.join('.') },
+      );
+    return;
+  }
+  if (Array.isArray(value)) value.forEach((v, i) => refuseNul(v, [...at, String(i)]));
+  else if (value && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) {
+      refuseNul(k, [...at, '(key)']);
+      if (!NUL_ALLOWED.has(k)) refuseNul(v, [...at, k]);
+    }
 }
 
 export function isErrorCode(value: unknown): value is ErrorCode {

@@ -53,7 +53,23 @@ export function fieldValue(row: unknown, field: string): unknown {
   return value;
 }
 
+/** Rows built between two chances for the caller to let other work run (see buildEvidenceInSteps). */
+const STEP_ROWS = 2_000;
+
 export function buildEvidence(input: NewEvidence): BuiltEvidence {
+  const steps = buildEvidenceInSteps(input);
+  for (;;) {
+    const next = steps.next();
+    if (next.done) return next.value;
+  }
+}
+
+/**
+ * The same build, pausing every STEP_ROWS rows: a caller on a shared event loop
+ * (the embedded stack's worker beside its gateway) yields between steps, so a
+ * result of hundreds of thousands of rows never stalls other calls.
+ */
+export function* buildEvidenceInSteps(input: NewEvidence): Generator<void, BuiltEvidence> {
   const collectionsIn: Record<string, unknown[]> = { ...input.collections };
   const filterableIn: Record<string, string[]> = { ...input.filterable };
   const unknowns: BuiltUnknown[] = [];
@@ -80,7 +96,9 @@ export function buildEvidence(input: NewEvidence): BuiltEvidence {
     const hash = sha256Hex.stream();
     let bytes = 0;
     const ordinals = new Map<string, number>();
-    items.forEach((item, sourceIndex) => {
+    for (let sourceIndex = 0; sourceIndex < items.length; sourceIndex++) {
+      if (sourceIndex % STEP_ROWS === STEP_ROWS - 1) yield;
+      const item = items[sourceIndex];
       const json = canonicalJson(item);
       rows.push({ collection: name, sourceIndex, json });
       hash.update(sourceIndex === 0 ? json : `\n${json}`);
@@ -95,7 +113,7 @@ export function buildEvidence(input: NewEvidence): BuiltEvidence {
           keys.push({ collection: name, field, value, ordinal, sourceIndex });
         }
       }
-    });
+    }
     for (const [counter, n] of ordinals) {
       const [field, value] = counter.split('\u0000') as [string, string];
       counts.push({ collection: name, field, value, rows: n });

@@ -116,6 +116,19 @@ export interface UnknownRecord {
   created_by: string;
   created_at: string;
   updated_at: string;
+  /** Who made the current revision (null: before dossier kept it). */
+  updated_by: string | null;
+}
+
+/** One revision of an unknown, as it was made. */
+export interface UnknownRevision {
+  revision: number;
+  status: UnknownStatus;
+  note: string | null;
+  settled_by: string[] | null;
+  evidence_ids: string[];
+  changed_by: string;
+  changed_at: string;
 }
 
 export interface PageRow {
@@ -129,6 +142,8 @@ export type Where = Record<string, (string | number | boolean | null)[]>;
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
+  /** The cursor that continues right after items[i] (for a reply that keeps only the first i + 1). */
+  cursorAfter?: (i: number) => string;
 }
 
 export interface ArtifactRecord {

@@ -1,12 +1,14 @@
 // Completion of prompt arguments: live, team-scoped candidates,
-// matched by case-insensitive prefix after Unicode normalization, deduplicated,
-// sorted by code point, at most 100 values with total and hasMore, at most
-// 10,000 candidates scanned. A completion grants nothing, and any internal
+// matched by case-insensitive prefix after Unicode normalization (found by that
+// prefix in the store's index, so none is out of reach), deduplicated, sorted
+// by code point, at most 100 values with total and hasMore, at most 10,000
+// matches read. A completion grants nothing, and any internal
 // error answers an empty list.
 import { openDatabase } from '../analysis/files.ts';
 import type { AnalysisStore } from '../store/analyses.ts';
 import type { CandidateStore } from '../store/candidates.ts';
 import type { Principal } from '../domain/types.ts';
+import { fold } from '../domain/fold.ts';
 import { CATALOG } from '../tools/catalog.ts';
 import { PROMPTS_BY_NAME } from '../tools/prompts.ts';
 
@@ -19,7 +21,6 @@ export interface Completion {
 }
 
 const EMPTY: Completion = { values: [], total: 0, hasMore: false };
-const fold = (s: string) => s.normalize('NFKC').toLowerCase();
 const byCodePoint = (a: string, b: string) => {
   const x = [...a];
   const y = [...b];
@@ -103,6 +104,7 @@ export async function completePromptArgument(
                 caller.team,
                 caller.principal,
                 kind,
+                typed,
                 COMPLETION_LIMITS.scanned,
               );
     return complete(candidates, typed);

@@ -106,7 +106,7 @@ export class DeviceRegistry {
       cursor: filter.cursor,
       limit: filter.limit,
     });
-    return { devices: page.items.map(shown), next_cursor: page.nextCursor };
+    return { ...page, items: page.items.map(shown) };
   }
 
   async get(caller: Principal, deviceId: string) {

@@ -2,7 +2,7 @@
 // authorizes it, and routes it to launches or to the store. Transport-free, so
 // HTTP, stdio and tests drive exactly the same code.
 import type { Readable } from 'node:stream';
-import { DossierError, toToolError, type ToolError } from '../domain/errors.ts';
+import { DossierError, refuseNul, toToolError, type ToolError } from '../domain/errors.ts';
 import { replyBytes, type Ledger } from './ledger.ts';
 import type { Principal } from '../domain/types.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
@@ -47,13 +47,13 @@ export class Gateway {
     opts: CallOptions = {},
   ): Promise<CallResult> {
     try {
-      const wait = this.limiter?.take(`${caller.team}/${caller.principal}`) ?? 0;
-      if (wait > 0) {
+      const limited = this.throttle(caller);
+      if (limited) {
         throw new DossierError(
           'resource_constraint',
-          `Too many calls from ${caller.principal}: the limit is ${this.deps.rateLimitPerMinute} a minute.`,
-          `Retry after ${wait} ms; retries of launches with the same idempotency_key are always safe.`,
-          { retry_after_ms: wait, limit_per_minute: this.deps.rateLimitPerMinute },
+          limited.message,
+          `Retry after ${limited.retry_after_ms} ms; retries of launches with the same idempotency_key are always safe.`,
+          limited,
         );
       }
       const value = await this.dispatch(caller, name, args ?? {}, opts);
@@ -71,6 +71,20 @@ export class Gateway {
     } catch (err) {
       return { ok: false, error: toToolError(err) };
     }
+  }
+
+  /**
+   * Counts one request of `caller` against its rate (tool calls, sessions,
+   * completion, prompts, resources alike); what to tell it when it is over.
+   */
+  throttle(caller: Principal): { message: string; retry_after_ms: number; limit_per_minute: number } | null {
+    const wait = this.limiter?.take(`${caller.team}/${caller.principal}`) ?? 0;
+    if (wait <= 0) return null;
+    return {
+      message: `Too many requests from ${caller.principal}: the limit is ${this.deps.rateLimitPerMinute} a minute.`,
+      retry_after_ms: wait,
+      limit_per_minute: this.deps.rateLimitPerMinute!,
+    };
   }
 
   completePrompt(
@@ -116,6 +130,7 @@ export class Gateway {
         { tool: name },
       );
     }
+    refuseNul(args);
     const input = parseInput(contract, args);
     authorize(caller, contract);
     const wait = (waitMs: number): WaitOptions => ({ waitMs, onProgress: opts.onProgress });

@@ -11,6 +11,7 @@ import {
   inspectAnalysisView,
   listArtifacts,
   listEvidence,
+  getUnknown,
   listUnknowns,
   recordUnknown,
   registerArtifact,
@@ -21,6 +22,7 @@ import { getDevice, listDevices, registerDevice, retireDevice } from '../tools/d
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
 import type { DeviceRegistry } from './devices.ts';
 import type { Ledger } from './ledger.ts';
+import { fitList } from './lists.ts';
 
 export interface HandlerContext {
   caller: Principal;
@@ -58,7 +60,9 @@ export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
   handler(cancelLaunch, async (i, c) => ({
     ...(await c.launches.cancel(c.caller, i.idempotency_key, c.wait(10_000))),
   })),
-  handler(listLaunches, (i, c) => c.launches.list(c.caller, i)),
+  handler(listLaunches, async (i, c) =>
+    fitList('launches', await c.launches.list(c.caller, i), c.ledger.replyBudgetBytes),
+  ),
   handler(inspectAnalysisView, (i, c) => c.ledger.inspect(c.caller, i.evidence_id, i.view)),
   handler(getEvidence, (i, c) => c.ledger.get(c.caller, i.evidence_id)),
   handler(listEvidence, ({ workflow_id: workflowId, ...rest }, c) =>
@@ -66,12 +70,15 @@ export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
   ),
   handler(recordUnknown, (i, c) => c.ledger.recordUnknown(c.caller, i)),
   handler(updateUnknown, (i, c) => c.ledger.updateUnknown(c.caller, i)),
+  handler(getUnknown, (i, c) => c.ledger.getUnknown(c.caller, i)),
   handler(listUnknowns, (i, c) => c.ledger.listUnknowns(c.caller, i)),
   handler(importEvidenceBundle, (i, c) => c.ledger.importBundle(c.caller, i.path)),
   handler(registerArtifact, (i, c) => c.ledger.registerArtifact(c.caller, i.path, i.name)),
   handler(listArtifacts, (i, c) => c.ledger.listArtifacts(c.caller, i)),
   handler(registerDevice, (i, c) => c.devices.register(c.caller, i)),
-  handler(listDevices, (i, c) => c.devices.list(c.caller, i)),
+  handler(listDevices, async (i, c) =>
+    fitList('devices', await c.devices.list(c.caller, i), c.ledger.replyBudgetBytes),
+  ),
   handler(getDevice, (i, c) => c.devices.get(c.caller, i.device)),
   handler(retireDevice, (i, c) => c.devices.retire(c.caller, i.device)),
   handler(whoami, async (_i, c) => ({ ...c.caller, namespace: c.namespace, ui_url: c.uiUrl })),

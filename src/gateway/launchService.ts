@@ -7,7 +7,13 @@ import { DossierError } from '../domain/errors.ts';
 import type { launchReplySchema } from '../tools/outputs.ts';
 import type { DeviceStore } from '../store/devices.ts';
 import type { LaunchFilter, LaunchStore } from '../store/launches.ts';
-import { isFinished, type LaunchRecord, type LaunchStatus, type Principal } from '../domain/types.ts';
+import {
+  isFinished,
+  type LaunchRecord,
+  type LaunchStatus,
+  type Page,
+  type Principal,
+} from '../domain/types.ts';
 import type { LaunchRequest } from '../launches/protocol.ts';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import type { ToolContract } from '../tools/contract.ts';
@@ -84,9 +90,9 @@ export class LaunchService {
     return this.wait(record, true, wait);
   }
 
-  async list(caller: Principal, filter: LaunchFilter) {
+  async list(caller: Principal, filter: LaunchFilter): Promise<Page<LaunchReply>> {
     const page = await this.deps.launches.list(caller.team, filter);
-    return { launches: page.items.map((r) => this.reply(r, true)), next_cursor: page.nextCursor };
+    return { ...page, items: page.items.map((r) => this.reply(r, true)) };
   }
 
   private async find(caller: Principal, key: string): Promise<LaunchRecord> {

@@ -10,6 +10,7 @@ import { openUnder } from '../sandbox/paths.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { verifyBundle } from '../evidence/bundles.ts';
 import { completePromptArgument } from './completion.ts';
+import { fitList } from './lists.ts';
 import { unknownId } from '../domain/evidence.ts';
 import type { EvidenceFilter } from '../store/evidence.ts';
 import type { Store } from '../store/store.ts';
@@ -65,8 +66,7 @@ export class Ledger {
   }
 
   async listArtifacts(caller: Principal, filter: { cursor?: string; limit: number }) {
-    const page = await this.store.artifacts.list(caller.team, filter);
-    return { artifacts: page.items, next_cursor: page.nextCursor };
+    return fitList('artifacts', await this.store.artifacts.list(caller.team, filter), this.replyBudgetBytes);
   }
 
   private async recordArtifact(
@@ -165,8 +165,7 @@ export class Ledger {
   }
 
   async list(caller: Principal, filter: EvidenceFilter) {
-    const page = await this.store.evidence.list(caller.team, filter);
-    return { evidence: page.items, next_cursor: page.nextCursor };
+    return fitList('evidence', await this.store.evidence.list(caller.team, filter), this.replyBudgetBytes);
   }
 
   async recordUnknown(
@@ -224,6 +223,7 @@ export class Ledger {
         note: input.note,
         settledBy: input.settled_by,
       },
+      caller.principal,
     );
     if (!applied) {
       throw new DossierError(
@@ -240,9 +240,35 @@ export class Ledger {
     return { unknown };
   }
 
+  /** One unknown of the caller's team with its revisions, newest first (who made each, and when). */
+  async getUnknown(
+    caller: Principal,
+    input: { unknown_id: string; before_revision?: number; history_limit: number },
+  ) {
+    const unknown = await this.store.unknowns.get(caller.team, input.unknown_id);
+    if (!unknown) {
+      throw new DossierError(
+        'not_found',
+        `No unknown ${input.unknown_id} is visible to your team.`,
+        'list_unknowns shows your team’s unknowns.',
+        { unknown_id: input.unknown_id },
+      );
+    }
+    const history = await this.store.unknowns.history(caller.team, input.unknown_id, {
+      beforeRevision: input.before_revision,
+      limit: input.history_limit + 1,
+    });
+    const kept = history.slice(0, input.history_limit);
+    const more = history.length > input.history_limit;
+    return {
+      unknown,
+      history: kept,
+      next_before_revision: more ? kept[kept.length - 1]!.revision : null,
+    };
+  }
+
   async listUnknowns(caller: Principal, filter: UnknownFilter) {
-    const page = await this.store.unknowns.list(caller.team, filter);
-    return { unknowns: page.items, next_cursor: page.nextCursor };
+    return fitList('unknowns', await this.store.unknowns.list(caller.team, filter), this.replyBudgetBytes);
   }
 
   private async requireEvidence(caller: Principal, ids: string[]) {

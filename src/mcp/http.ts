@@ -25,7 +25,11 @@ export interface HttpOptions {
   allowedOrigins?: string[];
   /** Sessions idle this long are closed (default 30 minutes). */
   sessionIdleMs?: number;
+  /** Sessions open at once on this gateway, and per principal (the least recently used one goes first). */
   maxSessions?: number;
+  maxSessionsPerPrincipal?: number;
+  /** How long a request body may take to arrive (a client that trickles gets 408). */
+  bodyTimeoutMs?: number;
   /** Serves the Temporal UI's codec endpoint (/codec/decode) when given. */
   codec?: TeamPayloadCodec;
   /** The Temporal UI's origin, allowed to call the codec endpoint with credentials. */
@@ -56,7 +60,39 @@ export async function startHttpGateway(
   const sessions = new Map<string, Session>();
   const idleMs = opts.sessionIdleMs ?? 30 * 60_000;
   const maxSessions = opts.maxSessions ?? 10_000;
+  const perPrincipal = opts.maxSessionsPerPrincipal ?? 64;
+  const bodyTimeoutMs = opts.bodyTimeoutMs ?? 30_000;
   let boundPort = opts.port;
+  const who = (p: Principal) => `${p.team}/${p.principal}`;
+
+  /** Closes a session (its client must initialize again). */
+  const evict = (id: string) => {
+    const s = sessions.get(id);
+    if (!s) return;
+    sessions.delete(id);
+    s.transport.close().catch(() => undefined);
+  };
+
+  /**
+   * Makes room for a new session of `p`: a principal at its cap loses its least
+   * recently used session; a full gateway takes one from the principal that
+   * holds the most. No principal's sessions can crowd out another's.
+   */
+  const makeRoom = (p: Principal) => {
+    const mine = [...sessions].filter(([, s]) => who(s.principal) === who(p));
+    if (mine.length >= perPrincipal) {
+      evict(mine.sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0]![0]);
+      return;
+    }
+    if (sessions.size < maxSessions) return;
+    const held = new Map<string, [string, Session][]>();
+    for (const entry of sessions) {
+      const k = who(entry[1].principal);
+      held.set(k, [...(held.get(k) ?? []), entry]);
+    }
+    const heaviest = [...held.values()].sort((a, b) => b.length - a.length)[0]!;
+    evict(heaviest.sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0]![0]);
+  };
 
   // A loopback name with any port is no rebinding risk: the attack needs a foreign hostname.
   const LOOPBACK = /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/;
@@ -129,7 +165,17 @@ export async function startHttpGateway(
 
     let body: unknown;
     if (req.method === 'POST') {
-      const read = await readBody(req, opts.maxRequestBytes);
+      const read = await readBody(req, opts.maxRequestBytes, bodyTimeoutMs);
+      if (read === 'too_slow') {
+        res.setHeader('Connection', 'close');
+        res.on('finish', () => req.destroy());
+        return rpcError(
+          res,
+          408,
+          -32600,
+          `The request body did not arrive within ${bodyTimeoutMs} ms (DOSSIER_REQUEST_BODY_TIMEOUT_MS)`,
+        );
+      }
       if (read === 'too_large') {
         return rpcError(
           res,
@@ -166,15 +212,17 @@ export async function startHttpGateway(
         'No session: send an initialize request first (without Mcp-Session-Id)',
       );
     }
-    if (sessions.size >= maxSessions) {
-      res.setHeader('Retry-After', '5');
-      return rpcError(
-        res,
-        503,
-        -32000,
-        `Too many open sessions (${maxSessions}); close idle clients and retry`,
-      );
+    // Opening sessions is a call like any other: it counts against the principal's rate.
+    const wait = gateway.throttle(principal);
+    if (wait) {
+      res.setHeader('Retry-After', String(Math.ceil(wait.retry_after_ms / 1000)));
+      return sendJson(res, 429, {
+        jsonrpc: '2.0',
+        error: { code: -32000, message: wait.message, data: wait },
+        id: null,
+      });
     }
+    makeRoom(principal);
     const server = createMcpServer(gateway, (extra) => extra?.principal as Principal | undefined);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
@@ -197,8 +245,8 @@ export async function startHttpGateway(
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
         return void res.end(LOGIN_FORM);
       }
-      const read = await readBody(req, 4_096);
-      const token = read === 'too_large' ? null : new URLSearchParams(read.toString('utf8')).get('token');
+      const read = await readBody(req, 4_096, bodyTimeoutMs);
+      const token = typeof read === 'string' ? null : new URLSearchParams(read.toString('utf8')).get('token');
       const caller = token ? await tokens.resolve(token.trim()) : undefined;
       if (!caller) {
         res.writeHead(401, { 'content-type': 'text/html; charset=utf-8' });
@@ -219,7 +267,8 @@ export async function startHttpGateway(
           'Send Authorization: Bearer <token>, or sign in at /codec/login; payloads open only for their own team.',
       });
     }
-    const read = await readBody(req, opts.maxRequestBytes * 16);
+    const read = await readBody(req, opts.maxRequestBytes * 16, bodyTimeoutMs);
+    if (read === 'too_slow') return sendJson(res, 408, { error: 'the request body did not arrive in time' });
     if (read === 'too_large') return sendJson(res, 413, { error: 'too many payloads in one request' });
     try {
       const decoded = decodeForTeam(opts.codec!, caller, JSON.parse(read.toString('utf8')));
@@ -281,7 +330,11 @@ async function authenticate(req: IncomingMessage, tokens: TokenStore): Promise<P
   return tokens.resolve(match[1]);
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
+function readBody(
+  req: IncomingMessage,
+  limit: number,
+  timeoutMs: number,
+): Promise<Buffer | 'too_large' | 'too_slow'> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > limit) {
@@ -290,18 +343,26 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_la
     }
     const chunks: Buffer[] = [];
     let size = 0;
+    const stop = (why: 'too_large' | 'too_slow') => {
+      clearTimeout(timer);
+      req.removeAllListeners('data');
+      req.resume();
+      resolve(why);
+    };
+    const timer = setTimeout(() => stop('too_slow'), timeoutMs);
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.resume();
-        resolve('too_large');
-        return;
-      }
+      if (size > limit) return stop('too_large');
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
+    req.on('end', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    });
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
   });
 }
 

@@ -8,6 +8,7 @@ import {
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
   McpError,
@@ -16,11 +17,30 @@ import {
 import { PROMPTS, PROMPTS_BY_NAME, renderPrompt } from '../tools/prompts.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import type { Principal } from '../domain/types.ts';
+import type { ToolError } from '../domain/errors.ts';
 import { CATALOG } from '../tools/catalog.ts';
 import { isLaunchTool, type ToolContract } from '../tools/contract.ts';
 import { inputJsonSchema, outputJsonSchema } from '../tools/outputs.ts';
 
 export const SERVER_INFO = { name: 'dossier', version: '0.1.0' };
+
+/** JSON-RPC code of a request refused for a limit (server-defined range); its data carries retry_after_ms. */
+const RESOURCE_CONSTRAINT = -32029;
+
+/** A tool error as a JSON-RPC error of a non-tool request: its message, and the whole error as data. */
+function toMcpError(error: ToolError): McpError {
+  const code =
+    error.code === 'resource_constraint'
+      ? RESOURCE_CONSTRAINT
+      : error.category === 'input'
+        ? ErrorCode.InvalidParams
+        : ErrorCode.InternalError;
+  const retry = error.details.retry_after_ms;
+  return new McpError(code, error.message, {
+    ...error,
+    ...(retry !== undefined ? { retry_after_ms: retry } : {}),
+  });
+}
 
 const LAUNCH_CONTRACT =
   ' Has effects: pass an idempotency_key; a retry with the same key and arguments attaches to the first launch and never runs it twice, another body with that key is refused.' +
@@ -69,16 +89,36 @@ export function createMcpServer(
     instructions:
       'dossier runs reverse-engineering tools on a shared cluster. Tools with effects need an idempotency_key: retry with the same key after any failure to reach the same launch. Results are retained as Evidence and referenced by evidence_id.',
   });
+  /** The caller of a request, counted against its rate; over it, an error whose data says when to retry. */
+  const admit = (authExtra: Record<string, unknown> | undefined): Principal => {
+    const caller = resolveCaller(authExtra);
+    if (!caller) throw new McpError(ErrorCode.InvalidRequest, 'unauthenticated');
+    const limited = gateway.throttle(caller);
+    if (limited)
+      throw new McpError(RESOURCE_CONSTRAINT, limited.message, { code: 'resource_constraint', ...limited });
+    return caller;
+  };
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listTools() }));
-  server.setRequestHandler(ListPromptsRequestSchema, async () => ({
-    prompts: PROMPTS.map((p) => ({
-      name: p.name,
-      title: p.title,
-      description: p.description,
-      arguments: p.arguments.map((a) => ({ name: a.name, description: a.description, required: a.required })),
-    })),
-  }));
-  server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+  server.setRequestHandler(
+    ListPromptsRequestSchema,
+    async (_request, extra) => (
+      admit(extra.authInfo?.extra),
+      {
+        prompts: PROMPTS.map((p) => ({
+          name: p.name,
+          title: p.title,
+          description: p.description,
+          arguments: p.arguments.map((a) => ({
+            name: a.name,
+            description: a.description,
+            required: a.required,
+          })),
+        })),
+      }
+    ),
+  );
+  server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+    admit(extra.authInfo?.extra);
     const spec = PROMPTS_BY_NAME.get(request.params.name);
     if (!spec)
       throw new McpError(
@@ -103,7 +143,7 @@ export function createMcpServer(
       cursor: request.params?.cursor,
       limit: 50,
     });
-    if (!page.ok) throw new McpError(ErrorCode.InvalidParams, page.error.message);
+    if (!page.ok) throw toMcpError(page.error);
     const items = page.value.evidence as { evidence_id: string; tool: string; created_at: string }[];
     return {
       resources: items.map((e) => ({
@@ -114,6 +154,21 @@ export function createMcpServer(
         mimeType: 'application/json',
       })),
       ...(page.value.next_cursor ? { nextCursor: page.value.next_cursor as string } : {}),
+    };
+  });
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async (_request, extra) => {
+    admit(extra.authInfo?.extra);
+    return {
+      resourceTemplates: [
+        {
+          uriTemplate: 'dossier://evidence/{evidence_id}',
+          name: 'evidence',
+          title: 'Retained Evidence',
+          description:
+            "The summary view of one of your team's Evidence records; page its collections with inspect_analysis_view.",
+          mimeType: 'application/json',
+        },
+      ],
     };
   });
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
@@ -129,15 +184,15 @@ export function createMcpServer(
       evidence_id: id,
       view: { kind: 'summary' },
     });
-    if (!view.ok) throw new McpError(ErrorCode.InvalidParams, view.error.message);
+    if (!view.ok) throw toMcpError(view.error);
     return {
       contents: [{ uri: request.params.uri, mimeType: 'application/json', text: JSON.stringify(view.value) }],
     };
   });
   server.setRequestHandler(CompleteRequestSchema, async (request, extra) => {
-    const caller = resolveCaller(extra.authInfo?.extra);
+    const caller = admit(extra.authInfo?.extra);
     const { ref, argument } = request.params;
-    if (!caller || ref.type !== 'ref/prompt') return { completion: { values: [], total: 0, hasMore: false } };
+    if (ref.type !== 'ref/prompt') return { completion: { values: [], total: 0, hasMore: false } };
     const context = request.params.context?.arguments ?? {};
     return {
       completion: await gateway.completePrompt(caller, ref.name, argument.name, argument.value, context),

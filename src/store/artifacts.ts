@@ -2,6 +2,7 @@
 // src/evidence/artifacts.ts).
 import type { ArtifactRecord, Page } from '../domain/types.ts';
 import { pageBy, teamFilter, type Row } from './rows.ts';
+import { addCandidates } from './candidates.ts';
 import type { SqlExecutor } from './sql.ts';
 
 function toArtifact(r: Row): ArtifactRecord {
@@ -27,6 +28,7 @@ export class ArtifactStore {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
       [team, a.digest, a.size, a.mime_type, a.description, a.name, a.origin, a.registered_by, a.created_at],
     );
+    if (info.changes === 1) await addCandidates(this.db, team, [['artifact', '', a.digest]]);
     return { created: info.changes === 1, artifact: (await this.get(team, a.digest))! };
   }
 

@@ -5,6 +5,7 @@
 // died expires and the line moves on.
 import type { Page } from '../domain/types.ts';
 import { now, pageBy, teamFilter, type Row } from './rows.ts';
+import { addCandidates } from './candidates.ts';
 import type { SqlDriver } from './sql.ts';
 
 export type DeviceKind = 'ssh' | 'adb' | 'emulated';
@@ -61,6 +62,7 @@ export class DeviceStore {
         now(),
       ],
     );
+    if (info.changes === 1) await addCandidates(this.db, team, [['device', '', d.device_id]]);
     return { created: info.changes === 1, device: (await this.get(team, d.device_id))! };
   }
 

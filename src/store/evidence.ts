@@ -3,12 +3,18 @@
 // retained in one transaction. Pages read only the rows they return.
 import { DossierError } from '../domain/errors.ts';
 import type { EvidenceRecord, NewEvidence, Page, PageRow, Where } from '../domain/types.ts';
-import { buildEvidence, keyOf, type BuiltEvidence } from '../domain/evidence.ts';
+import { buildEvidenceInSteps, keyOf, type BuiltEvidence } from '../domain/evidence.ts';
 import { CHUNK, insertMany, now, pageBy, teamFilter, type Row } from './rows.ts';
 import type { SqlDriver, SqlExecutor } from './sql.ts';
+import { addCandidates, type Candidate } from './candidates.ts';
 
 /** Candidates a multi-value or multi-field filter may scan before it is refused. */
 export const MAX_FILTER_SCAN = 1_000_000;
+/** Results with more rows and keys than this are retained in short transactions (see put). */
+const STAGE_ABOVE = 20_000;
+const STAGE_BATCH = 4_000;
+/** Lets the event loop serve other calls between two steps of a long retention. */
+const breathe = () => new Promise<void>((resolve) => setImmediate(resolve));
 /** Above this many filter keys in one retention, PostgreSQL gets fresh statistics. */
 const ANALYZE_AFTER_KEYS = 50_000;
 
@@ -38,11 +44,89 @@ export interface PageResult {
 export class EvidenceStore {
   constructor(private readonly db: SqlDriver) {}
 
-  /** Retains a complete result (for `team`, by default the record's); idempotent because the id is content-addressed. */
+  /**
+   * Retains a complete result (for `team`, by default the record's); idempotent
+   * because the id is content-addressed. Built in steps that let other work
+   * run; a large result's rows go in in short transactions first, invisible
+   * until the record itself is written (so no other call waits long for the
+   * store, and a crash midway leaves only rows that sweepStaged removes).
+   */
   async put(e: NewEvidence, team = e.record.team): Promise<EvidenceRecord> {
-    const built = buildEvidence(e);
-    await this.db.transaction((tx) => this.retain(tx, built, team));
+    const steps = buildEvidenceInSteps(e);
+    let step = steps.next();
+    while (!step.done) {
+      await breathe();
+      step = steps.next();
+    }
+    const built = step.value;
+    if (built.rows.length + built.keys.length <= STAGE_ABOVE) {
+      await this.db.transaction((tx) => this.retain(tx, built, team));
+      return built.record;
+    }
+    const id = built.record.evidence_id;
+    if (await this.get(team, id)) return built.record;
+    await this.db.run(
+      'INSERT INTO evidence_staging (evidence_id, started_at) VALUES (?, ?) ON CONFLICT DO NOTHING',
+      [id, now()],
+    );
+    const batches: [string, number, unknown[][]][] = [
+      [
+        'INSERT INTO evidence_rows (evidence_id, collection, source_index, row)',
+        4,
+        built.rows.map((x) => [id, x.collection, x.sourceIndex, x.json]),
+      ],
+      [
+        'INSERT INTO evidence_row_keys (evidence_id, collection, field, value, ordinal, source_index)',
+        6,
+        built.keys.map((k) => [id, k.collection, k.field, k.value, k.ordinal, k.sourceIndex]),
+      ],
+      [
+        'INSERT INTO evidence_key_counts (evidence_id, collection, field, value, rows)',
+        5,
+        built.counts.map((c) => [id, c.collection, c.field, c.value, c.rows]),
+      ],
+    ];
+    for (const [head, width, values] of batches) {
+      for (let at = 0; at < values.length; at += STAGE_BATCH) {
+        await this.db.transaction((tx) =>
+          insertMany(
+            tx,
+            head,
+            width,
+            values.slice(at, at + STAGE_BATCH),
+            CHUNK[this.db.dialect],
+            'ON CONFLICT DO NOTHING',
+          ),
+        );
+        await breathe();
+      }
+    }
+    await this.db.transaction(async (tx) => {
+      await this.retain(tx, built, team, { rowsWritten: true });
+      await tx.run('DELETE FROM evidence_staging WHERE evidence_id = ?', [id]);
+    });
     return built.record;
+  }
+
+  /**
+   * Removes the rows of retentions that never wrote their record (their worker
+   * died midway) and began more than `olderThanMs` ago. Returns how many.
+   */
+  async sweepStaged(olderThanMs = 6 * 3_600_000): Promise<number> {
+    const cutoff = new Date(Date.now() - olderThanMs).toISOString();
+    const stale = await this.db.all<Row>('SELECT evidence_id FROM evidence_staging WHERE started_at < ?', [
+      cutoff,
+    ]);
+    for (const { evidence_id: id } of stale) {
+      const kept = await this.db.get('SELECT 1 AS kept FROM evidence WHERE evidence_id = ? LIMIT 1', [id]);
+      await this.db.transaction(async (tx) => {
+        if (!kept)
+          for (const table of ['evidence_rows', 'evidence_row_keys', 'evidence_key_counts'])
+            await tx.run(`DELETE FROM ${table} WHERE evidence_id = ?`, [id]);
+        await tx.run('DELETE FROM evidence_staging WHERE evidence_id = ?', [id]);
+      });
+    }
+    return stale.length;
   }
 
   /** Retains several Evidence records in one transaction: all of them, or none. */
@@ -54,7 +138,12 @@ export class EvidenceStore {
     return { imported, present: items.length - imported };
   }
 
-  private async retain(tx: SqlExecutor, built: BuiltEvidence, team: string): Promise<boolean> {
+  private async retain(
+    tx: SqlExecutor,
+    built: BuiltEvidence,
+    team: string,
+    opts: { rowsWritten?: boolean } = {},
+  ): Promise<boolean> {
     const r = built.record;
     const chunk = CHUNK[this.db.dialect];
     const inserted = await tx.run(
@@ -73,11 +162,8 @@ export class EvidenceStore {
       ],
     );
     if (inserted.changes === 0) return false;
-    // Rows are content-addressed by evidence_id: another team's copy may already hold them.
-    const present = await tx.get('SELECT 1 AS present FROM evidence_rows WHERE evidence_id = ? LIMIT 1', [
-      r.evidence_id,
-    ]);
-    if (built.rows.length > 0 && !present) {
+    // Rows are content-addressed by evidence_id: another team's copy (or a staged retention) may hold some already.
+    if (built.rows.length > 0 && !opts.rowsWritten) {
       const id = r.evidence_id;
       await insertMany(
         tx,
@@ -85,6 +171,7 @@ export class EvidenceStore {
         4,
         built.rows.map((x) => [id, x.collection, x.sourceIndex, x.json]),
         chunk,
+        'ON CONFLICT DO NOTHING',
       );
       await insertMany(
         tx,
@@ -92,6 +179,7 @@ export class EvidenceStore {
         6,
         built.keys.map((k) => [id, k.collection, k.field, k.value, k.ordinal, k.sourceIndex]),
         chunk,
+        'ON CONFLICT DO NOTHING',
       );
       await insertMany(
         tx,
@@ -99,6 +187,7 @@ export class EvidenceStore {
         5,
         built.counts.map((c) => [id, c.collection, c.field, c.value, c.rows]),
         chunk,
+        'ON CONFLICT DO NOTHING',
       );
     }
     if (built.unknowns.length > 0) {
@@ -106,8 +195,8 @@ export class EvidenceStore {
       const evidenceIds = JSON.stringify([r.evidence_id]);
       await insertMany(
         tx,
-        'INSERT INTO unknowns (team, unknown_id, question, scope, status, revision, investigation, evidence_ids, created_by, created_at, updated_at)',
-        11,
+        'INSERT INTO unknowns (team, unknown_id, question, scope, status, revision, investigation, evidence_ids, created_by, created_at, updated_at, updated_by)',
+        12,
         built.unknowns.map((u) => [
           team,
           u.unknown_id,
@@ -120,11 +209,37 @@ export class EvidenceStore {
           r.principal,
           at,
           at,
+          r.principal,
         ]),
         chunk,
         'ON CONFLICT DO NOTHING',
       );
     }
+    if (built.unknowns.length > 0) {
+      await insertMany(
+        tx,
+        'INSERT INTO unknown_revisions (team, unknown_id, revision, status, note, settled_by, evidence_ids, changed_by, changed_at)',
+        9,
+        built.unknowns.map((u) => [
+          team,
+          u.unknown_id,
+          1,
+          'open',
+          null,
+          null,
+          JSON.stringify([r.evidence_id]),
+          r.principal,
+          r.created_at,
+        ]),
+        chunk,
+        'ON CONFLICT DO NOTHING',
+      );
+    }
+    await addCandidates(tx, team, [
+      ['evidence', '', r.evidence_id],
+      ...built.unknowns.map((u): Candidate => ['open_unknown', '', u.unknown_id]),
+      ...(r.investigation ? [['investigation', '', r.investigation] as Candidate] : []),
+    ]);
     if (this.db.dialect === 'postgres' && built.keys.length > ANALYZE_AFTER_KEYS) {
       // Fresh bulk loads leave the planner without statistics; it would then scan instead of seeking.
       await tx.run('ANALYZE evidence_rows, evidence_row_keys, evidence_key_counts');
@@ -183,6 +298,9 @@ export class EvidenceStore {
       return rows.map((r) => ({ source_index: Number(r.source_index), row: JSON.parse(r.row as string) }));
     };
 
+    // Past the end there is nothing to read (and offset + limit must stay within SQL integers).
+    if (offset > 0 && offset >= q.total)
+      return { rows: [], matched: fields.length === 0 ? q.total : await this.matched(q) };
     if (fields.length === 0) {
       const rows = await this.db.all<Row>(
         `SELECT source_index, row FROM evidence_rows WHERE evidence_id = ? AND collection = ? AND source_index >= ? AND source_index < ? ORDER BY source_index`,
@@ -251,6 +369,11 @@ export class EvidenceStore {
       candidates = candidates.filter((c) => allowed.has(c));
     }
     return { rows: await rowsAt(candidates.slice(offset, offset + limit)), matched: candidates.length };
+  }
+
+  /** How many rows a filter matches, for a page asked past the collection's end. */
+  private async matched(q: PageQuery): Promise<number> {
+    return (await this.page({ ...q, offset: 0, limit: 0 })).matched;
   }
 
   async allRows(evidenceId: string, collection: string): Promise<unknown[]> {

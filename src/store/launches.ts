@@ -2,6 +2,7 @@
 // makes "at most once" provable.
 import type { LaunchOutcome, LaunchRecord, LaunchStatus, Page, StoredLaunchStatus } from '../domain/types.ts';
 import { json, now, pageBy, parse, teamFilter, type Row } from './rows.ts';
+import { addCandidates, type Candidate } from './candidates.ts';
 import type { SqlExecutor } from './sql.ts';
 
 /** What a caller claims a key with: the record before Temporal knows of it. */
@@ -60,6 +61,12 @@ export class LaunchStore {
         now(),
       ],
     );
+    if (info.changes === 1) {
+      await addCandidates(this.db, l.team, [
+        ['launch_key', l.principal, l.key],
+        ...(l.investigation ? [['investigation', '', l.investigation] as Candidate] : []),
+      ]);
+    }
     const record = await this.get(l.team, l.principal, l.key);
     if (!record) throw new Error(`launch ${l.workflowId} vanished after claim`);
     return { created: info.changes === 1, record };

@@ -1,8 +1,19 @@
 // Versioned schema. Each step runs once, in order, inside a transaction; the
 // applied versions are kept in schema_migrations. Written in the SQL subset
 // that SQLite and PostgreSQL share.
+import { foldKey } from '../domain/fold.ts';
+import { insertMany, type Row } from './rows.ts';
+import type { SqlExecutor } from './sql.ts';
 
-export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  /** Work SQL cannot do (values computed in JavaScript), in the same transaction. */
+  after?: (tx: SqlExecutor) => Promise<void>;
+}
+
+export const MIGRATIONS: Migration[] = [
   {
     version: 1,
     name: 'tokens, launches, evidence with collection rows and filter keys, residual unknowns',
@@ -172,5 +183,68 @@ CREATE TABLE device_turns (
 );
 CREATE INDEX device_turns_by_device ON device_turns (team, device_id, state, arrived_at);
 `,
+  },
+  {
+    version: 5,
+    name: 'staged retention, the history of unknowns, completion candidates by prefix',
+    sql: `
+CREATE TABLE evidence_staging (
+  evidence_id TEXT PRIMARY KEY,
+  started_at TEXT NOT NULL
+);
+ALTER TABLE unknowns ADD COLUMN updated_by TEXT;
+UPDATE unknowns SET updated_by = CASE WHEN revision = 1 THEN created_by ELSE NULL END;
+CREATE TABLE unknown_revisions (
+  team TEXT NOT NULL,
+  unknown_id TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  note TEXT,
+  settled_by TEXT,
+  evidence_ids TEXT NOT NULL,
+  changed_by TEXT NOT NULL,
+  changed_at TEXT NOT NULL,
+  PRIMARY KEY (team, unknown_id, revision)
+);
+INSERT INTO unknown_revisions (team, unknown_id, revision, status, note, settled_by, evidence_ids, changed_by, changed_at)
+  SELECT team, unknown_id, revision, status, note, settled_by, evidence_ids,
+         CASE WHEN revision = 1 THEN created_by ELSE '(not recorded: before history was kept)' END, updated_at
+  FROM unknowns;
+CREATE TABLE completion_candidates (
+  team TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  value TEXT NOT NULL,
+  fkey TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (team, kind, scope, value)
+);
+CREATE INDEX completion_by_prefix ON completion_candidates (team, kind, scope, fkey);
+`,
+    // Completion's candidates of the records kept so far (the fold key is computed here, not in SQL).
+    async after(tx) {
+      const sources = [
+        "SELECT team, 'artifact' AS kind, '' AS scope, digest AS value, created_at FROM artifacts",
+        "SELECT team, 'evidence' AS kind, '' AS scope, evidence_id AS value, created_at FROM evidence",
+        "SELECT team, 'launch_key' AS kind, principal AS scope, idempotency_key AS value, created_at FROM launches",
+        "SELECT team, 'open_unknown' AS kind, '' AS scope, unknown_id AS value, created_at FROM unknowns",
+        "SELECT team, 'device' AS kind, '' AS scope, device_id AS value, created_at FROM devices",
+        ...['evidence', 'launches', 'unknowns'].map(
+          (t) =>
+            `SELECT team, 'investigation' AS kind, '' AS scope, investigation AS value, created_at FROM ${t} WHERE investigation IS NOT NULL`,
+        ),
+      ];
+      for (const sql of sources) {
+        const rows = await tx.all<Row>(sql);
+        await insertMany(
+          tx,
+          'INSERT INTO completion_candidates (team, kind, scope, value, fkey, created_at)',
+          6,
+          rows.map((r) => [r.team, r.kind, r.scope, r.value, foldKey(String(r.value)), r.created_at]),
+          2_000,
+          'ON CONFLICT DO NOTHING',
+        );
+      }
+    },
   },
 ];

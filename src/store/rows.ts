@@ -64,7 +64,11 @@ export async function pageBy<T>(
   );
   const items = rows.slice(0, f.limit).map(map);
   const last = items[items.length - 1];
-  return { items, nextCursor: rows.length > f.limit && last ? encodeCursor(cursorOf(last)) : null };
+  return {
+    items,
+    nextCursor: rows.length > f.limit && last ? encodeCursor(cursorOf(last)) : null,
+    cursorAfter: (i) => encodeCursor(cursorOf(items[i]!)),
+  };
 }
 
 export function encodeCursor(parts: (string | number)[]): string {
@@ -76,7 +80,15 @@ export function decodeCursor(cursor: string | undefined): (string | number)[] | 
   if (!cursor) return undefined;
   try {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown;
-    if (Array.isArray(parts) && parts.every((p) => typeof p === 'string' || typeof p === 'number'))
+    if (
+      Array.isArray(parts) &&
+      parts.length === 2 &&
+      parts.every(
+        (p) =>
+          (typeof p === 'string' && p.length <= 1_024 && !p.includes('\u0000')) ||
+          (typeof p === 'number' && Number.isSafeInteger(p)),
+      )
+    )
       return parts;
   } catch {
     // fall through to the error below

@@ -60,6 +60,7 @@ async function migrate(db: SqlDriver) {
     for (const m of MIGRATIONS) {
       if (applied.has(m.version)) continue;
       await tx.exec(m.sql);
+      await m.after?.(tx);
       await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
         m.version,
         m.name,

@@ -1,6 +1,7 @@
 // Residual unknowns: questions the evidence leaves open, with an identity of
 // their own and compare-and-swap updates.
-import type { NewUnknown, Page, UnknownRecord, UnknownStatus } from '../domain/types.ts';
+import type { NewUnknown, Page, UnknownRecord, UnknownRevision, UnknownStatus } from '../domain/types.ts';
+import { addCandidates, type Candidate } from './candidates.ts';
 import { json, now, pageBy, parse, teamFilter, type Row } from './rows.ts';
 import type { SqlDriver, SqlExecutor } from './sql.ts';
 
@@ -25,7 +26,18 @@ function toUnknown(r: Row): UnknownRecord {
     created_by: r.created_by as string,
     created_at: r.created_at as string,
     updated_at: r.updated_at as string,
+    updated_by: (r.updated_by as string | null) ?? null,
   };
+}
+
+/** Keeps the revision an unknown now has, as it is, with who made it. */
+async function keepRevision(tx: SqlExecutor, team: string, unknownId: string, by: string) {
+  await tx.run(
+    `INSERT INTO unknown_revisions (team, unknown_id, revision, status, note, settled_by, evidence_ids, changed_by, changed_at)
+     SELECT team, unknown_id, revision, status, note, settled_by, evidence_ids, ?, updated_at
+     FROM unknowns WHERE team = ? AND unknown_id = ? ON CONFLICT DO NOTHING`,
+    [by, team, unknownId],
+  );
 }
 
 export class UnknownStore {
@@ -41,8 +53,8 @@ export class UnknownStore {
   ): Promise<boolean> {
     const at = now();
     const inserted = await tx.run(
-      `INSERT INTO unknowns (team, unknown_id, question, scope, status, revision, investigation, evidence_ids, created_by, created_at, updated_at)
-       VALUES (?, ?, ?, ?, 'open', 1, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      `INSERT INTO unknowns (team, unknown_id, question, scope, status, revision, investigation, evidence_ids, created_by, created_at, updated_at, updated_by)
+       VALUES (?, ?, ?, ?, 'open', 1, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
       [
         team,
         u.unknown_id,
@@ -53,8 +65,15 @@ export class UnknownStore {
         principal,
         at,
         at,
+        principal,
       ],
     );
+    if (inserted.changes === 1) {
+      await addCandidates(tx, team, [
+        ['open_unknown', '', u.unknown_id],
+        ...(investigation ? [['investigation', '', investigation] as Candidate] : []),
+      ]);
+    }
     return inserted.changes === 1;
   }
 
@@ -74,6 +93,7 @@ export class UnknownStore {
           u.unknown_id,
         ]);
       }
+      if (created) await keepRevision(tx, team, u.unknown_id, principal);
       const row = await tx.get<Row>('SELECT * FROM unknowns WHERE team = ? AND unknown_id = ?', [
         team,
         u.unknown_id,
@@ -90,15 +110,16 @@ export class UnknownStore {
     return row ? toUnknown(row) : undefined;
   }
 
-  /** Compare-and-swap: applies only when the stored revision is `expectedRevision`. */
+  /** Compare-and-swap: applies only when the stored revision is `expectedRevision`; the new revision is kept in the history. */
   async update(
     team: string,
     unknownId: string,
     expectedRevision: number,
     change: { status?: UnknownStatus; note?: string | null; settledBy?: string[] | null },
+    by: string,
   ): Promise<{ applied: boolean; unknown: UnknownRecord | undefined }> {
-    const sets = ['revision = revision + 1', 'updated_at = ?'];
-    const args: unknown[] = [now()];
+    const sets = ['revision = revision + 1', 'updated_at = ?', 'updated_by = ?'];
+    const args: unknown[] = [now(), by];
     const assign = (column: string, value: unknown) => {
       sets.push(`${column} = ?`);
       args.push(value);
@@ -106,11 +127,36 @@ export class UnknownStore {
     if (change.status !== undefined) assign('status', change.status);
     if (change.note !== undefined) assign('note', change.note);
     if (change.settledBy !== undefined) assign('settled_by', json(change.settledBy));
-    const info = await this.db.run(
-      `UPDATE unknowns SET ${sets.join(', ')} WHERE team = ? AND unknown_id = ? AND revision = ?`,
-      [...args, team, unknownId, expectedRevision],
+    const applied = await this.db.transaction(async (tx) => {
+      const info = await tx.run(
+        `UPDATE unknowns SET ${sets.join(', ')} WHERE team = ? AND unknown_id = ? AND revision = ?`,
+        [...args, team, unknownId, expectedRevision],
+      );
+      if (info.changes === 1) await keepRevision(tx, team, unknownId, by);
+      return info.changes === 1;
+    });
+    return { applied, unknown: await this.get(team, unknownId) };
+  }
+
+  /** An unknown's revisions, newest first, those before `beforeRevision` when given. */
+  async history(
+    team: string,
+    unknownId: string,
+    f: { beforeRevision?: number; limit: number },
+  ): Promise<UnknownRevision[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT * FROM unknown_revisions WHERE team = ? AND unknown_id = ? AND revision < ? ORDER BY revision DESC LIMIT ?`,
+      [team, unknownId, f.beforeRevision ?? 2_000_000_000, f.limit],
     );
-    return { applied: info.changes === 1, unknown: await this.get(team, unknownId) };
+    return rows.map((r) => ({
+      revision: Number(r.revision),
+      status: r.status as UnknownStatus,
+      note: (r.note as string | null) ?? null,
+      settled_by: parse<string[]>(r.settled_by),
+      evidence_ids: JSON.parse(r.evidence_ids as string) as string[],
+      changed_by: r.changed_by as string,
+      changed_at: r.changed_at as string,
+    }));
   }
 
   async list(team: string, f: UnknownFilter): Promise<Page<UnknownRecord>> {

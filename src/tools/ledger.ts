@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { UNKNOWN_STATUSES } from '../domain/types.ts';
 import {
+  bounded,
   defineTool,
   investigationSchema,
   LIST_LIMIT,
@@ -53,7 +54,7 @@ export const viewSchema = z.discriminatedUnion('kind', [
     kind: z.literal('page'),
     collection: z.string().min(1).max(128),
     where: whereSchema.optional(),
-    offset: z.number().int().min(0).max(2_147_483_647).default(0),
+    offset: z.number().int().min(0).max(1_000_000_000).default(0),
     limit: z.number().int().min(1).max(PAGE_LIMIT.max).default(PAGE_LIMIT.default),
   }),
 ]);
@@ -132,7 +133,7 @@ export const updateUnknown = defineTool({
     'Change an unknown’s status (open, resolved, refuted, superseded), note or settling evidence, only if its revision is still expected_revision; otherwise revision_conflict and nothing changes.',
   input: z.strictObject({
     unknown_id: z.string().regex(UNKNOWN_ID, { error: 'unknown_id is "unk_" followed by 32 hex digits' }),
-    expected_revision: z.number().int().min(1),
+    expected_revision: z.number().int().min(1).max(1_000_000_000),
     status: z.enum(UNKNOWN_STATUSES).optional(),
     note: z.string().max(4_096).nullable().optional(),
     settled_by: z
@@ -144,6 +145,30 @@ export const updateUnknown = defineTool({
   effect: LEDGER_WRITE,
   runsOn: 'gateway',
   limits: {},
+  collections: {},
+});
+
+export const HISTORY_LIMIT = { default: 20, max: 200, unit: 'revisions' };
+
+export const getUnknown = defineTool({
+  name: 'get_unknown',
+  title: 'Get a residual unknown',
+  description:
+    'One unknown of your team by id, with its history: every revision (status, note, settling evidence), who made it and when, newest first.',
+  input: z.strictObject({
+    unknown_id: z.string().regex(UNKNOWN_ID, { error: 'unknown_id is "unk_" followed by 32 hex digits' }),
+    history_limit: bounded(HISTORY_LIMIT, 'Revisions returned'),
+    before_revision: z
+      .number()
+      .int()
+      .min(2)
+      .max(1_000_000_000)
+      .optional()
+      .describe('Continue the history below this revision (next_before_revision of the previous reply).'),
+  }),
+  effect: READ,
+  runsOn: 'gateway',
+  limits: { history_limit: HISTORY_LIMIT },
   collections: {},
 });
 

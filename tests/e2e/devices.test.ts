@@ -271,7 +271,7 @@ describe.skipIf(!isRoot)('SSH devices (needs root: an sshd, a device user)', () 
     expect(marks).toEqual(Array.from({ length: 16 }, (_, i) => (i % 2 ? 'E' : 'B')));
   }, 120_000);
 
-  it('a worker killed mid-operation leaves it interrupted, never re-run, an unknown on the device, and the device free within the turn’s lease', async () => {
+  it('a worker killed mid-operation leaves it interrupted, never re-run, an unknown on the device, and the device free within the turn’s lease; one still waiting in line is dispatched again and runs once', async () => {
     const counter = path.join(DEVICE_HOME, 'work', 'killed-count');
     const slow = await call(alice, 'device_exec', {
       device: 'bench-ssh',
@@ -285,6 +285,21 @@ describe.skipIf(!isRoot)('SSH devices (needs root: an sshd, a device user)', () 
       'the operation to be on the device',
       async () =>
         (await call(alice, 'get_launch', { idempotency_key: 'killed-1' })).progress?.phase === 'on_device',
+    );
+    // A second operation waits in line: its effect has not begun when the worker dies.
+    const waiter = path.join(DEVICE_HOME, 'work', 'waiter-count');
+    await call(alice, 'device_exec', {
+      device: 'bench-ssh',
+      argv: ['/bin/sh', '-c', `echo ran >> ${waiter}`],
+      env: { PATH: '/usr/bin:/bin' },
+      wait_ms: 0,
+      idempotency_key: 'waiting-1',
+    });
+    await eventually(
+      'the second operation to wait for the device',
+      async () =>
+        (await call(alice, 'get_launch', { idempotency_key: 'waiting-1' })).progress?.phase ===
+        'waiting_for_device',
     );
     await worker.kill('SIGKILL');
     worker = await startWorker();
@@ -301,6 +316,10 @@ describe.skipIf(!isRoot)('SSH devices (needs root: an sshd, a device user)', () 
     const outcome = await call(alice, 'await_launch', { idempotency_key: 'killed-1', wait_ms: 60_000 });
     expect(outcome.status).toBe('interrupted');
     expect(readFileSync(counter, 'utf8')).toBe('started\n');
+    // The journal proved the waiter never began: it was dispatched again, to the new worker, and ran once.
+    const waited = await call(alice, 'await_launch', { idempotency_key: 'waiting-1', wait_ms: 60_000 });
+    expect(waited.status, JSON.stringify(waited.error)).toBe('succeeded');
+    expect(readFileSync(waiter, 'utf8')).toBe('ran\n');
     const unknowns = await call(alice, 'list_unknowns', { status: 'open' });
     expect(unknowns.unknowns.map((u: Reply) => u.question).join('\n')).toMatch(
       /What state is device bench-ssh in after device_exec/,

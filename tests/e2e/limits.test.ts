@@ -1,4 +1,6 @@
-// Gateway bounds a client meets: the per-principal rate limit and the request body cap.
+// Gateway bounds a client meets: the per-principal rate limit, sessions per
+// principal, the request body cap and the time a body may take to arrive.
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
@@ -6,7 +8,7 @@ import { startTestStack, type TestStack } from '../helpers/stack.ts';
 let t: TestStack;
 beforeAll(async () => {
   t = await startTestStack({
-    env: { DOSSIER_RATE_LIMIT_PER_MINUTE: '5', DOSSIER_MAX_REQUEST_BYTES: '4096' },
+    env: { DOSSIER_RATE_LIMIT_PER_MINUTE: '6', DOSSIER_MAX_REQUEST_BYTES: '4096' },
   });
 });
 afterAll(async () => {
@@ -15,7 +17,7 @@ afterAll(async () => {
 
 describe('gateway limits', () => {
   it('answers calls past the per-principal rate with resource_constraint and a retry hint, per principal', async () => {
-    const client = await t.connect();
+    const client = await t.connect(); // initialize counts: opening sessions is a request like any other
     for (let i = 0; i < 5; i++) expect((await call(client, 'whoami')).principal).toBe('local');
     const limited = await call(client, 'whoami');
     expect(limited.error).toMatchObject({ code: 'resource_constraint', retryable: true });
@@ -23,6 +25,26 @@ describe('gateway limits', () => {
     expect(limited.error.remediation).toMatch(/Retry after \d+ ms/);
     const other = await t.connect(await t.tokenFor('paula', 'local'));
     expect((await call(other, 'whoami')).principal).toBe('paula');
+
+    // Completion, prompts and resources count too; their refusal carries retry_after_ms in data.
+    for (const request of [
+      () => client.listPrompts(),
+      () => client.getPrompt({ name: 'trace_crash', arguments: {} }),
+      () =>
+        client.complete({
+          ref: { type: 'ref/prompt', name: 'investigate_feature' },
+          argument: { name: 'artifact', value: 's' },
+        }),
+      () => client.listResources(),
+      () => client.listResourceTemplates(),
+    ]) {
+      const refused = (await request().then(
+        () => undefined,
+        (err: unknown) => err,
+      )) as { code: number; data: { code: string; retry_after_ms: number } } | undefined;
+      expect(refused?.data).toMatchObject({ code: 'resource_constraint' });
+      expect(refused!.data.retry_after_ms).toBeGreaterThan(0);
+    }
   });
 
   it('refuses a request body over DOSSIER_MAX_REQUEST_BYTES with 413 and a JSON-RPC error', async () => {
@@ -44,5 +66,53 @@ describe('gateway limits', () => {
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(
       /DOSSIER_MAX_REQUEST_BYTES/,
     );
+  });
+});
+
+describe('sessions and slow bodies', () => {
+  let s: TestStack;
+  beforeAll(async () => {
+    s = await startTestStack({
+      env: { DOSSIER_MAX_SESSIONS_PER_PRINCIPAL: '3', DOSSIER_REQUEST_BODY_TIMEOUT_MS: '1000' },
+    });
+  });
+  afterAll(async () => {
+    await s?.stop(true);
+  });
+
+  it('caps one principal’s sessions: its least recently used one goes, another principal keeps its own', async () => {
+    const bob = await s.connect(await s.tokenFor('bob', 'other-team'));
+    const mine = [];
+    for (let i = 0; i < 5; i++) mine.push(await s.connect());
+    // The two oldest of five were closed to make room; the newest three work.
+    for (const client of mine.slice(2)) expect((await call(client, 'whoami')).principal).toBe('local');
+    for (const client of mine.slice(0, 2)) {
+      await expect(call(client, 'whoami')).rejects.toThrow(/Session not found|404/);
+    }
+    expect((await call(bob, 'whoami')).principal).toBe('bob');
+  });
+
+  it('answers a request body that trickles in with 408 once DOSSIER_REQUEST_BODY_TIMEOUT_MS passes', async () => {
+    const url = new URL(s.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: {
+            Authorization: `Bearer ${s.token}`,
+            'content-type': 'application/json',
+            'content-length': '1000',
+            accept: 'application/json, text/event-stream',
+          },
+        },
+        (res) => resolve(res.statusCode ?? 0),
+      );
+      req.on('error', reject);
+      req.write('{"jsonrpc":"2.0",'); // and nothing more
+    });
+    expect(status).toBe(408);
   });
 });

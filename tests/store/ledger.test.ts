@@ -128,8 +128,17 @@ describe.each(BACKENDS)('retained views on %s', (backend) => {
 
   it('records one residual unknown per unresolved owner, each with its own identity and revision', async () => {
     const open = await ledger.listUnknowns(alice, { status: 'open', limit: 200 });
-    expect(open.unknowns).toHaveLength(200);
+    // A list keeps what fits the reply budget and continues after it: every unknown is reachable.
+    expect(open.unknowns.length).toBeGreaterThan(0);
     expect(open.next_cursor).not.toBeNull();
+    const seen = new Set(open.unknowns.map((u) => u.unknown_id));
+    for (let cursor = open.next_cursor; cursor;) {
+      const next = await ledger.listUnknowns(alice, { status: 'open', limit: 200, cursor });
+      expect(Buffer.byteLength(JSON.stringify(next))).toBeLessThanOrEqual(ledger.replyBudgetBytes);
+      for (const u of next.unknowns) seen.add(u.unknown_id);
+      cursor = next.next_cursor;
+    }
+    expect(seen.size).toBe(2_000);
     const first = open.unknowns[0]!;
     expect(first.evidence_ids).toEqual([trace.evidence_id]);
     expect((await ledger.listUnknowns(mallory, { limit: 10 })).unknowns).toEqual([]);
@@ -173,6 +182,41 @@ describe.each(BACKENDS)('retained views on %s', (backend) => {
     });
     await expect(
       ledger.updateUnknown(mallory, { unknown_id: unknown.unknown_id, expected_revision: 2, status: 'open' }),
+    ).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('keeps every revision of an unknown with who made it; get_unknown reads it by id with its history, paged', async () => {
+    const bob = { ...alice, principal: 'bob' };
+    const { unknown } = await ledger.recordUnknown(alice, {
+      question: 'Which key signs the update?',
+      scope: 'updater',
+      evidence_ids: [trace.evidence_id],
+    });
+    await ledger.updateUnknown(bob, { unknown_id: unknown.unknown_id, expected_revision: 1, note: 'RSA?' });
+    await ledger.updateUnknown(alice, {
+      unknown_id: unknown.unknown_id,
+      expected_revision: 2,
+      status: 'resolved',
+      settled_by: [trace.evidence_id],
+    });
+    const read = await ledger.getUnknown(alice, { unknown_id: unknown.unknown_id, history_limit: 2 });
+    expect(read.unknown).toMatchObject({ revision: 3, status: 'resolved', updated_by: 'alice' });
+    expect(read.history.map((h) => [h.revision, h.status, h.note, h.changed_by])).toEqual([
+      [3, 'resolved', 'RSA?', 'alice'],
+      [2, 'open', 'RSA?', 'bob'],
+    ]);
+    expect(read.next_before_revision).toBe(2);
+    const rest = await ledger.getUnknown(alice, {
+      unknown_id: unknown.unknown_id,
+      history_limit: 2,
+      before_revision: 2,
+    });
+    expect(rest.history.map((h) => [h.revision, h.changed_by, h.evidence_ids])).toEqual([
+      [1, 'alice', [trace.evidence_id]],
+    ]);
+    expect(rest.next_before_revision).toBeNull();
+    await expect(
+      ledger.getUnknown(mallory, { unknown_id: unknown.unknown_id, history_limit: 5 }),
     ).rejects.toMatchObject({ code: 'not_found' });
   });
 

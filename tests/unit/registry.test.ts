@@ -39,6 +39,7 @@ const INVENTORY = [
   ['list_evidence', 'gateway', true, false, true, false],
   ['record_unknown', 'gateway', false, false, true, false],
   ['update_unknown', 'gateway', false, false, true, false],
+  ['get_unknown', 'gateway', true, false, true, false],
   ['list_unknowns', 'gateway', true, false, true, false],
   ['import_evidence_bundle', 'gateway', false, false, true, false],
   ['register_artifact', 'gateway', false, false, true, true],
