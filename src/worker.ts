@@ -66,8 +66,10 @@ const quietLogger = {
   trace: () => undefined,
   debug: () => undefined,
   info: () => undefined,
-  // Activity-only workers say they poll no workflows; that is by design here.
-  warn: (message: string) => !message.startsWith('No workflows registered') && console.warn(message),
+  // Activity-only workers say they poll no workflows, and a launch that did not
+  // succeed fails its workflow (and often its activity): all by design here.
+  warn: (message: string) =>
+    !/^(No workflows registered|Workflow failed|Activity failed)/.test(message) && console.warn(message),
   error: (message: string) => console.error(message),
 };
 
@@ -122,6 +124,8 @@ export async function startWorkers(deps: {
         // Heartbeats carry cancellation back to the activity: send them at
         // least every second so cancel_launch ends a process within ~1-2 s.
         maxHeartbeatThrottleInterval: '1 second',
+        // A stopping worker lets running launches finish this long, then ends them (recorded interrupted).
+        shutdownGraceTime: config.shutdownGraceMs,
       }),
     );
   }

@@ -8,14 +8,14 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import { sha256Hex } from '../domain/canonical.ts';
-import { toToolError } from '../domain/errors.ts';
+import { DossierError, toToolError } from '../domain/errors.ts';
 import type { Store } from '../store/store.ts';
 import type { LaunchOutcome } from '../domain/types.ts';
 import { isFinished } from '../domain/types.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isLaunchTool } from '../tools/contract.ts';
 import { bindAll } from '../tools/registry.ts';
-import type { EffectContext } from './effect.ts';
+import type { EffectContext, EffectResult } from './effect.ts';
 import { EFFECT_BINDINGS } from './effects.ts';
 import { interruptedOnDevice } from './devices.ts';
 import { MUTATING_DEVICE_TOOLS } from '../tools/devices.ts';
@@ -33,11 +33,35 @@ import type {
 
 export const PROVIDER = { name: 'dossier', version: '0.1.0' };
 
+/** The failure of an effect activity whose worker stopped before the effect began (safe to dispatch again). */
+export const WORKER_SHUTDOWN = 'DossierWorkerShutdown';
+
 const PROGRESS_WRITE_INTERVAL_MS = 1_000;
 
 function filterableOf(tool: string): Record<string, string[]> {
   const collections = TOOLS_BY_NAME.get(tool)?.collections ?? {};
   return Object.fromEntries(Object.entries(collections).map(([name, spec]) => [name, spec.filterable]));
+}
+
+/** Keeps every collection within `max` rows, and says so in the result's limitations. */
+export function boundCollections(result: EffectResult, max: number): EffectResult {
+  const over = Object.entries(result.collections).filter(([, rows]) => rows.length > max);
+  if (over.length === 0) return result;
+  return {
+    ...result,
+    collections: {
+      ...result.collections,
+      ...Object.fromEntries(over.map(([name, rows]) => [name, rows.slice(0, max)])),
+    },
+    truncated: true,
+    limitations: [
+      ...result.limitations,
+      ...over.map(
+        ([name]) =>
+          `${name} had more than ${max} rows; the first ${max} are retained (DOSSIER_MAX_COLLECTION_ROWS)`,
+      ),
+    ],
+  };
 }
 
 export function createActivities(deps: { store: Store; config: Config; client: Client }) {
@@ -99,7 +123,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
 
     let outcome: LaunchOutcome;
     try {
-      const result = await effect(req.input, ctx);
+      const result = boundCollections(await effect(req.input, ctx), config.maxCollectionRows);
       const evidence = await store.evidence.put({
         record: {
           tool: req.tool,
@@ -129,6 +153,14 @@ export function createActivities(deps: { store: Store; config: Config; client: C
       };
     } catch (err) {
       if (err instanceof ApplicationFailure && err.type === 'EffectAlreadyStarted') throw err;
+      if (!begun && activity.cancellationDetails?.workerShutdown) {
+        // Nothing was done: another worker may take the launch (the workflow dispatches it again).
+        throw ApplicationFailure.create({
+          type: WORKER_SHUTDOWN,
+          message: 'the worker stopped before the effect began',
+          nonRetryable: true,
+        });
+      }
       const error = toToolError(err);
       outcome = {
         status: 'failed',
@@ -138,6 +170,19 @@ export function createActivities(deps: { store: Store; config: Config; client: C
       };
     } finally {
       clearInterval(beat);
+    }
+    if (outcome.status !== 'succeeded' && activity.cancellationDetails?.workerShutdown) {
+      // A stopping worker is not a principal cancelling: the launch was interrupted, and says why.
+      outcome = {
+        ...outcome,
+        status: 'interrupted',
+        error: new DossierError(
+          'interrupted',
+          `The worker running this launch was stopped (a graceful shutdown) and ended it after waiting ${config.shutdownGraceMs} ms (DOSSIER_SHUTDOWN_GRACE_MS); what it saw is retained and it was not re-run.`,
+          'Inspect the Evidence for what was done, then launch again with a new idempotency_key if you still want the effect.',
+          { reason: 'worker_shutdown', effect_began: begun },
+        ).toToolError() as unknown as Record<string, unknown>,
+      };
     }
     const stored = await finishLaunch(req.workflowId, outcome);
     if (outcome.status === 'cancelled') throw new CancelledFailure('the launch was cancelled', [stored]);

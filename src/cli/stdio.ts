@@ -35,7 +35,12 @@ export async function stdioCommand(config: Config, token: string | undefined): P
   const connection = await connectWhenReady(address, 15_000);
   try {
     const gateway = buildGateway(config, store, connection, uiUrl ?? `http://${address.split(':')[0]}:8233`);
-    await serveStdio(gateway, principal);
+    const stop = gateway.startBackgroundWork();
+    try {
+      await serveStdio(gateway, principal);
+    } finally {
+      stop();
+    }
   } finally {
     await connection.close();
     await store.close();

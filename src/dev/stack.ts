@@ -47,6 +47,8 @@ export interface StackParts {
    * embedded stack; a cluster gateway never mints tokens on its own.
    */
   localToken?: boolean;
+  /** Start launches claimed while Temporal was unreachable, every few seconds (default true). */
+  resumeLaunches?: boolean;
   /** Where the bundled workflow code is cached (default: the per-user cache, shared by every DOSSIER_HOME). */
   bundleCacheDir?: string;
   log?: (line: string) => void;
@@ -127,6 +129,10 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     let gateway: Gateway | undefined;
     if (parts.gateway !== false) {
       gateway = buildGateway(config, store, connection, uiUrl);
+      if (parts.resumeLaunches !== false) {
+        const stopBackground = gateway.startBackgroundWork();
+        stoppers.push(async () => stopBackground());
+      }
       http = await startHttpGateway(gateway, store.tokens, {
         host: config.host,
         port: config.port,

@@ -37,6 +37,25 @@ export class Gateway {
   }
 
   private readonly limiter: RateLimiter | undefined;
+  private resumer: NodeJS.Timeout | undefined;
+
+  /**
+   * Background work of a running gateway: every few seconds, start the launches
+   * that were claimed while Temporal was unreachable. Returns its stopper.
+   */
+  startBackgroundWork(everyMs = 5_000): () => void {
+    let busy = false;
+    this.resumer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      this.deps.launches
+        .startUnstarted()
+        .catch(() => undefined)
+        .finally(() => (busy = false));
+    }, everyMs);
+    this.resumer.unref();
+    return () => clearInterval(this.resumer);
+  }
   /** Every gateway-side contract bound to its handler, checked when the gateway is built. */
   private readonly handlers = bindAll('gateway', CATALOG, GATEWAY_HANDLERS, (c) => c.runsOn === 'gateway');
 

@@ -2,6 +2,8 @@
 // arbiter of a key: it is claimed before Temporal is asked to start anything,
 // and a finished launch is answered from it without a Temporal round trip.
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import type { z } from 'zod';
 import { DossierError } from '../domain/errors.ts';
 import type { launchReplySchema } from '../tools/outputs.ts';
@@ -25,6 +27,9 @@ import { waitForWorkflow, type WaitOptions } from './waiting.ts';
 export type { WaitOptions };
 
 export type LaunchReply = z.output<typeof launchReplySchema>;
+
+/** gRPC status NOT_FOUND: the workflow does not exist. */
+const GRPC_NOT_FOUND = 5;
 
 export class LaunchService {
   constructor(
@@ -82,12 +87,58 @@ export class LaunchService {
     return this.wait(record, true, wait);
   }
 
+  /**
+   * Cancels a launch in the caller's name: the request carries the principal as
+   * its identity and reason, so the workflow history says who cancelled. A
+   * launch whose workflow never started (Temporal was down when it was claimed)
+   * is recorded cancelled at once: nothing of it ran.
+   */
   async cancel(caller: Principal, key: string, wait: WaitOptions): Promise<LaunchReply> {
     const record = await this.find(caller, key);
     if (isFinished(record.status)) return this.reply(record, true);
-    const handle = this.deps.client.workflow.getHandle(record.workflowId);
-    await handle.cancel();
+    try {
+      await this.deps.client.workflowService.requestCancelWorkflowExecution({
+        namespace: this.deps.namespace,
+        workflowExecution: { workflowId: record.workflowId },
+        identity: `dossier principal ${caller.team}/${caller.principal}`,
+        reason: `cancel_launch by ${caller.principal} of team ${caller.team}`,
+        requestId: randomUUID(),
+      });
+    } catch (err) {
+      if ((err as { code?: number }).code !== GRPC_NOT_FOUND) throw unavailable(err, 'cancel');
+      await this.deps.launches.finish(
+        record.workflowId,
+        errorOutcome(
+          'cancelled',
+          'cancelled',
+          `Cancelled by ${caller.principal} before its workflow started; nothing of it ran.`,
+          'Start a new launch with a new idempotency_key if the effect is still wanted.',
+        ),
+      );
+      return this.reply((await this.deps.launches.byWorkflowId(record.workflowId)) ?? record, true);
+    }
     return this.wait(record, true, wait);
+  }
+
+  /**
+   * Starts the launches that were claimed but never started (Temporal was
+   * unreachable when they were called): the gateway runs this every few
+   * seconds, so a launch starts once Temporal is back without a retry.
+   */
+  async startUnstarted(olderThanMs = 3_000): Promise<number> {
+    const waiting = await this.deps.launches.unstarted(new Date(Date.now() - olderThanMs).toISOString(), 50);
+    let started = 0;
+    for (const record of waiting) {
+      const contract = TOOLS_BY_NAME.get(record.tool);
+      if (!contract) continue;
+      try {
+        await this.ensureStarted(record, contract);
+        started++;
+      } catch {
+        return started; // still unreachable: try again on the next round
+      }
+    }
+    return started;
   }
 
   async list(caller: Principal, filter: LaunchFilter): Promise<Page<LaunchReply>> {
@@ -249,10 +300,12 @@ function keyReused(first: LaunchRecord, tool: string, digest: string): DossierEr
   );
 }
 
-function unavailable(err: unknown): DossierError {
+function unavailable(err: unknown, what: 'start' | 'cancel' = 'start'): DossierError {
   return new DossierError(
     'provider_unavailable',
-    `Temporal could not start the launch: ${(err as Error).message}`,
-    'Retry the same call with the same idempotency_key; it will start the launch once, or attach to it.',
+    `Temporal could not ${what} the launch: ${(err as Error).message}`,
+    what === 'start'
+      ? 'Nothing more is needed: the gateway starts the launch once Temporal is back. Retrying the same call with the same idempotency_key is safe and attaches to it.'
+      : 'Retry cancel_launch once Temporal is reachable.',
   );
 }

@@ -98,6 +98,15 @@ export class LaunchStore {
    * already says `started`: an earlier attempt may have had the effect, so this
    * one must not run it again.
    */
+  /** Launches claimed before `before` whose workflow was never started, oldest first. */
+  async unstarted(before: string, limit: number): Promise<LaunchRecord[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT * FROM launches WHERE status = 'pending' AND run_id IS NULL AND created_at < ? ORDER BY created_at LIMIT ?`,
+      [before, limit],
+    );
+    return rows.map(toLaunchRecord);
+  }
+
   async journalStarted(workflowId: string, progress?: Record<string, unknown>): Promise<boolean> {
     const info = await this.db.run(
       `UPDATE launches SET effect = 'started', status = 'running', started_at = ?, progress = ?

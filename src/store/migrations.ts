@@ -220,6 +220,7 @@ CREATE TABLE completion_candidates (
   PRIMARY KEY (team, kind, scope, value)
 );
 CREATE INDEX completion_by_prefix ON completion_candidates (team, kind, scope, fkey);
+CREATE INDEX launches_by_status ON launches (status, created_at);
 `,
     // Completion's candidates of the records kept so far (the fold key is computed here, not in SQL).
     async after(tx) {

@@ -11,4 +11,8 @@ export const SEARCH_ATTRIBUTES = {
   investigation: defineSearchAttributeKey('DossierInvestigation', SearchAttributeType.KEYWORD),
   device: defineSearchAttributeKey('DossierDevice', SearchAttributeType.KEYWORD),
   deviceKind: defineSearchAttributeKey('DossierDeviceKind', SearchAttributeType.KEYWORD),
+  /** Set when a launch ends: succeeded, failed, interrupted or cancelled (so "every failed launch of team X today" is a query). */
+  outcome: defineSearchAttributeKey('DossierOutcome', SearchAttributeType.KEYWORD),
+  /** The Evidence a launch retained, when it retained one. */
+  evidence: defineSearchAttributeKey('DossierEvidence', SearchAttributeType.KEYWORD),
 } as const;

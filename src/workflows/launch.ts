@@ -7,7 +7,9 @@ import {
   isCancellation,
   proxyActivities,
   TimeoutFailure,
+  upsertSearchAttributes,
 } from '@temporalio/workflow';
+import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import type { BookkeepingActivities, EffectActivities, LaunchRequest } from '../launches/protocol.ts';
 import type { LaunchOutcome } from '../domain/types.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
@@ -41,13 +43,15 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
     try {
       // runEffect records its own outcome in the store before returning it,
       // so the happy path needs no further bookkeeping round trip.
-      return await effects.runEffect(req);
+      return settle(await effects.runEffect(req));
     } catch (err) {
+      if (err instanceof ApplicationFailure && err.type === LAUNCH_FAILED) throw err;
       if (isCancellation(err)) {
         // Record, then let the workflow end as Canceled so the UI shows it so.
         await CancellationScope.nonCancellable(() =>
           bookkeeping.finishLaunch(req.workflowId, cancelledOutcome()),
         );
+        upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.outcome, value: 'cancelled' }]);
         throw err;
       }
       const journal = await bookkeeping.readJournal(req.workflowId);
@@ -56,7 +60,11 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
       } else if (journal.finished) {
         // The activity recorded its own outcome before failing to report it.
         outcome = journal.finished;
-      } else if (journal.effect === 'not_started' && dispatch < MAX_DISPATCHES && isLostWorker(err)) {
+      } else if (
+        journal.effect === 'not_started' &&
+        dispatch < MAX_DISPATCHES &&
+        (isLostWorker(err) || isStoppedWorker(err))
+      ) {
         // The journal proves the effect never began: dispatching again is safe.
         continue;
       } else {
@@ -66,11 +74,45 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
   }
   // Record even if a cancellation arrives at this very moment.
   const recorded = outcome;
-  return CancellationScope.nonCancellable(() => bookkeeping.finishLaunch(req.workflowId, recorded));
+  return settle(
+    await CancellationScope.nonCancellable(() => bookkeeping.finishLaunch(req.workflowId, recorded)),
+  );
+}
+
+/** The failure type of a launch that ended without succeeding; its details hold the outcome. */
+export const LAUNCH_FAILED = 'DossierLaunchFailed';
+
+/**
+ * Ends the workflow as the launch ended, for the audit: the outcome (and the
+ * Evidence) in search attributes, and a launch that did not succeed ends the
+ * workflow Failed with the dossier error as its failure, the outcome in its details.
+ */
+function settle(outcome: LaunchOutcome): LaunchOutcome {
+  upsertSearchAttributes([
+    { key: SEARCH_ATTRIBUTES.outcome, value: outcome.status },
+    ...(outcome.evidenceId ? [{ key: SEARCH_ATTRIBUTES.evidence, value: outcome.evidenceId }] : []),
+  ]);
+  if (outcome.status === 'succeeded') return outcome;
+  const error = outcome.error as { code?: string; message?: string } | null;
+  throw ApplicationFailure.create({
+    type: LAUNCH_FAILED,
+    message: `${outcome.status}: ${error?.code ?? 'error'}: ${error?.message ?? 'the launch did not succeed'}`,
+    nonRetryable: true,
+    details: [outcome],
+  });
 }
 
 function isLostWorker(err: unknown): boolean {
   return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+}
+
+/** The effect's worker was stopped before the effect began (runEffect says so). */
+function isStoppedWorker(err: unknown): boolean {
+  return (
+    err instanceof ActivityFailure &&
+    err.cause instanceof ApplicationFailure &&
+    err.cause.type === 'DossierWorkerShutdown'
+  );
 }
 
 function noWorkerServes(err: unknown): boolean {

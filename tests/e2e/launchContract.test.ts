@@ -1,6 +1,9 @@
 // The key contract (docs/idempotency.md) under concurrency, waiting, cancellation and
 // tenancy. The effect is counted by the launched process itself.
+import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { payloadKeys } from '../../src/temporal/codec.ts';
+import { dataConverter } from '../../src/temporal/dataConverter.ts';
 import { call, effectCounter, slowEffect } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 import { eventually, groupAlive } from '../helpers/wait.ts';
@@ -129,6 +132,21 @@ describe('cancel_launch', () => {
     expect(effect.count()).toBe(1);
     const evidence = await call(client, 'get_evidence', { evidence_id: cancelled.evidence_id });
     expect(evidence.evidence.limitations).toContain('the launch was cancelled; the process group was ended');
+
+    // The audit names who cancelled: the principal, not the gateway process.
+    const connection = await Connection.connect({ address: t.env.DOSSIER_TEMPORAL_ADDRESS! });
+    const audit = new Client({
+      connection,
+      namespace: t.namespace,
+      dataConverter: dataConverter(payloadKeys([], t.home)),
+    });
+    const history = await audit.workflow.getHandle(cancelled.launch.workflow_id).fetchHistory();
+    const requested = history.events?.find((e) => e.workflowExecutionCancelRequestedEventAttributes);
+    expect(requested?.workflowExecutionCancelRequestedEventAttributes).toMatchObject({
+      identity: 'dossier principal local/local',
+      cause: 'cancel_launch by local of team local',
+    });
+    await connection.close();
   });
 });
 

@@ -4,8 +4,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { signalGroup } from '../../src/sandbox/processes.ts';
+import { payloadKeys } from '../../src/temporal/codec.ts';
+import { dataConverter } from '../../src/temporal/dataConverter.ts';
 import { startDevServer, type DevServer } from '../../src/dev/devServer.ts';
 import { call, effectCounter, slowEffect } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -43,6 +46,7 @@ beforeAll(async () => {
     DOSSIER_TEMPORAL_ADDRESS: temporal.address,
     DOSSIER_UI_URL: temporal.uiUrl,
     DOSSIER_NAMESPACE: 'dossier',
+    DOSSIER_SHUTDOWN_GRACE_MS: '1500',
   };
   gateway = await startTestStack({ env, parts: { workers: false } });
   worker = await startWorker();
@@ -146,5 +150,99 @@ describe('a launch survives what fails around it', () => {
       launch: { attached: true },
     });
     expect(effect.count()).toBe(1);
+  });
+
+  it('a stopping worker waits its grace period, then records the launch interrupted (not cancelled); the audit says Failed', async () => {
+    const client = await gateway.connect();
+    const effect = effectCounter(env.DOSSIER_HOME!);
+    const args = { ...slowEffect(effect, 60), idempotency_key: 'worker-stopped', wait_ms: 0 };
+    await call(client, 'capture_process_scenario', args);
+    await eventually('the effect to begin', () => effect.count() === 1);
+    const t0 = Date.now();
+    await worker.kill('SIGTERM'); // a graceful stop, as Ctrl-C or an orchestrator gives
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1_400); // it waited DOSSIER_SHUTDOWN_GRACE_MS
+    worker = await startWorker();
+    const outcome = await call(client, 'await_launch', {
+      idempotency_key: 'worker-stopped',
+      wait_ms: 30_000,
+    });
+    expect(outcome.status).toBe('interrupted');
+    expect(outcome.error).toMatchObject({ code: 'interrupted', details: { reason: 'worker_shutdown' } });
+    expect(outcome.evidence_id).toMatch(/^ev_/); // what was seen before it ended is retained
+    expect(effect.count()).toBe(1);
+
+    const connection = await Connection.connect({ address: temporal.address });
+    const audit = new Client({
+      connection,
+      namespace: 'dossier',
+      dataConverter: dataConverter(payloadKeys([], env.DOSSIER_HOME!)),
+    });
+    const handle = audit.workflow.getHandle(outcome.launch.workflow_id);
+    await eventually(
+      'the workflow to end Failed',
+      async () => (await handle.describe()).status.name === 'FAILED',
+    );
+    const found = await eventually('the audit to list it by outcome', async () => {
+      const ids: string[] = [];
+      for await (const w of audit.workflow.list({
+        query: `DossierOutcome = 'interrupted' AND DossierKey = 'worker-stopped'`,
+      }))
+        ids.push(w.workflowId);
+      return ids.length ? ids : undefined;
+    });
+    expect(found).toEqual([outcome.launch.workflow_id]);
+    await connection.close();
+  });
+
+  it('a launch claimed while Temporal is down starts by itself once it is back; cancel then answers provider_unavailable, never internal', async () => {
+    const client = await gateway.connect();
+    const effect = effectCounter(env.DOSSIER_HOME!);
+    await temporal.stop();
+    const refused = await call(client, 'capture_process_scenario', {
+      ...effect.launch(),
+      idempotency_key: 'while-down',
+      wait_ms: 1_000,
+    });
+    expect(refused.error).toMatchObject({ code: 'provider_unavailable' });
+    const pending = await call(client, 'get_launch', { idempotency_key: 'while-down' });
+    expect(pending).toMatchObject({ status: 'running', launch: { run_id: null } });
+    const cancel = await call(client, 'cancel_launch', { idempotency_key: 'while-down' });
+    expect(cancel.error).toMatchObject({ code: 'provider_unavailable' });
+
+    await startTemporal();
+    // No retry: the gateway starts it when Temporal is back.
+    const done = await eventually(
+      'the launch to start and finish without a retry',
+      async () => {
+        const r = await call(client, 'get_launch', { idempotency_key: 'while-down' });
+        return r.status === 'succeeded' ? r : undefined;
+      },
+      60_000,
+    );
+    expect(done!.launch.run_id).toBeTruthy();
+    expect(effect.count()).toBe(1);
+  }, 120_000);
+
+  it('cancel_launch of a launch whose workflow never started records it cancelled by that principal; nothing runs', async () => {
+    const client = await gateway.connect();
+    const effect = effectCounter(env.DOSSIER_HOME!);
+    // The state a claim leaves when Temporal cannot be reached: the key is held, no workflow exists.
+    const claimed = await gateway.stack.store.launches.claim({
+      team: 'local',
+      principal: 'local',
+      key: 'never-started',
+      tool: 'capture_process_scenario',
+      bodyDigest: 'digest-of-a-body',
+      input: effect.launch(),
+      workflowId: 'launch/local/local/never-started',
+      investigation: null,
+    });
+    expect(claimed.created).toBe(true);
+    const cancelled = await call(client, 'cancel_launch', { idempotency_key: 'never-started' });
+    expect(cancelled).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
+    expect(cancelled.error.message).toMatch(/before its workflow started; nothing of it ran/);
+    await new Promise((r) => setTimeout(r, 6_000)); // past the gateway's resume round
+    expect((await call(client, 'get_launch', { idempotency_key: 'never-started' })).status).toBe('cancelled');
+    expect(effect.count()).toBe(0);
   });
 });

@@ -3,7 +3,7 @@
 // from the journal what a lost, failed or cancelled effect becomes.
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, type TypedSearchAttributes } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -11,9 +11,13 @@ import type { LaunchOutcome } from '../../src/domain/types.ts';
 import type { JournalView, LaunchRequest } from '../../src/launches/protocol.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../../src/temporal/queues.ts';
 import { ensureNamespace } from '../../src/temporal/setup.ts';
+import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
+import { LAUNCH_FAILED } from '../../src/workflows/launch.ts';
 import { workflowBundle } from '../../src/worker.ts';
 
 const namespace = `wf-${randomUUID().slice(0, 8)}`;
+let lastStatus: string | undefined;
+let lastAttributes: TypedSearchAttributes | undefined;
 let env: TestWorkflowEnvironment;
 
 /** What the scripted activities do and saw, per workflow. */
@@ -93,10 +97,18 @@ async function launch(script: Omit<Script, 'runCount' | 'finished'>, act?: (id: 
       args: [request],
     });
     await act?.(workflowId);
+    // A launch that did not succeed ends its workflow Failed, its outcome in the failure's details.
     const result = await handle.result().then(
       (outcome) => ({ outcome: outcome as LaunchOutcome, failure: undefined }),
-      (failure: Error) => ({ outcome: undefined, failure }),
+      (failure: Error) => {
+        const cause = failure.cause as ApplicationFailure | undefined;
+        const outcome = cause?.type === LAUNCH_FAILED ? (cause.details?.[0] as LaunchOutcome) : undefined;
+        return { outcome, failure };
+      },
     );
+    const described = await handle.describe();
+    lastStatus = described.status.name;
+    lastAttributes = described.typedSearchAttributes;
     return { ...result, script: s };
   } finally {
     for (const w of workers) w.shutdown();
@@ -117,6 +129,9 @@ describe('launchWorkflow', () => {
     expect(outcome).toEqual(succeeded);
     expect(script.runCount).toBe(1);
     expect(script.finished).toEqual([]);
+    expect(lastStatus).toBe('COMPLETED');
+    expect(lastAttributes?.get(SEARCH_ATTRIBUTES.outcome)).toBe('succeeded');
+    expect(lastAttributes?.get(SEARCH_ATTRIBUTES.evidence)).toBe('ev_x');
   });
 
   it('a failed effect records the tool error it reported', async () => {
@@ -131,6 +146,9 @@ describe('launchWorkflow', () => {
     });
     expect(outcome).toMatchObject({ status: 'failed', error });
     expect(script.finished).toEqual([outcome]);
+    // The audit tells the truth: the workflow failed, and says how.
+    expect(lastStatus).toBe('FAILED');
+    expect(lastAttributes?.get(SEARCH_ATTRIBUTES.outcome)).toBe('failed');
   });
 
   it('a worker lost before the effect began is dispatched again, and the second dispatch’s outcome wins', async () => {
@@ -150,6 +168,8 @@ describe('launchWorkflow', () => {
     expect(script.runCount).toBe(1);
     expect(outcome).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
     expect(script.finished).toEqual([outcome]);
+    expect(lastStatus).toBe('FAILED');
+    expect(lastAttributes?.get(SEARCH_ATTRIBUTES.outcome)).toBe('interrupted');
   }, 60_000);
 
   it('a cancel reaches the effect, is recorded as cancelled, and the workflow ends cancelled', async () => {
@@ -175,5 +195,7 @@ describe('launchWorkflow', () => {
     );
     expect((failure?.cause as Error | undefined)?.name).toBe('CancelledFailure');
     expect(script.finished.map((o) => o.status)).toEqual(['cancelled']);
+    expect(lastStatus).toBe('CANCELLED');
+    expect(lastAttributes?.get(SEARCH_ATTRIBUTES.outcome)).toBe('cancelled');
   });
 });
