@@ -69,6 +69,7 @@ const schema = z.object({
   DOSSIER_MAX_COLLECTION_ROWS: intIn(1_000, 5_000_000, 250_000),
   DOSSIER_SHUTDOWN_GRACE_MS: intIn(0, 600_000, 30_000),
   DOSSIER_WORKSPACE_BYTES: intIn(1024 * 1024, 1024 * 1024 * 1024 * 1024, 1024 * 1024 * 1024),
+  DOSSIER_WORKSPACE_RETENTION_HOURS: intIn(0, 8_760, 24),
   DOSSIER_WORKER_CAPABILITIES: z
     .string()
     .refine((v) => v.split(',').every((c) => (CAPABILITIES as readonly string[]).includes(c.trim())), {
@@ -165,6 +166,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** Bytes a launch's workspace may hold (each file is capped at this size). */
   workspaceBytes: number;
+  /** How long a finished launch's workspace is kept before it is removed (0: at once). */
+  workspaceRetentionMs: number;
   capabilities: Capability[];
   workerConcurrency: number;
   team: string;
@@ -261,6 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxCollectionRows: c.DOSSIER_MAX_COLLECTION_ROWS,
     shutdownGraceMs: c.DOSSIER_SHUTDOWN_GRACE_MS,
     workspaceBytes: c.DOSSIER_WORKSPACE_BYTES,
+    workspaceRetentionMs: c.DOSSIER_WORKSPACE_RETENTION_HOURS * 3_600_000,
     capabilities: capabilities as Capability[],
     workerConcurrency: c.DOSSIER_WORKER_CONCURRENCY,
     team: c.DOSSIER_TEAM,

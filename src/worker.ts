@@ -101,7 +101,11 @@ export async function startWorkers(deps: {
     namespace: config.namespace,
     dataConverter: converter,
   });
-  const { effects, bookkeeping, analysis } = createActivities({ store, config, client });
+  const { effects, bookkeeping, analysis, maintain } = createActivities({ store, config, client });
+  // Housekeeping now and hourly: reclaim workspaces past their retention, and what dead workers left.
+  void maintain();
+  const housekeeping = setInterval(() => void maintain(), 3_600_000);
+  housekeeping.unref();
   const workers: Worker[] = [
     await Worker.create({
       connection,
@@ -132,6 +136,7 @@ export async function startWorkers(deps: {
   const running = workers.map((w) => w.run());
   return {
     async shutdown() {
+      clearInterval(housekeeping);
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(running);
       await connection.close();

@@ -14,6 +14,7 @@ import { KILL_GRACE_MS, type CaptureInput, type ObserveInput } from '../tools/ca
 import type { Effect, EffectContext, EffectResult } from './effect.ts';
 import { registeredArtifact } from './policy.ts';
 import { listTree, parseLtraceLine, readStrace, readTrace } from './observe.ts';
+import { workspaceUsage } from './workspaces.ts';
 
 const HEAD_CHARS = 512;
 const LINE_PART_CHARS = 4_096;
@@ -119,6 +120,8 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
           addressSpaceBytes: input.limits.address_space_mb * 1024 * 1024,
           openFiles: input.limits.open_files,
           processes: input.limits.processes,
+          // No one file may outgrow the workspace's bound between two of its checks.
+          fileBytes: ctx.config.workspaceBytes,
         },
       },
       identity,
@@ -138,8 +141,8 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   child.stderr.on('data', (c: Buffer) => stderr.push(c));
   child.stdin?.end(input.stdin ?? '');
 
-  let ending: 'timeout' | 'cancel' | undefined;
-  const end = (why: 'timeout' | 'cancel') => {
+  let ending: 'timeout' | 'cancel' | 'workspace_limit' | undefined;
+  const end = (why: 'timeout' | 'cancel' | 'workspace_limit') => {
     if (ending) return;
     ending = why;
     proc.terminate();
@@ -148,17 +151,28 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   const timer = setTimeout(() => end('timeout'), input.timeout_ms);
   const onAbort = () => end('cancel');
   ctx.signal.addEventListener('abort', onAbort);
-  const ticker = setInterval(
-    () =>
-      ctx.progress({
-        phase: 'running',
-        pid: child.pid,
-        elapsed_ms: Math.round(performance.now() - t0),
-        stdout_bytes: stdout.total,
-        stderr_bytes: stderr.total,
-      }),
-    1_000,
-  );
+  let workspaceBytes = 0;
+  let checking = false;
+  const ticker = setInterval(() => {
+    ctx.progress({
+      phase: 'running',
+      pid: child.pid,
+      elapsed_ms: Math.round(performance.now() - t0),
+      stdout_bytes: stdout.total,
+      stderr_bytes: stderr.total,
+      workspace_bytes: workspaceBytes,
+    });
+    // The workspace's disk is bounded: past DOSSIER_WORKSPACE_BYTES the program is ended.
+    if (checking) return;
+    checking = true;
+    workspaceUsage(ctx.workspace, ctx.config.workspaceBytes)
+      .then((usage) => {
+        workspaceBytes = usage.bytes;
+        if (usage.over) end('workspace_limit');
+      })
+      .catch(() => undefined)
+      .finally(() => (checking = false));
+  }, 1_000);
 
   // Count what the program left running when its first process ended; the sandbox ends them all.
   let strays = 0;
@@ -193,6 +207,10 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   if (err.truncated) limitations.push(`stderr was capped at ${input.max_output_bytes} bytes`);
   if (ending === 'timeout') limitations.push(`the process was ended after timeout_ms=${input.timeout_ms}`);
   if (ending === 'cancel') limitations.push('the launch was cancelled; the process group was ended');
+  if (ending === 'workspace_limit')
+    limitations.push(
+      `the workspace passed DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes} bytes (or 200,000 entries); the process group was ended`,
+    );
   if (trace?.truncated) limitations.push(`${tracer} events were capped at max_events=${input.max_events}`);
   if (tree.truncated) limitations.push(`the workspace listing was capped at max_files=${input.max_files}`);
   if (tree.unhashed) limitations.push(`${tree.unhashed} large workspace files were listed without SHA-256`);

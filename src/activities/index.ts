@@ -16,6 +16,7 @@ import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isLaunchTool } from '../tools/contract.ts';
 import { bindAll } from '../tools/registry.ts';
 import type { EffectContext, EffectResult } from './effect.ts';
+import { finishWorkspace, sweepWorkspaces } from './workspaces.ts';
 import { EFFECT_BINDINGS } from './effects.ts';
 import { interruptedOnDevice } from './devices.ts';
 import { MUTATING_DEVICE_TOOLS } from '../tools/devices.ts';
@@ -70,6 +71,12 @@ export function createActivities(deps: { store: Store; config: Config; client: C
   const analyses = createAnalysisActivities({ store, config, sandbox, client: deps.client });
   const keys = payloadKeys(config.payloadKeys, config.home);
   const effects = bindAll('worker', CATALOG, EFFECT_BINDINGS, isLaunchTool);
+
+  /** The worker's housekeeping: workspaces past their retention, rows of retentions a dead worker left. */
+  async function maintain() {
+    await sweepWorkspaces(config.home, config.workspaceRetentionMs).catch(() => undefined);
+    await store.evidence.sweepStaged().catch(() => undefined);
+  }
 
   async function runEffect(req: LaunchRequest): Promise<LaunchOutcome> {
     const activity = Context.current();
@@ -185,6 +192,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
       };
     }
     const stored = await finishLaunch(req.workflowId, outcome);
+    await finishWorkspace(workspace, config.workspaceRetentionMs);
     if (outcome.status === 'cancelled') throw new CancelledFailure('the launch was cancelled', [stored]);
     return stored;
   }
@@ -231,6 +239,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
   const effectActivities: EffectActivities = { runEffect };
   const bookkeeping: BookkeepingActivities = { readJournal, finishLaunch };
   return {
+    maintain,
     effects: effectActivities,
     bookkeeping: { ...bookkeeping, ...analyses.bookkeeping },
     analysis: analyses.work,

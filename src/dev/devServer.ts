@@ -1,7 +1,8 @@
 // Runs the Temporal CLI dev server on a SQLite file with its Web UI, as a child
 // process this module owns: started, awaited until it answers, stopped on demand.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { TemporalCli } from './temporalCli.ts';
 
@@ -47,7 +48,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     '--sqlite-pragma',
     'journal_mode=wal',
   ];
-  const child = spawn(opts.cli.path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnOwned(opts.cli.path, args);
   let tail = '';
   const log = opts.logFile ? createWriteStream(opts.logFile, { flags: 'a' }) : undefined;
   const keepTail = (chunk: Buffer) => {
@@ -76,6 +77,21 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     pid: child.pid,
     stop: () => stopChild(child, exited).finally(() => log?.end()),
   };
+}
+
+/**
+ * Spawns a server the stack owns so that it dies with the stack, however the
+ * stack ends: setpriv sets the parent-death signal and execs the server, so a
+ * stack killed by SIGKILL or the OOM killer leaves no server holding its ports
+ * and files (a restart would otherwise fail, or talk to a stale server).
+ */
+export function spawnOwned(command: string, args: string[]): ChildProcessByStdio<null, Readable, Readable> {
+  const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+  return setpriv
+    ? spawn(setpriv, ['--pdeathsig', 'SIGKILL', '--', command, ...args], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+    : spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 export async function stopChild(child: ChildProcess, exited: Promise<unknown>) {

@@ -4,11 +4,10 @@
 // them too) and the gateway's codec endpoint configured, which decodes a
 // payload only for its own team. The CLI dev server's built-in UI cannot
 // disable writes, so the dev server runs headless.
-import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildWithGo, cachedTool, isExecutable, type GoTool } from './goTools.ts';
-import { stopChild, waitForPort } from './devServer.ts';
+import { spawnOwned, stopChild, waitForPort } from './devServer.ts';
 
 export const UI_SERVER: GoTool = {
   name: 'temporal-ui',
@@ -84,9 +83,15 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
   mkdirSync(configDir, { recursive: true });
   writeFileSync(path.join(configDir, 'dossier.yaml'), uiConfig(opts));
   const log = createWriteStream(path.join(opts.dir, 'ui.log'), { flags: 'a' });
-  const child = spawn(opts.binary, ['--root', opts.dir, '--config', 'config', '--env', 'dossier', 'start'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnOwned(opts.binary, [
+    '--root',
+    opts.dir,
+    '--config',
+    'config',
+    '--env',
+    'dossier',
+    'start',
+  ]);
   let tail = '';
   const keep = (chunk: Buffer) => {
     log.write(chunk);

@@ -102,4 +102,52 @@ describe('npm start (the embedded default)', () => {
     expect(await stopProduct(second.child, 'SIGTERM')).toBe(0);
     expect(processesUnder(home)).toEqual([]);
   });
+
+  it('a stack killed outright (SIGKILL, as the OOM killer does) leaves no server behind; the restart settles its running launch', async () => {
+    const crashHome = mkdtempSync(path.join(os.tmpdir(), 'dossier-crash-'));
+    const env = {
+      DOSSIER_HOME: crashHome,
+      DOSSIER_PORT: String(await freePort()),
+      DOSSIER_TEMPORAL_PORT: String(await freePort()),
+      DOSSIER_UI_PORT: String(await freePort()),
+      DOSSIER_TEMPORAL_CLI: inject('temporalCli'),
+      DOSSIER_TEMPORAL_UI_SERVER: inject('uiServer'),
+    };
+    try {
+      const first = await startProduct(env);
+      const dev = JSON.parse(readFileSync(path.join(crashHome, 'dev.json'), 'utf8'));
+      const client = await mcp(dev.mcp_url, dev.token);
+      await call(client, 'capture_process_scenario', {
+        executable: '/usr/bin/sleep',
+        args: ['120'],
+        timeout_ms: 150_000,
+        wait_ms: 0,
+        idempotency_key: 'crashed-mid-launch',
+      });
+      const began = async () =>
+        (await call(client, 'get_launch', { idempotency_key: 'crashed-mid-launch' })).progress?.phase ===
+        'running';
+      for (let i = 0; i < 100 && !(await began()); i++) await new Promise((r) => setTimeout(r, 100));
+      await client.close().catch(() => undefined);
+      expect(await stopProduct(first.child, 'SIGKILL')).toBe(null);
+      // Its Temporal server and UI server went with it: nothing holds the ports or the files.
+      for (let i = 0; i < 50 && processesUnder(crashHome).length > 0; i++)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(processesUnder(crashHome)).toEqual([]);
+
+      const t0 = Date.now();
+      const second = await startProduct(env);
+      const client2 = await mcp(dev.mcp_url, dev.token);
+      const outcome = await call(client2, 'await_launch', {
+        idempotency_key: 'crashed-mid-launch',
+        wait_ms: 60_000,
+      });
+      expect(outcome.status).toBe('interrupted');
+      expect(Date.now() - t0).toBeLessThan(45_000);
+      await client2.close();
+      expect(await stopProduct(second.child, 'SIGTERM')).toBe(0);
+    } finally {
+      rmSync(crashHome, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

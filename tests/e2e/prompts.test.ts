@@ -93,7 +93,7 @@ describe('completion', () => {
     );
   });
 
-  it('keeps the documented bounds on a store with 20,000 candidates', async () => {
+  it('keeps the documented bounds on a store with 20,000 candidates, and reaches the oldest by its prefix', async () => {
     const token = await t.tokenFor('bulk', 'bulk-team');
     for (let i = 0; i < 20_000; i++) {
       await t.stack.store.launches.claim({
@@ -117,6 +117,24 @@ describe('completion', () => {
     expect(result.completion.hasMore).toBe(true);
     const values = result.completion.values;
     expect([...values].sort()).toEqual(values);
+    // The oldest candidate is as reachable as the newest: the store finds it by its prefix.
+    const oldest = await bulk.complete({
+      ref: { type: 'ref/prompt', name: 'trace_crash' },
+      argument: { name: 'launch_key', value: 'K0000' },
+    });
+    expect(oldest.completion.values).toEqual([
+      'k00000',
+      'k00001',
+      'k00002',
+      'k00003',
+      'k00004',
+      'k00005',
+      'k00006',
+      'k00007',
+      'k00008',
+      'k00009',
+    ]);
+    expect(oldest.completion).toMatchObject({ total: 10, hasMore: false });
     const tooLong = await bulk.complete({
       ref: { type: 'ref/prompt', name: 'trace_crash' },
       argument: { name: 'launch_key', value: 'k'.repeat(4_097) },

@@ -1,0 +1,107 @@
+// Launch workspaces are bounded on disk while the program runs, and reclaimed
+// by the stated policy afterwards (docs/operations.md).
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sweepWorkspaces } from '../../src/activities/workspaces.ts';
+import { call } from '../helpers/mcp.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+
+const MiB = 1024 * 1024;
+let t: TestStack;
+beforeAll(async () => {
+  t = await startTestStack({
+    env: { DOSSIER_WORKSPACE_BYTES: String(4 * MiB), DOSSIER_WORKSPACE_RETENTION_HOURS: '0' },
+  });
+});
+afterAll(async () => {
+  await t?.stop(true);
+});
+
+const workspaces = () => {
+  const root = path.join(t.home, 'workspaces');
+  return existsSync(root) ? readdirSync(root).flatMap((l) => readdirSync(path.join(root, l))) : [];
+};
+
+describe('workspace disk', () => {
+  it('no file a program writes outgrows DOSSIER_WORKSPACE_BYTES', async () => {
+    const reply = await call(await t.connect(), 'capture_process_scenario', {
+      executable: '/usr/bin/python3',
+      args: ['-c', 'f = open("big", "wb")\nfor i in range(64): f.write(b"x" * 1048576)\n'],
+      idempotency_key: 'one-big-file',
+    });
+    expect(reply.status).toBe('succeeded');
+    expect(reply.summary.exit_code).not.toBe(0); // the write past the bound failed (EFBIG / SIGXFSZ)
+    const files = (
+      await call(await t.connect(), 'inspect_analysis_view', {
+        evidence_id: reply.evidence_id,
+        view: { kind: 'page', collection: 'files', offset: 0, limit: 16 },
+      })
+    ).rows.map((r: { row: { path: string; size: number } }) => r.row);
+    expect(files.find((f: { path: string }) => f.path === 'big').size).toBeLessThanOrEqual(4 * MiB);
+  });
+
+  it('a program whose workspace passes the bound is ended, and the Evidence says why', async () => {
+    const reply = await call(await t.connect(), 'capture_process_scenario', {
+      executable: '/usr/bin/python3',
+      args: [
+        '-c',
+        'import time\nfor i in range(60):\n  open(f"part{i}", "wb").write(b"x" * 524288)\n  time.sleep(0.1)\n',
+      ],
+      timeout_ms: 60_000,
+      idempotency_key: 'many-files',
+    });
+    expect(reply.status).toBe('succeeded');
+    expect(reply.summary.ended_by).toBe('workspace_limit');
+    expect(reply.summary.duration_ms).toBeLessThan(30_000);
+    const evidence = (await call(await t.connect(), 'get_evidence', { evidence_id: reply.evidence_id }))
+      .evidence;
+    expect(evidence.limitations.join('\n')).toMatch(/the workspace passed DOSSIER_WORKSPACE_BYTES=4194304/);
+  });
+
+  it('with DOSSIER_WORKSPACE_RETENTION_HOURS=0 a finished launch leaves no workspace behind', async () => {
+    expect(workspaces()).toEqual([]);
+  });
+});
+
+describe('the sweep', () => {
+  it('removes finished workspaces past retention and week-old orphans; keeps the rest', async () => {
+    const home = mkdtempSync(path.join(os.tmpdir(), 'dossier-sweep-'));
+    const dir = path.join(home, 'workspaces', 'abc');
+    mkdirSync(dir, { recursive: true });
+    const make = (name: string, ageHours: number, done: boolean) => {
+      const ws = path.join(dir, name);
+      mkdirSync(ws);
+      writeFileSync(path.join(ws, 'file'), 'x');
+      mkdirSync(`${ws}.trace`);
+      const when = (Date.now() - ageHours * 3_600_000) / 1000;
+      if (done) {
+        writeFileSync(`${ws}.done`, '');
+        utimesSync(`${ws}.done`, when, when);
+      }
+      utimesSync(ws, when, when);
+    };
+    make('old-finished', 30, true);
+    make('new-finished', 2, true);
+    make('running-for-a-day', 25, false);
+    make('orphan', 8 * 24, false);
+    expect(await sweepWorkspaces(home, 24 * 3_600_000)).toBe(2);
+    expect(readdirSync(dir).sort()).toEqual([
+      'new-finished',
+      'new-finished.done',
+      'new-finished.trace',
+      'running-for-a-day',
+      'running-for-a-day.trace',
+    ]);
+    expect(statSync(path.join(dir, 'new-finished', 'file')).size).toBe(1);
+  });
+});
