@@ -3,6 +3,7 @@
 // compare figures measured in the same run.
 import { benchAnalysis } from './analysis.ts';
 import { benchDevices } from './devices.ts';
+import { benchSoak } from './soak.ts';
 import { benchEvidence } from './evidence.ts';
 import { benchExtract } from './extract.ts';
 import { benchGateway } from './gateway.ts';
@@ -15,6 +16,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   gateway: benchGateway,
   analysis: benchAnalysis,
   devices: benchDevices,
+  soak: benchSoak,
 };
 const only = process.argv.slice(2);
 
