@@ -165,7 +165,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     // The workspace's disk is bounded: past DOSSIER_WORKSPACE_BYTES the program is ended.
     if (checking) return;
     checking = true;
-    workspaceUsage(ctx.workspace, ctx.config.workspaceBytes)
+    workspaceUsage(ctx.workspace, proc.members(), ctx.config.workspaceBytes)
       .then((usage) => {
         workspaceBytes = usage.bytes;
         if (usage.over) end('workspace_limit');

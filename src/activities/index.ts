@@ -4,7 +4,6 @@
 // small reference (Temporal payloads must stay far below 2 MiB).
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import { sha256Hex } from '../domain/canonical.ts';
@@ -16,7 +15,7 @@ import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isLaunchTool } from '../tools/contract.ts';
 import { bindAll } from '../tools/registry.ts';
 import type { EffectContext, EffectResult } from './effect.ts';
-import { finishWorkspace, sweepWorkspaces } from './workspaces.ts';
+import { finishWorkspace, makeWorkspace, sweepWorkspaces } from './workspaces.ts';
 import { EFFECT_BINDINGS } from './effects.ts';
 import { interruptedOnDevice } from './devices.ts';
 import { MUTATING_DEVICE_TOOLS } from '../tools/devices.ts';
@@ -91,8 +90,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
       // One per dispatch: a launch re-dispatched after a lost worker is another activity of the same run.
       `${runId}-${activity.info.activityId}-${activity.info.attempt}`,
     );
-    await mkdir(path.dirname(workspace), { recursive: true });
-    await mkdir(workspace); // fails if it exists: a workspace is never shared
+    await makeWorkspace(workspace);
 
     let begun = false;
     let lastWrite = 0;
@@ -159,8 +157,12 @@ export function createActivities(deps: { store: Store; config: Config; client: C
         error: (result.error as unknown as Record<string, unknown>) ?? null,
       };
     } catch (err) {
-      if (err instanceof ApplicationFailure && err.type === 'EffectAlreadyStarted') throw err;
+      if (err instanceof ApplicationFailure && err.type === 'EffectAlreadyStarted') {
+        await finishWorkspace(workspace, config.workspaceRetentionMs);
+        throw err;
+      }
       if (!begun && activity.cancellationDetails?.workerShutdown) {
+        await finishWorkspace(workspace, config.workspaceRetentionMs);
         // Nothing was done: another worker may take the launch (the workflow dispatches it again).
         throw ApplicationFailure.create({
           type: WORKER_SHUTDOWN,

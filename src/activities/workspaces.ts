@@ -1,39 +1,75 @@
 // Launch workspaces on disk: how much one holds while its program runs, and
 // the stated policy that reclaims them. A workspace (and its `.trace` folder)
-// is kept DOSSIER_WORKSPACE_RETENTION_HOURS after its launch finished (the
-// `.done` stamp beside it), then removed; one whose worker died without
-// finishing it is removed a week after it was made.
-import { lstat, readdir, rm, stat, writeFile } from 'node:fs/promises';
+// is kept DOSSIER_WORKSPACE_RETENTION_HOURS after its launch finished, then
+// removed; one whose worker died without finishing it is removed a week after
+// it was made. The clocks are stamps beside the workspace (`.made`, `.done`),
+// in the launch's root-owned folder where no program can touch them; a
+// program owns only its workspace, and by the time one is swept no program of
+// it runs (the sandbox ends them all with their first process or worker).
+import { execFile } from 'node:child_process';
+import { lstat, mkdir, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-/** Disk a workspace uses (allocated blocks, links not followed), or `over` once past `maxBytes` or `maxEntries`. */
+/** Makes a launch's workspace (never an existing one) and stamps when. */
+export async function makeWorkspace(workspace: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    await mkdir(path.dirname(workspace), { recursive: true, mode: 0o700 });
+    try {
+      await mkdir(workspace); // fails if it exists: a workspace is never shared
+      break;
+    } catch (err) {
+      // A sweep removed the (empty) launch folder between the two mkdirs: make it again.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt > 2) throw err;
+    }
+  }
+  await writeFile(`${workspace}.made`, '');
+}
+
+/** Disk under a folder, allocated bytes and entries, links never followed (GNU du's fts: no symlink race). */
+function du(dir: string, what: '-B1' | '--inodes'): Promise<number> {
+  return new Promise((resolve) => {
+    execFile('/usr/bin/du', ['-s', '-P', '-x', what, dir], { timeout: 10_000 }, (err, stdout) =>
+      resolve(err && !stdout ? 0 : Number(/^(\d+)/.exec(stdout)?.[1] ?? 0)),
+    );
+  });
+}
+
+/** Bytes held by files a process has open but that are gone from every folder (unlinked). */
+async function unlinkedOpenBytes(pids: number[], maxFds = 100_000): Promise<number> {
+  let bytes = 0;
+  let seen = 0;
+  for (const pid of pids) {
+    const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
+    for (const fd of fds) {
+      if (++seen > maxFds) return bytes;
+      const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+      if (!target.endsWith(' (deleted)')) continue;
+      const st = await stat(`/proc/${pid}/fd/${fd}`).catch(() => undefined);
+      if (st?.isFile()) bytes += st.blocks * 512;
+    }
+  }
+  return bytes;
+}
+
+/**
+ * Disk a running program uses: its workspace and its tracer's folder, plus
+ * files it holds open after unlinking them; `over` once past the bounds.
+ */
 export async function workspaceUsage(
-  dir: string,
+  workspace: string,
+  pids: number[],
   maxBytes: number,
   maxEntries = 200_000,
 ): Promise<{ bytes: number; entries: number; over: boolean }> {
-  let bytes = 0;
-  let entries = 0;
-  const pending = [dir];
-  while (pending.length) {
-    const current = pending.pop()!;
-    let names: string[];
-    try {
-      names = await readdir(current);
-    } catch {
-      continue; // gone, or not a folder any more: the program is racing us, and loses nothing
-    }
-    for (const name of names) {
-      const full = path.join(current, name);
-      const st = await lstat(full).catch(() => undefined);
-      if (!st) continue;
-      entries++;
-      bytes += st.blocks * 512;
-      if (bytes > maxBytes || entries > maxEntries) return { bytes, entries, over: true };
-      if (st.isDirectory()) pending.push(full);
-    }
-  }
-  return { bytes, entries, over: false };
+  const folders = [workspace, `${workspace}.trace`];
+  const [sizes, counts, hidden] = await Promise.all([
+    Promise.all(folders.map((f) => du(f, '-B1'))),
+    Promise.all(folders.map((f) => du(f, '--inodes'))),
+    unlinkedOpenBytes(pids),
+  ]);
+  const bytes = sizes.reduce((a, b) => a + b, 0) + hidden;
+  const entries = counts.reduce((a, b) => a + b, 0);
+  return { bytes, entries, over: bytes > maxBytes || entries > maxEntries };
 }
 
 /** Marks a workspace finished: the retention clock starts now (or it goes at once). */
@@ -43,11 +79,14 @@ export async function finishWorkspace(workspace: string, retentionMs: number): P
 }
 
 async function removeWorkspace(workspace: string) {
-  for (const p of [workspace, `${workspace}.trace`, `${workspace}.done`])
+  for (const p of [workspace, `${workspace}.trace`, `${workspace}.done`, `${workspace}.made`])
     await rm(p, { recursive: true, force: true }).catch(() => undefined);
 }
 
 const ORPHAN_AFTER_MS = 7 * 24 * 3_600_000;
+/** An empty launch folder is removed only this long after it last changed (a launch may be making one). */
+const EMPTY_FOLDER_MS = 3_600_000;
+const STAMPS = /\.(done|made|trace)$/;
 
 /** Removes workspaces past their retention, and orphans; returns how many went. */
 export async function sweepWorkspaces(home: string, retentionMs: number, now = Date.now()): Promise<number> {
@@ -57,18 +96,24 @@ export async function sweepWorkspaces(home: string, retentionMs: number, now = D
     const dir = path.join(root, launch);
     const names = await readdir(dir).catch(() => [] as string[]);
     for (const name of names) {
-      if (name.endsWith('.done') || name.endsWith('.trace')) continue;
+      if (STAMPS.test(name)) continue;
       const workspace = path.join(dir, name);
-      const done = await stat(`${workspace}.done`).catch(() => undefined);
-      const made = await stat(workspace).catch(() => undefined);
+      const [done, made, self] = await Promise.all(
+        [`${workspace}.done`, `${workspace}.made`, workspace].map((p) => lstat(p).catch(() => undefined)),
+      );
+      if (!self?.isDirectory()) continue;
+      // Without a stamp (made before stamps were kept), the folder's own time, which only its program could change.
       const expired = done
         ? now - done.mtimeMs > retentionMs
-        : made !== undefined && now - made.mtimeMs > ORPHAN_AFTER_MS;
+        : now - (made ?? self).mtimeMs > ORPHAN_AFTER_MS;
       if (!expired) continue;
       await removeWorkspace(workspace);
       removed++;
     }
-    if ((await readdir(dir).catch(() => ['?'])).length === 0) await rm(dir, { recursive: true, force: true });
+    const left = await readdir(dir).catch(() => ['?']);
+    const folder = await lstat(dir).catch(() => undefined);
+    if (left.length === 0 && folder && now - folder.mtimeMs > EMPTY_FOLDER_MS)
+      await rm(dir, { recursive: true, force: true });
   }
   return removed;
 }

@@ -92,29 +92,52 @@ export function toToolError(err: unknown): ToolError {
 }
 
 const NUL_ALLOWED = new Set(['stdin']);
+/** Values one call's arguments may hold; past it the call is refused before anything else looks at them. */
+export const MAX_ARGUMENT_VALUES = 200_000;
 
 /**
  * Refuses a NUL character in any string of a tool's arguments (PostgreSQL
  * cannot store one, and no path, name, argument or environment value may
- * hold one), except fields that carry bytes for a program (`stdin`).
+ * hold one), except fields that carry bytes for a program (`stdin`). Walks
+ * iteratively, in time linear in the values, and names the path only on a hit.
  */
-export function refuseNul(value: unknown, at: string[] = []): void {
-  if (typeof value === 'string') {
-    if (value.includes('\u0000'))
+export function refuseNul(value: unknown): void {
+  const stack: { value: unknown; parent: number; key: string }[] = [{ value, parent: -1, key: '' }];
+  const seen: { parent: number; key: string }[] = [];
+  const pathOf = (at: number) => {
+    const parts: string[] = [];
+    for (let i = at; i > 0; i = seen[i]!.parent) parts.push(seen[i]!.key);
+    return parts.reverse().join('.');
+  };
+  const refuse = (where: string, what: string) =>
+    new DossierError(
+      'invalid_params',
+      `${where || '(argument)'} ${what}`,
+      'Remove the NUL (\\u0000): no name, path, argument, key or filter value may hold one. Nothing was run.',
+      { path: where },
+    );
+  while (stack.length) {
+    const node = stack.pop()!;
+    const at = seen.push({ parent: node.parent, key: node.key }) - 1;
+    if (seen.length > MAX_ARGUMENT_VALUES) {
       throw new DossierError(
         'invalid_params',
-        `${at.join('.') || '(argument)'} contains a NUL character.`,
-        'Remove the NUL (\\u0000): no name, path, argument, key or filter value may hold one. Nothing was run.',
-        { path: at.join('.') },
+        `The arguments hold more than ${MAX_ARGUMENT_VALUES} values.`,
+        'Send fewer values; every tool input is far smaller than this.',
       );
-    return;
-  }
-  if (Array.isArray(value)) value.forEach((v, i) => refuseNul(v, [...at, String(i)]));
-  else if (value && typeof value === 'object')
-    for (const [k, v] of Object.entries(value)) {
-      refuseNul(k, [...at, '(key)']);
-      if (!NUL_ALLOWED.has(k)) refuseNul(v, [...at, k]);
     }
+    const v = node.value;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) throw refuse(pathOf(at), 'contains a NUL character.');
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], parent: at, key: String(i) });
+    } else if (v && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v)) {
+        if (k.includes('\u0000')) throw refuse(pathOf(at), 'has a key with a NUL character.');
+        if (!NUL_ALLOWED.has(k)) stack.push({ value: child, parent: at, key: k });
+      }
+    }
+  }
 }
 
 export function isErrorCode(value: unknown): value is ErrorCode {

@@ -30,6 +30,10 @@ export type LaunchReply = z.output<typeof launchReplySchema>;
 
 /** gRPC status NOT_FOUND: the workflow does not exist. */
 const GRPC_NOT_FOUND = 5;
+/** gRPC statuses that mean Temporal could not be reached (try again later). */
+const GRPC_UNREACHABLE = new Set([4, 14]); // DEADLINE_EXCEEDED, UNAVAILABLE
+/** A launch not started this long after it was called is recorded as never started, not started late. */
+const START_LATE_MS = 15 * 60_000;
 
 export class LaunchService {
   constructor(
@@ -106,7 +110,8 @@ export class LaunchService {
       });
     } catch (err) {
       if ((err as { code?: number }).code !== GRPC_NOT_FOUND) throw unavailable(err, 'cancel');
-      await this.deps.launches.finish(
+      // Only a launch that is provably unstarted is recorded cancelled; one that moved meanwhile is answered as it is.
+      const recorded = await this.deps.launches.finishUnstarted(
         record.workflowId,
         errorOutcome(
           'cancelled',
@@ -115,7 +120,16 @@ export class LaunchService {
           'Start a new launch with a new idempotency_key if the effect is still wanted.',
         ),
       );
-      return this.reply((await this.deps.launches.byWorkflowId(record.workflowId)) ?? record, true);
+      const now = (await this.deps.launches.byWorkflowId(record.workflowId)) ?? record;
+      if (!recorded && !isFinished(now.status)) {
+        throw new DossierError(
+          'provider_unavailable',
+          'Temporal has no workflow for this launch, yet the store says it started; its state cannot be told from here.',
+          'Check the launch in the Temporal UI; get_launch shows what the store holds.',
+          { workflow_id: record.workflowId },
+        );
+      }
+      return this.reply(now, true);
     }
     return this.wait(record, true, wait);
   }
@@ -130,12 +144,38 @@ export class LaunchService {
     let started = 0;
     for (const record of waiting) {
       const contract = TOOLS_BY_NAME.get(record.tool);
-      if (!contract) continue;
+      const age = Date.now() - Date.parse(record.createdAt);
+      if (!contract || age > START_LATE_MS) {
+        // Too late to act on the caller's intent (or a tool this gateway no longer serves): it never ran.
+        await this.deps.launches.finishUnstarted(
+          record.workflowId,
+          errorOutcome(
+            'failed',
+            'provider_unavailable',
+            contract
+              ? `Temporal was unreachable for more than ${START_LATE_MS / 60_000} minutes after this launch was called; it was never started and never will be.`
+              : `This gateway no longer serves ${record.tool}; the launch was never started.`,
+            'Launch again with a new idempotency_key if the effect is still wanted.',
+          ),
+        );
+        continue;
+      }
       try {
         await this.ensureStarted(record, contract);
         started++;
-      } catch {
-        return started; // still unreachable: try again on the next round
+      } catch (err) {
+        const code = grpcCode(err);
+        if (code === undefined || GRPC_UNREACHABLE.has(code)) return started; // unreachable: next round
+        // Temporal answered and refused this one: record it, so it never holds up the others.
+        await this.deps.launches.finishUnstarted(
+          record.workflowId,
+          errorOutcome(
+            'failed',
+            'provider_unavailable',
+            `Temporal refused to start this launch: ${(err as Error).message}`,
+            'Launch again with a new idempotency_key; report it if it happens again.',
+          ),
+        );
       }
     }
     return started;
@@ -300,12 +340,22 @@ function keyReused(first: LaunchRecord, tool: string, digest: string): DossierEr
   );
 }
 
+/** The gRPC status code somewhere in an error's causes (Temporal's client wraps them). */
+function grpcCode(err: unknown): number | undefined {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (typeof e.code === 'number') return e.code;
+    e = e.cause as typeof e;
+  }
+  return undefined;
+}
+
 function unavailable(err: unknown, what: 'start' | 'cancel' = 'start'): DossierError {
-  return new DossierError(
+  const wrapped = new DossierError(
     'provider_unavailable',
     `Temporal could not ${what} the launch: ${(err as Error).message}`,
     what === 'start'
-      ? 'Nothing more is needed: the gateway starts the launch once Temporal is back. Retrying the same call with the same idempotency_key is safe and attaches to it.'
+      ? 'Nothing more is needed: the gateway starts the launch once Temporal is back (within 15 minutes; later it is recorded as never started). Retrying the same call with the same idempotency_key is safe and attaches to it.'
       : 'Retry cancel_launch once Temporal is reachable.',
   );
+  return Object.assign(wrapped, { cause: err });
 }

@@ -258,13 +258,15 @@ export class Ledger {
       beforeRevision: input.before_revision,
       limit: input.history_limit + 1,
     });
-    const kept = history.slice(0, input.history_limit);
-    const more = history.length > input.history_limit;
-    return {
+    // Revisions kept within the reply budget too (a note is up to 4 KB); the rest is one call away.
+    let kept = history.slice(0, input.history_limit);
+    const reply = (h: typeof kept) => ({
       unknown,
-      history: kept,
-      next_before_revision: more ? kept[kept.length - 1]!.revision : null,
-    };
+      history: h,
+      next_before_revision: h.length < history.length ? h[h.length - 1]!.revision : null,
+    });
+    while (kept.length > 1 && replyBytes(reply(kept)) > this.replyBudgetBytes) kept = kept.slice(0, -1);
+    return reply(kept);
   }
 
   async listUnknowns(caller: Principal, filter: UnknownFilter) {

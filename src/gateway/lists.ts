@@ -27,6 +27,8 @@ export function fitList<F extends string, T, U = T>(
     if (used > budget) break;
     kept++;
   }
+  // Cursors differ in length: measure the reply as it will be sent, and give back entries until it fits.
+  while (kept > 0 && bytesOf(reply(shown.slice(0, kept), page.cursorAfter(kept - 1))) > budget) kept--;
   if (kept === 0) {
     throw new DossierError(
       'resource_constraint',

@@ -4,6 +4,7 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
+import { toToolError } from '../domain/errors.ts';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TokenStore } from '../store/tokens.ts';
@@ -78,20 +79,34 @@ export async function startHttpGateway(
    * recently used session; a full gateway takes one from the principal that
    * holds the most. No principal's sessions can crowd out another's.
    */
+  // Sessions being opened count from the moment they are admitted: a burst of
+  // initialize requests cannot pass the caps before any of them is recorded.
+  const opening = new Map<string, number>();
+  const totalOpening = () => [...opening.values()].reduce((a, b) => a + b, 0);
   const makeRoom = (p: Principal) => {
-    const mine = [...sessions].filter(([, s]) => who(s.principal) === who(p));
-    if (mine.length >= perPrincipal) {
-      evict(mine.sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0]![0]);
-      return;
+    const mine = [...sessions]
+      .filter(([, s]) => who(s.principal) === who(p))
+      .sort((a, b) => a[1].lastSeen - b[1].lastSeen);
+    while (mine.length > 0 && mine.length + (opening.get(who(p)) ?? 0) >= perPrincipal)
+      evict(mine.shift()![0]);
+    while (sessions.size > 0 && sessions.size + totalOpening() >= maxSessions) {
+      const held = new Map<string, [string, Session][]>();
+      for (const entry of sessions) {
+        const k = who(entry[1].principal);
+        held.set(k, [...(held.get(k) ?? []), entry]);
+      }
+      const heaviest = [...held.values()].sort((a, b) => b.length - a.length)[0]!;
+      evict(heaviest.sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0]![0]);
     }
-    if (sessions.size < maxSessions) return;
-    const held = new Map<string, [string, Session][]>();
-    for (const entry of sessions) {
-      const k = who(entry[1].principal);
-      held.set(k, [...(held.get(k) ?? []), entry]);
-    }
-    const heaviest = [...held.values()].sort((a, b) => b.length - a.length)[0]!;
-    evict(heaviest.sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0]![0]);
+    const mineOpening = opening.get(who(p)) ?? 0;
+    if (mineOpening >= perPrincipal || totalOpening() >= maxSessions) return false;
+    opening.set(who(p), mineOpening + 1);
+    return true;
+  };
+  const opened = (p: Principal) => {
+    const n = (opening.get(who(p)) ?? 1) - 1;
+    if (n > 0) opening.set(who(p), n);
+    else opening.delete(who(p));
   };
 
   // A loopback name with any port is no rebinding risk: the attack needs a foreign hostname.
@@ -142,6 +157,18 @@ export async function startHttpGateway(
     if (url.pathname === '/artifacts') {
       if (req.method !== 'POST') return sendJson(res, 405, { error: 'POST the file as the request body' });
       const name = url.searchParams.get('name') ?? undefined;
+      if (name?.includes('\u0000')) {
+        req.resume();
+        return sendJson(res, 400, { error: 'name contains a NUL character; nothing was stored' });
+      }
+      const limited = gateway.throttle(principal);
+      if (limited) {
+        req.resume();
+        res.setHeader('Retry-After', String(Math.ceil(limited.retry_after_ms / 1000)));
+        return sendJson(res, 429, { error: limited });
+      }
+      // An upload may be long, but not silent: no byte for DOSSIER_REQUEST_BODY_TIMEOUT_MS ends it.
+      req.setTimeout(bodyTimeoutMs, () => req.destroy(new Error('the upload stalled')));
       const declared = Number(req.headers['content-length'] ?? 0);
       if (principal.role !== 'viewer' && declared > opts.maxUploadBytes) {
         res.setHeader('Connection', 'close');
@@ -222,19 +249,26 @@ export async function startHttpGateway(
         id: null,
       });
     }
-    makeRoom(principal);
-    const server = createMcpServer(gateway, (extra) => extra?.principal as Principal | undefined);
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        sessions.set(id, { transport, server, principal, lastSeen: Date.now() });
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
-    };
-    await server.connect(transport);
-    await transport.handleRequest(req, res, body);
+    if (!makeRoom(principal)) {
+      res.setHeader('Retry-After', '1');
+      return rpcError(res, 503, -32000, 'Too many sessions are being opened at once; retry in a moment');
+    }
+    try {
+      const server = createMcpServer(gateway, (extra) => extra?.principal as Principal | undefined);
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          sessions.set(id, { transport, server, principal, lastSeen: Date.now() });
+        },
+      });
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+      };
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+    } finally {
+      opened(principal);
+    }
   }
 
   async function serveCodec(req: IncomingMessage, res: ServerResponse, route: string, origins: string[]) {
@@ -281,7 +315,9 @@ export async function startHttpGateway(
 
   const httpServer = http.createServer((req, res) => {
     handle(req, res).catch((err) => {
-      if (!res.headersSent) rpcError(res, 500, -32603, `Internal error: ${(err as Error).message}`);
+      // Never the failure's own text (database messages, paths): a reference the server log has.
+      const { message } = toToolError(err);
+      if (!res.headersSent) rpcError(res, 500, -32603, message);
       else res.end();
     });
   });

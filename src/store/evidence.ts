@@ -214,25 +214,13 @@ export class EvidenceStore {
         chunk,
         'ON CONFLICT DO NOTHING',
       );
-    }
-    if (built.unknowns.length > 0) {
-      await insertMany(
-        tx,
-        'INSERT INTO unknown_revisions (team, unknown_id, revision, status, note, settled_by, evidence_ids, changed_by, changed_at)',
-        9,
-        built.unknowns.map((u) => [
-          team,
-          u.unknown_id,
-          1,
-          'open',
-          null,
-          null,
-          JSON.stringify([r.evidence_id]),
-          r.principal,
-          r.created_at,
-        ]),
-        chunk,
-        'ON CONFLICT DO NOTHING',
+      // The first revision of each unknown this retention created (not of one that existed already).
+      await tx.run(
+        `INSERT INTO unknown_revisions (team, unknown_id, revision, status, note, settled_by, evidence_ids, changed_by, changed_at)
+         SELECT team, unknown_id, 1, status, note, settled_by, evidence_ids, created_by, created_at FROM unknowns
+         WHERE team = ? AND status = 'open' AND created_at = ? AND revision = 1 AND evidence_ids = ?
+         ON CONFLICT DO NOTHING`,
+        [team, at, evidenceIds],
       );
     }
     await addCandidates(tx, team, [

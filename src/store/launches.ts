@@ -133,6 +133,19 @@ export class LaunchStore {
     return this.byWorkflowId(workflowId);
   }
 
+  /**
+   * Records the outcome of a launch whose workflow never started, only if it is
+   * still that (pending, no run, effect not begun); false when anything moved.
+   */
+  async finishUnstarted(workflowId: string, o: LaunchOutcome): Promise<boolean> {
+    const info = await this.db.run(
+      `UPDATE launches SET status = ?, evidence_id = ?, summary = ?, error = ?, finished_at = ?
+       WHERE workflow_id = ? AND status = 'pending' AND run_id IS NULL AND effect = 'not_started'`,
+      [o.status, o.evidenceId, json(o.summary), json(o.error), now(), workflowId],
+    );
+    return info.changes === 1;
+  }
+
   async list(team: string, f: LaunchFilter): Promise<Page<LaunchRecord>> {
     // A launch claimed but not yet started (pending) is reported as running.
     const running = f.status === 'running';

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { signalGroup } from '../../src/sandbox/processes.ts';
 import { payloadKeys } from '../../src/temporal/codec.ts';
@@ -222,6 +223,35 @@ describe('a launch survives what fails around it', () => {
     expect(done!.launch.run_id).toBeTruthy();
     expect(effect.count()).toBe(1);
   }, 120_000);
+
+  it('a launch Temporal could not start for more than 15 minutes is recorded as never started, not run late', async () => {
+    const client = await gateway.connect();
+    const effect = effectCounter(env.DOSSIER_HOME!);
+    await gateway.stack.store.launches.claim({
+      team: 'local',
+      principal: 'local',
+      key: 'stale-claim',
+      tool: 'capture_process_scenario',
+      bodyDigest: 'digest-of-a-stale-body',
+      input: effect.launch(),
+      workflowId: 'launch/local/local/stale-claim',
+      investigation: null,
+    });
+    // Claimed 20 minutes ago, while Temporal was down, and never started since.
+    const db = new Database(path.join(env.DOSSIER_HOME!, 'dossier.db'));
+    db.prepare('UPDATE launches SET created_at = ? WHERE workflow_id = ?').run(
+      new Date(Date.now() - 20 * 60_000).toISOString(),
+      'launch/local/local/stale-claim',
+    );
+    db.close();
+    const settled = await eventually('the gateway to settle it', async () => {
+      const r = await call(client, 'get_launch', { idempotency_key: 'stale-claim' });
+      return r.status === 'failed' ? r : undefined;
+    });
+    expect(settled!.error).toMatchObject({ code: 'provider_unavailable' });
+    expect(settled!.error.message).toMatch(/never started and never will be/);
+    expect(effect.count()).toBe(0);
+  });
 
   it('cancel_launch of a launch whose workflow never started records it cancelled by that principal; nothing runs', async () => {
     const client = await gateway.connect();

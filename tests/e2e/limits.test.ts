@@ -92,6 +92,14 @@ describe('sessions and slow bodies', () => {
     expect((await call(bob, 'whoami')).principal).toBe('bob');
   });
 
+  it('holds the cap under a burst: 20 sessions opened at once leave at most 3 for that principal', async () => {
+    const token = await s.tokenFor('burst', 'burst-team');
+    const before = s.stack.http.sessions();
+    const opened = await Promise.allSettled(Array.from({ length: 20 }, () => s.connect(token)));
+    expect(opened.some((o) => o.status === 'fulfilled')).toBe(true);
+    expect(s.stack.http.sessions() - before).toBeLessThanOrEqual(3);
+  });
+
   it('answers a request body that trickles in with 408 once DOSSIER_REQUEST_BODY_TIMEOUT_MS passes', async () => {
     const url = new URL(s.url);
     const status = await new Promise<number>((resolve, reject) => {

@@ -68,38 +68,68 @@ describe('workspace disk', () => {
     expect(evidence.limitations.join('\n')).toMatch(/the workspace passed DOSSIER_WORKSPACE_BYTES=4194304/);
   });
 
+  it('files a program holds open after unlinking them still count', async () => {
+    const reply = await call(await t.connect(), 'capture_process_scenario', {
+      executable: '/usr/bin/python3',
+      args: [
+        '-c',
+        [
+          'import os, time',
+          'held = []',
+          'for i in range(10):',
+          '  f = open(f"t{i}", "wb"); os.unlink(f"t{i}"); f.write(b"x" * 3145728); f.flush(); held.append(f)',
+          '  time.sleep(0.3)',
+          'time.sleep(30)',
+        ].join('\n'),
+      ],
+      timeout_ms: 60_000,
+      idempotency_key: 'unlinked-files',
+    });
+    expect(reply.summary.ended_by).toBe('workspace_limit');
+    expect(reply.summary.duration_ms).toBeLessThan(20_000);
+  });
+
   it('with DOSSIER_WORKSPACE_RETENTION_HOURS=0 a finished launch leaves no workspace behind', async () => {
     expect(workspaces()).toEqual([]);
   });
 });
 
 describe('the sweep', () => {
-  it('removes finished workspaces past retention and week-old orphans; keeps the rest', async () => {
+  it('removes finished workspaces past retention and week-old orphans by their stamps; keeps the rest', async () => {
     const home = mkdtempSync(path.join(os.tmpdir(), 'dossier-sweep-'));
     const dir = path.join(home, 'workspaces', 'abc');
     mkdirSync(dir, { recursive: true });
-    const make = (name: string, ageHours: number, done: boolean) => {
+    const ago = (hours: number) => (Date.now() - hours * 3_600_000) / 1000;
+    const make = (name: string, madeHoursAgo: number, doneHoursAgo?: number) => {
       const ws = path.join(dir, name);
       mkdirSync(ws);
       writeFileSync(path.join(ws, 'file'), 'x');
       mkdirSync(`${ws}.trace`);
-      const when = (Date.now() - ageHours * 3_600_000) / 1000;
-      if (done) {
+      writeFileSync(`${ws}.made`, '');
+      utimesSync(`${ws}.made`, ago(madeHoursAgo), ago(madeHoursAgo));
+      if (doneHoursAgo !== undefined) {
         writeFileSync(`${ws}.done`, '');
-        utimesSync(`${ws}.done`, when, when);
+        utimesSync(`${ws}.done`, ago(doneHoursAgo), ago(doneHoursAgo));
       }
-      utimesSync(ws, when, when);
     };
-    make('old-finished', 30, true);
-    make('new-finished', 2, true);
-    make('running-for-a-day', 25, false);
-    make('orphan', 8 * 24, false);
+    make('old-finished', 31, 30);
+    make('new-finished', 3, 2);
+    make('running-for-a-day', 25);
+    make('orphan', 8 * 24);
+    // A running program can age its own folder; the sweep goes by the stamp beside it, which it cannot touch.
+    make('program-aged-its-folder', 1);
+    utimesSync(path.join(dir, 'program-aged-its-folder'), 0, 0);
     expect(await sweepWorkspaces(home, 24 * 3_600_000)).toBe(2);
     expect(readdirSync(dir).sort()).toEqual([
       'new-finished',
       'new-finished.done',
+      'new-finished.made',
       'new-finished.trace',
+      'program-aged-its-folder',
+      'program-aged-its-folder.made',
+      'program-aged-its-folder.trace',
       'running-for-a-day',
+      'running-for-a-day.made',
       'running-for-a-day.trace',
     ]);
     expect(statSync(path.join(dir, 'new-finished', 'file')).size).toBe(1);

@@ -220,6 +220,38 @@ describe.each(BACKENDS)('retained views on %s', (backend) => {
     ).rejects.toMatchObject({ code: 'not_found' });
   });
 
+  it('keeps get_unknown within the reply budget however long the notes, and invents no revision when a result raises a known unknown again', async () => {
+    const trace2 = syntheticTrace(4);
+    const first = await store.evidence.put(trace2);
+    const residual = (await ledger.inspect(alice, first.evidence_id, {
+      kind: 'page',
+      collection: 'residual_unknowns',
+      offset: 0,
+      limit: 1,
+    })) as { rows: { row: { unknown_id: string } }[] };
+    const id = residual.rows[0]!.row.unknown_id;
+    for (let revision = 1; revision <= 12; revision++) {
+      await ledger.updateUnknown(alice, {
+        unknown_id: id,
+        expected_revision: revision,
+        note: 'n'.repeat(4_000),
+      });
+    }
+    const read = await ledger.getUnknown(alice, { unknown_id: id, history_limit: 200 });
+    expect(Buffer.byteLength(JSON.stringify(read))).toBeLessThanOrEqual(40_000);
+    expect(read.history.length).toBeLessThan(13);
+    expect(read.next_before_revision).toBe(read.history[read.history.length - 1]!.revision);
+
+    // Another result (another principal, later) raises the same unknown: it exists, so no "revision 1" is added.
+    await store.evidence.put({
+      ...trace2,
+      record: { ...trace2.record, principal: 'bob', created_at: new Date().toISOString() },
+    });
+    const all = await store.unknowns.history('t', id, { limit: 100 });
+    expect(all.map((h) => h.revision)).toEqual([13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
+    expect(all.at(-1)!.changed_by).toBe(trace2.record.principal);
+  });
+
   it('delivers an oversized result as summary + a continuation that fits, and following it reaches every row', async () => {
     const reply = await ledger.deliver(
       alice,
