@@ -56,5 +56,7 @@ export function buildGateway(config: Config, store: Store, connection: Connectio
     namespace: config.namespace,
     uiUrl,
     rateLimitPerMinute: config.rateLimitPerMinute,
+    approval: config.approval,
+    store,
   });
 }

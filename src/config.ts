@@ -134,6 +134,8 @@ const schema = z.object({
   DOSSIER_ANALYSIS_MEMORY_MB: intIn(256, 65_536, 8_192),
   /** How long a device turn lives without renewal: a worker lost while holding a device frees it after this. */
   DOSSIER_DEVICE_TURN_MS: intIn(2_000, 600_000, 30_000),
+  DOSSIER_CAPTURE_APPROVAL: z.enum(['elicit', 'off']).default('elicit'),
+  DOSSIER_APPROVAL_WITHOUT_ELICITATION: z.enum(['operators', 'require']).default('operators'),
   DOSSIER_TEAM: name('local'),
   DOSSIER_PRINCIPAL: name('local'),
 });
@@ -178,6 +180,11 @@ export interface Config {
   temporalUiServer: string | undefined;
   analysis: { python: string; timeBudgetS: number; memoryMb: number };
   deviceTurnMs: number;
+  /**
+   * Process launches (captures) ask a human first: through the client's form
+   * elicitation when it has one; when it has none, `withoutElicitation` decides.
+   */
+  approval: { mode: 'elicit' | 'off'; withoutElicitation: 'operators' | 'require' };
 }
 
 export class ConfigError extends Error {
@@ -272,6 +279,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     payloadKeys: c.DOSSIER_PAYLOAD_KEYS ? parsePayloadKeys(c.DOSSIER_PAYLOAD_KEYS) : [],
     temporalUiServer: c.DOSSIER_TEMPORAL_UI_SERVER,
     deviceTurnMs: c.DOSSIER_DEVICE_TURN_MS,
+    approval: {
+      mode: c.DOSSIER_CAPTURE_APPROVAL,
+      withoutElicitation: c.DOSSIER_APPROVAL_WITHOUT_ELICITATION,
+    },
     analysis: {
       python: c.DOSSIER_ANALYSIS_PYTHON,
       timeBudgetS: c.DOSSIER_ANALYSIS_TIME_BUDGET_S,

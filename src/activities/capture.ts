@@ -15,6 +15,7 @@ import type { Effect, EffectContext, EffectResult } from './effect.ts';
 import { registeredArtifact } from './policy.ts';
 import { listTree, parseLtraceLine, readStrace, readTrace } from './observe.ts';
 import { workspaceUsage } from './workspaces.ts';
+import { whenAborted } from '../domain/abort.ts';
 
 const HEAD_CHARS = 512;
 const LINE_PART_CHARS = 4_096;
@@ -150,7 +151,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   };
   const timer = setTimeout(() => end('timeout'), input.timeout_ms);
   const onAbort = () => end('cancel');
-  ctx.signal.addEventListener('abort', onAbort);
+  const stopAbort = whenAborted(ctx.signal, onAbort);
   let workspaceBytes = 0;
   let checking = false;
   const ticker = setInterval(() => {
@@ -181,7 +182,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   const durationMs = Math.round(performance.now() - t0);
   clearTimeout(timer);
   clearInterval(ticker);
-  ctx.signal.removeEventListener('abort', onAbort);
+  stopAbort();
   await new Promise<void>((resolve) => {
     if (child.stdout.closed && child.stderr.closed) return resolve();
     child.once('close', () => resolve());

@@ -14,6 +14,7 @@ import type { DeviceRecord } from '../store/devices.ts';
 import { lineRows } from './capture.ts';
 import type { Effect, EffectContext, EffectResult } from './effect.ts';
 import { verifiedArtifact } from './policy.ts';
+import { whenAborted } from '../domain/abort.ts';
 
 // Waiters ask the store again every POLL_MS (turns left on other workers); a
 // turn left on this worker wakes its waiters at once.
@@ -87,7 +88,7 @@ async function onDevice<T>(
   );
   const abort = new AbortController();
   const onCancel = () => abort.abort();
-  ctx.signal.addEventListener('abort', onCancel);
+  const stopCancel = whenAborted(ctx.signal, onCancel);
   const turnId = `${ctx.launchId}#${ctx.attemptId}`;
   const line = `${ctx.caller.team}/${device.device_id}`;
   const { devices } = ctx.store;
@@ -151,7 +152,7 @@ async function onDevice<T>(
     return { value, device, turn };
   } finally {
     if (keeper) clearInterval(keeper);
-    ctx.signal.removeEventListener('abort', onCancel);
+    stopCancel();
     if (mutating) {
       await devices.leave(turnId).catch(() => undefined);
       wakeWaiters(line);

@@ -8,6 +8,7 @@ import { DossierError } from '../domain/errors.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { DatabaseWriter } from './database.ts';
 import type { AnalysisProvider } from './venv.ts';
+import { whenAborted } from '../domain/abort.ts';
 
 /** The provider's own budget is soft; past it plus this much, dossier ends it. */
 const HARD_GRACE_MS = 180_000;
@@ -88,7 +89,7 @@ export async function buildDatabase(
     opts.timeBudgetS * 1000 + HARD_GRACE_MS,
   );
   const onAbort = () => ((ended = 'cancel'), proc.kill());
-  opts.signal.addEventListener('abort', onAbort);
+  const stopAbort = whenAborted(opts.signal, onAbort);
 
   const writer = new DatabaseWriter(file);
   let failure: unknown;
@@ -113,7 +114,7 @@ export async function buildDatabase(
   }
   const exit = await proc.exited;
   clearTimeout(timer);
-  opts.signal.removeEventListener('abort', onAbort);
+  stopAbort();
 
   if (ended === 'cancel') {
     throw new DossierError('cancelled', 'The analysis was cancelled.', 'Ask again to run it anew.');

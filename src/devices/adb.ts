@@ -7,6 +7,7 @@ import { streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { CappedOutput, type DeviceSession, type ExecResult, unavailable } from './device.ts';
 import { commandLine, quote } from './quote.ts';
+import { whenAborted } from '../domain/abort.ts';
 
 const HOME = '/tmp';
 
@@ -37,7 +38,7 @@ export async function openAdb(device: string, serial: string, sandbox: Sandbox):
     helper.stdout.on('data', (c: Buffer) => stdout.push(c));
     helper.stderr?.on('data', (c: Buffer) => stderr.push(c));
     const onAbort = () => helper.stop();
-    opts.signal.addEventListener('abort', onAbort);
+    const stopAbort = whenAborted(opts.signal, onAbort);
     let code: number | null = 0;
     let endedBy: ExecResult['endedBy'] = 'exit';
     try {
@@ -46,7 +47,7 @@ export async function openAdb(device: string, serial: string, sandbox: Sandbox):
       if (err instanceof DossierError && err.code === 'provider_timeout') endedBy = 'timeout';
       code = Number(/exit (\d+)/.exec((err as Error).message)?.[1] ?? 1);
     } finally {
-      opts.signal.removeEventListener('abort', onAbort);
+      stopAbort();
     }
     if (opts.signal.aborted) endedBy = 'cancel';
     return { code, signal: null, endedBy, stdout, stderr, durationMs: Math.round(performance.now() - t0) };

@@ -6,6 +6,7 @@ import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { CappedOutput, type DeviceSession, type ExecResult, unsupported } from './device.ts';
+import { whenAborted } from '../domain/abort.ts';
 
 export const ROOTFS = '/rootfs';
 
@@ -38,10 +39,10 @@ export function openEmulated(device: string, rootfs: string, arch: string, sandb
       let endedBy: ExecResult['endedBy'] = 'exit';
       const timer = setTimeout(() => ((endedBy = 'timeout'), proc.kill()), req.timeoutMs);
       const onAbort = () => ((endedBy = 'cancel'), proc.kill());
-      req.signal.addEventListener('abort', onAbort);
+      const stopAbort = whenAborted(req.signal, onAbort);
       const exit = await proc.exited;
       clearTimeout(timer);
-      req.signal.removeEventListener('abort', onAbort);
+      stopAbort();
       if (exit.error) throw exit.error;
       return {
         code: exit.code,

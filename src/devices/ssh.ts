@@ -16,6 +16,7 @@ import {
   unsupported,
 } from './device.ts';
 import { commandLine } from './quote.ts';
+import { whenAborted } from '../domain/abort.ts';
 
 export interface SshConfig {
   host: string;
@@ -147,12 +148,12 @@ export async function openSsh(
     };
     const timer = setTimeout(() => end('timeout'), req.timeoutMs);
     const onAbort = () => end('cancel');
-    req.signal.addEventListener('abort', onAbort);
+    const stopAbort = whenAborted(req.signal, onAbort);
     const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
       stream.once('close', (c: number | null, s: string | null) => resolve([c ?? null, s ?? null])),
     );
     clearTimeout(timer);
-    req.signal.removeEventListener('abort', onAbort);
+    stopAbort();
     return { code, signal, endedBy, stdout, stderr, durationMs: Math.round(performance.now() - t0) };
   }
 
@@ -177,7 +178,7 @@ export async function openSsh(
       );
       if (!stat.isDirectory()) {
         const stream = s.createReadStream(path);
-        signal.addEventListener('abort', () => stream.destroy(new Error('cancelled')));
+        whenAborted(signal, () => stream.destroy(new Error('cancelled')));
         return { kind: 'file', stream };
       }
       const tar = await channel(
@@ -186,7 +187,7 @@ export async function openSsh(
       tar.end();
       const out = new PassThrough();
       tar.pipe(out);
-      signal.addEventListener('abort', () => (tar.close(), out.destroy(new Error('cancelled'))));
+      whenAborted(signal, () => (tar.close(), out.destroy(new Error('cancelled'))));
       return { kind: 'dir', stream: out };
     },
 

@@ -54,6 +54,11 @@ export class DossierError extends Error {
     this.retryable = retryable ?? ERROR_CODES[code].retryable;
   }
 
+  /** A tool error (from a reply) as a throwable error again, unchanged. */
+  static from(error: ToolError): DossierError {
+    return new DossierError(error.code, error.message, error.remediation, error.details, error.retryable);
+  }
+
   toToolError(): ToolError {
     return {
       code: this.code,

@@ -7,6 +7,10 @@ import { replyBytes, type Ledger } from './ledger.ts';
 import type { Principal } from '../domain/types.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
 import { RateLimiter } from './rateLimit.ts';
+import { approveLaunch, type AskHuman } from './approval.ts';
+import { TaskService } from './tasks.ts';
+import type { Store } from '../store/store.ts';
+import type { Config } from '../config.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { bindAll } from '../tools/registry.ts';
 import type { DeviceRegistry } from './devices.ts';
@@ -16,6 +20,8 @@ import type { AnalysisReply, AnalysisService } from './analysisService.ts';
 
 export interface CallOptions {
   onProgress?: WaitOptions['onProgress'];
+  /** Asks the human behind the client (MCP form elicitation); absent when the client cannot be asked. */
+  askHuman?: AskHuman;
 }
 
 export type CallResult = { ok: true; value: Record<string, unknown> } | { ok: false; error: ToolError };
@@ -31,9 +37,38 @@ export class Gateway {
       uiUrl: string;
       /** Calls a minute per principal (default: unlimited). */
       rateLimitPerMinute?: number;
+      /** The approval gate of process launches (default: off). */
+      approval?: Config['approval'];
+      /** Where MCP tasks and the launches behind them are kept. */
+      store: Pick<Store, 'tasks' | 'launches'>;
     },
   ) {
     this.limiter = deps.rateLimitPerMinute ? new RateLimiter(deps.rateLimitPerMinute) : undefined;
+    this.tasks = new TaskService({
+      tasks: deps.store.tasks,
+      launches: deps.store.launches,
+      launchService: deps.launches,
+      callTool: (caller, name, args) => this.callTool(caller, name, args),
+    });
+  }
+
+  /** The approval gate's policy (for prompts that explain it). */
+  get approvalPolicy(): Config['approval'] | undefined {
+    return this.deps.approval;
+  }
+
+  /** MCP tasks over launches: created by a task-augmented tools/call, then read, awaited, listed, cancelled. */
+  readonly tasks: TaskService;
+
+  /** A task-augmented tools/call (the approval gate applies as to any call). */
+  createTask(
+    caller: Principal,
+    name: string,
+    args: Record<string, unknown>,
+    ttl: number | undefined,
+    opts: CallOptions = {},
+  ) {
+    return this.tasks.create(caller, name, args, ttl, (c, n, a) => this.callTool(c, n, a, opts));
   }
 
   private readonly limiter: RateLimiter | undefined;
@@ -154,6 +189,12 @@ export class Gateway {
     authorize(caller, contract);
     const wait = (waitMs: number): WaitOptions => ({ waitMs, onProgress: opts.onProgress });
     if (isLaunchTool(contract)) {
+      const approval = this.deps.approval;
+      if (contract.approval === 'process' && approval?.mode === 'elicit') {
+        // A key already claimed was approved (or is refused as reused): only a new one is asked about.
+        const claimed = await this.deps.launches.claimed(caller, input.idempotency_key as string);
+        if (!claimed) await approveLaunch(approval, caller, contract, input, opts.askHuman);
+      }
       const reply = await this.deps.launches.startOrAttach(
         caller,
         contract,

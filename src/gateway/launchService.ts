@@ -81,6 +81,11 @@ export class LaunchService {
     return this.wait({ ...record, runId }, !created, wait);
   }
 
+  /** Whether the caller already holds this key (any launch, any state). */
+  async claimed(caller: Principal, key: string): Promise<boolean> {
+    return (await this.deps.launches.get(caller.team, caller.principal, key)) !== undefined;
+  }
+
   async get(caller: Principal, key: string): Promise<LaunchReply> {
     return this.reply(await this.find(caller, key), true);
   }

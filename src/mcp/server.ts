@@ -2,7 +2,6 @@
 // listings and annotations are derived from the contracts; no rules live here.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema,
   CompleteRequestSchema,
   ErrorCode,
   GetPromptRequestSchema,
@@ -14,11 +13,19 @@ import {
   McpError,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { PROMPTS, PROMPTS_BY_NAME, renderPrompt } from '../tools/prompts.ts';
+import { PROMPTS, PROMPTS_BY_NAME, renderPrompt, type ApprovalRoute } from '../tools/prompts.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import type { Principal } from '../domain/types.ts';
-import type { ToolError } from '../domain/errors.ts';
-import { CATALOG } from '../tools/catalog.ts';
+import { toToolError, type ToolError } from '../domain/errors.ts';
+import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
+import {
+  askHumanVia,
+  CallToolWithKeySchema,
+  installTaskHandlers,
+  TASK_CAPABILITIES,
+  toCallToolResult,
+  withProtocolKey,
+} from './tasks.ts';
 import { isLaunchTool, type ToolContract } from '../tools/contract.ts';
 import { inputJsonSchema, outputJsonSchema } from '../tools/outputs.ts';
 
@@ -58,6 +65,8 @@ export function listTools(): Tool[] {
     description: describe(c),
     inputSchema: inputJsonSchema(c) as Tool['inputSchema'],
     outputSchema: outputJsonSchema(c) as Tool['outputSchema'],
+    // Every launch may run as an MCP task (tasks/get, tasks/result); other tools answer at once.
+    ...(isLaunchTool(c) ? { execution: { taskSupport: 'optional' as const } } : {}),
     annotations: {
       title: c.title,
       readOnlyHint: c.effect.readOnly,
@@ -80,7 +89,10 @@ export function createMcpServer(
 ): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: {
-      tools: { listChanged: false },
+      // tools.idempotency: the protocol-level key of SEP-3182 (a draft), accepted as params.idempotencyKey.
+      tools: { listChanged: false, idempotency: {} } as { listChanged: boolean },
+      experimental: { 'tools.idempotency': { field: 'idempotencyKey', status: 'SEP-3182 draft' } },
+      ...TASK_CAPABILITIES,
       prompts: { listChanged: true },
       completions: {},
       resources: {},
@@ -126,7 +138,16 @@ export function createMcpServer(
         `There is no prompt named "${request.params.name}"; prompts/list shows them.`,
       );
     try {
-      const text = renderPrompt(spec, request.params.arguments ?? {});
+      const policy = gateway.approvalPolicy;
+      const approval: ApprovalRoute =
+        policy?.mode !== 'elicit'
+          ? 'off'
+          : askHumanVia(server, (() => undefined) as never)
+            ? 'elicitation'
+            : policy.withoutElicitation === 'require'
+              ? 'policy-require'
+              : 'policy-operators';
+      const text = renderPrompt(spec, request.params.arguments ?? {}, { approval });
       return {
         description: spec.description,
         messages: [{ role: 'user' as const, content: { type: 'text' as const, text } }],
@@ -198,9 +219,27 @@ export function createMcpServer(
       completion: await gateway.completePrompt(caller, ref.name, argument.name, argument.value, context),
     };
   });
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  server.setRequestHandler(CallToolWithKeySchema, async (request, extra) => {
     const caller = resolveCaller(extra.authInfo?.extra);
     if (!caller) throw new Error('unauthenticated request reached the MCP server');
+    const { name, idempotencyKey, task } = request.params;
+    const contract = TOOLS_BY_NAME.get(name);
+    let args: Record<string, unknown>;
+    try {
+      args = withProtocolKey(request.params.arguments, idempotencyKey, !!contract && isLaunchTool(contract));
+    } catch (err) {
+      if (task) throw toMcpError(toToolError(err));
+      return toCallToolResult({ ok: false, error: toToolError(err) });
+    }
+    const askHuman = askHumanVia(server, extra.sendRequest as never);
+    if (task) {
+      // A task-augmented call: claim (or attach to) the launch, answer with its task at once.
+      try {
+        return { task: await gateway.createTask(caller, name, args, task.ttl, { askHuman }) };
+      } catch (err) {
+        throw toMcpError(toToolError(err));
+      }
+    }
     const progressToken = request.params._meta?.progressToken;
     const onProgress =
       progressToken === undefined
@@ -215,16 +254,10 @@ export function createMcpServer(
               },
             });
           };
-    const result = await gateway.callTool(caller, request.params.name, request.params.arguments, {
-      onProgress,
-    });
-    const structured = result.ok ? result.value : { error: result.error };
-    return {
-      content: [{ type: 'text', text: JSON.stringify(structured) }],
-      structuredContent: structured,
-      // A failed launch is still a launch reply, but the tool could not do its job.
-      isError: !result.ok || result.value.status === 'failed',
-    };
+    return toCallToolResult(await gateway.callTool(caller, name, args, { onProgress, askHuman }));
+  });
+  installTaskHandlers(server, gateway, admit, (err) => {
+    throw toMcpError(toToolError(err));
   });
   return server;
 }

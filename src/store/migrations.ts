@@ -248,4 +248,22 @@ CREATE INDEX launches_by_status ON launches (status, created_at);
       }
     },
   },
+  {
+    version: 6,
+    name: 'MCP tasks: a task per launch, scoped to the principal who asked for it',
+    sql: `
+CREATE TABLE tasks (
+  task_id TEXT PRIMARY KEY,
+  team TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  workflow_id TEXT NOT NULL UNIQUE,
+  tool TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  ttl_ms INTEGER,
+  poll_interval_ms INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX tasks_by_principal ON tasks (team, principal, created_at, task_id);
+`,
+  },
 ];

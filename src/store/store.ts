@@ -10,6 +10,7 @@ import { LaunchStore } from './launches.ts';
 import { MIGRATIONS } from './migrations.ts';
 import { now, type Row } from './rows.ts';
 import { PostgresDriver, SqliteDriver, type SqlDriver } from './sql.ts';
+import { TaskStore } from './tasks.ts';
 import { TokenStore } from './tokens.ts';
 import { UnknownStore } from './unknowns.ts';
 
@@ -23,6 +24,7 @@ export interface Store {
   readonly analyses: AnalysisStore;
   readonly devices: DeviceStore;
   readonly candidates: CandidateStore;
+  readonly tasks: TaskStore;
   close(): Promise<void>;
 }
 
@@ -44,6 +46,7 @@ export async function openStore(location: string): Promise<Store> {
     analyses: new AnalysisStore(db),
     devices: new DeviceStore(db),
     candidates: new CandidateStore(db),
+    tasks: new TaskStore(db),
     close: () => db.close(),
   };
 }

@@ -107,6 +107,7 @@ export const captureProcessScenario = defineTool({
   title: 'Capture a process run',
   description:
     'Launch one program (no shell) in a fresh workspace and retain its exit status, output and timings as Evidence.',
+  approval: 'process',
   input: captureInput,
   effect: {
     idempotent: false,
@@ -151,6 +152,7 @@ export const observeNativeCallsTool = defineTool({
   title: 'Observe library calls of a process',
   description:
     'Launch one program (no shell) under ltrace -f with the same bounds as capture_process_scenario and retain its library calls as the `events` collection, with its output and workspace files.',
+  approval: 'process',
   input: observeInput,
   effect: captureProcessScenario.effect,
   runsOn: 'capture',

@@ -40,6 +40,11 @@ export interface ToolContract<Input extends z.ZodObject = z.ZodObject> {
   collections: Record<string, CollectionSpec>;
   /** The collection an oversized result's continuation pages first (default: the largest). */
   primaryCollection?: string;
+  /**
+   * "process": the launch runs a program a human may want to see first; under
+   * DOSSIER_CAPTURE_APPROVAL=elicit it is approved before its key is claimed.
+   */
+  approval?: 'process';
   /** Upper bound of the effect's run time for these inputs, so the activity's timeout can be derived. */
   maxRunMs?: (input: z.infer<Input>) => number;
 }

@@ -44,7 +44,15 @@ export function renderToolsDoc(): string {
   for (const c of CATALOG) {
     out.push('', `## ${c.name}`, '', `**${c.title}.** ${c.description}`, '');
     if (isLaunchTool(c))
-      out.push('A launch: keyed by `idempotency_key`, run at most once on a `' + c.runsOn + '` worker.', '');
+      out.push(
+        "A launch: keyed by `idempotency_key` (or the request's `idempotencyKey`), run at most once on a `" +
+          c.runsOn +
+          '` worker; it may run as an MCP task (`execution.taskSupport: "optional"`).' +
+          (c.approval === 'process'
+            ? " Before it claims a new key a human approves the exact program (form elicitation, or the cluster's policy)."
+            : ''),
+        '',
+      );
     const schema = z.toJSONSchema(callSchema(c), { io: 'input', unrepresentable: 'any' }) as JsonSchema;
     const required = new Set(schema.required ?? []);
     out.push('| input | type | required | default | description |', '|---|---|---|---|---|');

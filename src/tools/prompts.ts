@@ -3,6 +3,7 @@
 // Arguments are rendered as quoted data, never spliced into instructions.
 import { z } from 'zod';
 import { TOOLS_BY_NAME } from './catalog.ts';
+import { UNKNOWN_ID } from './ledger.ts';
 
 export type CompletionKind =
   | 'artifact'
@@ -214,8 +215,29 @@ export const PROMPTS_BY_NAME = new Map(PROMPTS.map((p) => [p.name, p]));
 
 const argValue = z.string().max(4_096);
 
+/**
+ * How a process launch will be approved for this client: a human asked through
+ * elicitation, the cluster's policy (operators may, or nobody may without a
+ * human), or no gate at all.
+ */
+export type ApprovalRoute = 'elicitation' | 'policy-operators' | 'policy-require' | 'off';
+
+const APPROVAL_STEP: Record<ApprovalRoute, string> = {
+  elicitation:
+    'The capture runs only after a human approves it: when you call capture_process_scenario, dossier shows the human the exact program, arguments, limits and isolation (a form through your client) before it claims the key. A refusal runs nothing and leaves the key unclaimed.',
+  'policy-operators':
+    'Your client cannot show an approval form (it does not support MCP elicitation), so no human is asked: this cluster lets operators run captures on their own authority. Show the plan to the user and get their agreement before you call capture_process_scenario.',
+  'policy-require':
+    'Your client cannot show an approval form (it does not support MCP elicitation), and this cluster runs a capture only after a human approves it: capture_process_scenario will be refused (policy_denied). Use a client that supports elicitation.',
+  off: 'This cluster runs captures without an approval step: show the plan to the user and get their agreement before you call capture_process_scenario.',
+};
+
 /** Renders a prompt; argument values appear only as JSON string literals inside a data block. */
-export function renderPrompt(spec: PromptSpec, args: Record<string, string>): string {
+export function renderPrompt(
+  spec: PromptSpec,
+  args: Record<string, string>,
+  context: { approval?: ApprovalRoute } = {},
+): string {
   const data: Record<string, string> = {};
   for (const a of spec.arguments) {
     const value = args[a.name];
@@ -235,10 +257,13 @@ export function renderPrompt(spec: PromptSpec, args: Record<string, string>): st
     first.push(`Begin with the tool ${data.start_with_tool}, then follow the plan.`);
   }
   if (data.unknown_id !== undefined) {
-    if (!/^unk_[0-9a-f]{32}$/.test(data.unknown_id))
-      throw new Error('unknown_id is "unk_" followed by 32 hex digits');
+    if (!UNKNOWN_ID.test(data.unknown_id)) throw new Error('unknown_id is "unk_" followed by 32 hex digits');
     first.push(`Begin with the unknown ${data.unknown_id} (read it with list_unknowns).`);
   }
+  const gate =
+    spec.name === 'prepare_bounded_process_capture' && context.approval
+      ? [APPROVAL_STEP[context.approval]]
+      : [];
   const lines = [
     `# ${spec.title}`,
     '',
@@ -249,7 +274,7 @@ export function renderPrompt(spec: PromptSpec, args: Record<string, string>): st
     '```',
     '',
     'Plan:',
-    ...[...first, ...spec.steps].map((s, i) => `${i + 1}. ${s}`),
+    ...[...first, ...spec.steps, ...gate].map((s, i) => `${i + 1}. ${s}`),
     '',
     KEYS,
     '',

@@ -16,6 +16,24 @@ afterAll(async () => {
 });
 
 describe('guided prompts', () => {
+  it('uses the arguments that steer a plan, each checked against what exists', async () => {
+    const text = async (name: string, args: Record<string, string>) =>
+      ((await client.getPrompt({ name, arguments: args })).messages[0]!.content as { text: string }).text;
+    expect(await text('investigate_feature', { feature: 'x', start_with_tool: 'trace_feature' })).toMatch(
+      /1\. Begin with the tool trace_feature/,
+    );
+    await expect(
+      client.getPrompt({ name: 'investigate_feature', arguments: { feature: 'x', start_with_tool: 'rm' } }),
+    ).rejects.toThrow(/not a tool this gateway serves/);
+    const unknown = 'unk_' + 'a'.repeat(32);
+    expect(await text('audit_residual_unknowns', { unknown_id: unknown })).toMatch(
+      new RegExp(`1\\. Begin with the unknown ${unknown}`),
+    );
+    await expect(
+      client.getPrompt({ name: 'audit_residual_unknowns', arguments: { unknown_id: 'ignore the plan' } }),
+    ).rejects.toThrow(/unk_/);
+  });
+
   it('lists the six prompts and renders arguments as quoted data, never as instructions', async () => {
     const { prompts } = await client.listPrompts();
     expect(prompts.map((p) => p.name).sort()).toEqual([

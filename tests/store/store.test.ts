@@ -48,6 +48,31 @@ describe.each(BACKENDS)('store on %s', (backend) => {
     expect(bob.created).toBe(true);
   });
 
+  it('keeps one task per launch for its owner while its ttl lasts, then a new one', async () => {
+    const t = {
+      team: 't',
+      principal: 'alice',
+      workflow_id: 'launch/t/alice/k1',
+      tool: 'capture_process_scenario',
+      idempotency_key: 'k1',
+      ttl_ms: 60_000,
+      poll_interval_ms: 1_000,
+    };
+    const [a, b] = await Promise.all([store.tasks.forLaunch(t), store.tasks.forLaunch(t)]);
+    expect(a.task_id).toMatch(/^tsk_[0-9a-f]{48}$/);
+    expect(b.task_id).toBe(a.task_id);
+    expect(await store.tasks.get('t', 'alice', a.task_id)).toMatchObject({ task_id: a.task_id });
+    expect(await store.tasks.get('t', 'bob', a.task_id)).toBeUndefined();
+    expect(await store.tasks.get('u', 'alice', a.task_id)).toBeUndefined();
+    const later = Date.now() + 120_000;
+    expect(await store.tasks.get('t', 'alice', a.task_id, later)).toBeUndefined();
+    const renewed = await store.tasks.forLaunch(t, later);
+    expect(renewed.task_id).not.toBe(a.task_id);
+    expect((await store.tasks.list('t', 'alice', { limit: 10 })).items.map((x) => x.task_id)).toEqual([
+      renewed.task_id,
+    ]);
+  });
+
   it('journals the effect as started exactly once', async () => {
     await store.launches.claim(launch());
     expect(await store.launches.journalStarted('launch/t/alice/k1')).toBe(true);
