@@ -106,7 +106,9 @@ const layerRules = LAYERS.map(([layer, allowed]) => ({
 }));
 
 export default tseslint.config(
-  { ignores: ['node_modules', '.dossier', 'coverage', '**/*.d.ts', 'tests/conformance/node_modules'] },
+  {
+    ignores: ['node_modules', '.dossier', 'coverage', 'dist', '**/*.d.ts', 'tests/conformance/node_modules'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -128,7 +130,7 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
-    files: ['bin/**/*.js'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+    files: ['bin/**/*.js', 'scripts/**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', performance: 'readonly' } },
   },
 );

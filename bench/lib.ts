@@ -44,7 +44,7 @@ export async function benchStack(extra: Record<string, string> = {}): Promise<St
   return startStack(loadConfig(await benchEnv(extra)), { log: () => undefined });
 }
 
-export async function connect(stack: Stack): Promise<Client> {
+export async function connect(stack: { devJson: Stack['devJson'] }): Promise<Client> {
   const client = new Client({ name: 'dossier-bench', version: '1' });
   await client.connect(
     new StreamableHTTPClientTransport(new URL(stack.devJson.mcp_url), {

@@ -8,6 +8,9 @@ import { benchEvidence } from './evidence.ts';
 import { benchExtract } from './extract.ts';
 import { benchGateway } from './gateway.ts';
 import { benchLaunches } from './launches.ts';
+import { benchOverhead } from './breakdown.ts';
+import { benchCalls } from './calls.ts';
+import { benchStart } from './start.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
   launches: benchLaunches,
@@ -17,6 +20,9 @@ const suites: Record<string, () => Promise<string[]>> = {
   analysis: benchAnalysis,
   devices: benchDevices,
   soak: benchSoak,
+  overhead: benchOverhead,
+  calls: benchCalls,
+  start: benchStart,
 };
 const only = process.argv.slice(2);
 

@@ -1,7 +1,7 @@
 // Composition of the application behind every transport: the gateway with its
 // launch service and ledger, wired to the store, Temporal and the sandbox.
 // `npm start`, `dossier gateway` and `dossier mcp --stdio` all build it here.
-import { Client, type Connection } from '@temporalio/client';
+import { Client, type ConnectionLike } from '@temporalio/client';
 import type { Config } from './config.ts';
 import { AnalysisService } from './gateway/analysisService.ts';
 import { DeviceRegistry } from './gateway/devices.ts';
@@ -14,7 +14,13 @@ import { payloadKeys } from './temporal/codec.ts';
 import { dataConverter } from './temporal/dataConverter.ts';
 
 /** The application behind every transport (HTTP here, stdio in `dossier mcp --stdio`). */
-export function buildGateway(config: Config, store: Store, connection: Connection, uiUrl: string): Gateway {
+export function buildGateway(
+  config: Config,
+  store: Store,
+  connection: ConnectionLike,
+  uiUrl: string,
+  opts: { eagerStart?: boolean } = {},
+): Gateway {
   const client = new Client({
     connection,
     namespace: config.namespace,
@@ -26,6 +32,7 @@ export function buildGateway(config: Config, store: Store, connection: Connectio
     client,
     namespace: config.namespace,
     uiUrl,
+    eagerStart: opts.eagerStart,
   });
   const analyses = new AnalysisService({
     analyses: store.analyses,

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { CAPABILITIES, type Capability } from './domain/types.ts';
 import type { SandboxPolicy } from './sandbox/sandbox.ts';
-import { parsePayloadKeys, type PayloadKey } from './temporal/codec.ts';
+import { parsePayloadKeys, type PayloadKey } from './temporal/keys.ts';
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 

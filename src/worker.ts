@@ -21,10 +21,19 @@ import { payloadKeys } from './temporal/codec.ts';
 import { dataConverter, FAILURE_CONVERTER_PATH } from './temporal/dataConverter.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from './temporal/queues.ts';
 
-const SRC = path.dirname(fileURLToPath(import.meta.url));
-const WORKFLOWS_PATH = path.join(SRC, 'workflows', 'index.ts');
+const HERE = fileURLToPath(import.meta.url);
+const SRC = path.dirname(HERE);
+/** `.ts` when run from the sources, `.js` when run from the compiled build. */
+const EXT = path.extname(HERE);
+const WORKFLOWS_PATH = path.join(SRC, 'workflows', `index${EXT}`);
 
 export interface RunningWorkers {
+  /**
+   * The workers' own connection: a client built on it in the same process
+   * starts workflows eagerly (the first workflow task comes back with the
+   * start and runs here, without a round trip through a poller).
+   */
+  connection: NativeConnection;
   shutdown(): Promise<void>;
 }
 
@@ -38,7 +47,7 @@ function sourceFingerprint(): string {
     )) {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (entry.name.endsWith('.ts')) hash.update(full).update(readFileSync(full));
+      else if (entry.name.endsWith(EXT)) hash.update(full).update(readFileSync(full));
     }
   };
   walk(SRC);
@@ -135,6 +144,7 @@ export async function startWorkers(deps: {
   }
   const running = workers.map((w) => w.run());
   return {
+    connection,
     async shutdown() {
       clearInterval(housekeeping);
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();

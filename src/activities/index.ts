@@ -94,8 +94,9 @@ export function createActivities(deps: { store: Store; config: Config; client: C
 
     let begun = false;
     let lastWrite = 0;
+    // The first heartbeat goes after a second (well inside the 10 s heartbeat timeout): a launch
+    // that ends sooner costs Temporal no heartbeat at all.
     let latest: Record<string, unknown> = { phase: 'starting' };
-    activity.heartbeat(latest);
     const beat = setInterval(() => activity.heartbeat(latest), 1_000);
     const ctx: EffectContext = {
       config,

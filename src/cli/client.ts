@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, type Config } from '../config.ts';
-import { devJsonPath, type DevJson } from '../dev/stack.ts';
+import { devJsonPath, type DevJson } from '../dev/devJson.ts';
 
 type Reply = Record<string, unknown> & { status?: string; launch?: Record<string, unknown>; error?: unknown };
 

@@ -1,15 +1,15 @@
 // `dossier <command>`: start (the embedded stack), worker, gateway, token, provision-temporal.
+// Each command loads only what it runs (a `call` never loads the worker or
+// Temporal's native bridge), so the short commands start at once.
+import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { openStore } from '../store/store.ts';
-import { ROLES } from '../store/tokens.ts';
 import type { Role } from '../domain/types.ts';
-import { startStack, writeDevJson, type DevJson, type StackParts } from '../dev/stack.ts';
-import { resolveTemporalCli } from '../dev/temporalCli.ts';
-import { resolveUiServer } from '../dev/uiServer.ts';
-import { provisionProvider } from '../analysis/venv.ts';
-import { stdioCommand } from './stdio.ts';
-import { callCommand, launchesCommand } from './client.ts';
+import type { StackParts } from '../dev/stack.ts';
+import { writeDevJson, type DevJson } from '../dev/devJson.ts';
+
+/** From package.json, two folders up from both src/cli and dist/cli. */
+const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 const USAGE = `usage: dossier <command>
 
@@ -27,6 +27,7 @@ const USAGE = `usage: dossier <command>
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
   provision-temporal    find or build the Temporal CLI and the Temporal UI server; print their paths
   provision-analysis    make the angr provider's hash-locked virtualenv (cached); print angr's version
+  version               print the version and whether the compiled build or the sources run
 
 Configuration: DOSSIER_* environment variables (see docs/operations.md).`;
 
@@ -42,26 +43,36 @@ async function main(argv: string[]) {
     case 'token':
       return token(rest);
     case 'call':
-      return callCommand(loadConfig(), rest);
+      return (await import('./client.ts')).callCommand(loadConfig(), rest);
     case 'launches':
-      return launchesCommand(loadConfig(), rest);
+      return (await import('./client.ts')).launchesCommand(loadConfig(), rest);
     case 'mcp':
       if (!rest.includes('--stdio'))
         throw new ConfigError(
           ['dossier mcp needs --stdio (HTTP is served by `dossier start` and `dossier gateway`)'],
           'Invalid arguments',
         );
-      return stdioCommand(loadConfig(), process.env.DOSSIER_TOKEN);
+      return (await import('./stdio.ts')).stdioCommand(loadConfig(), process.env.DOSSIER_TOKEN);
     case 'provision-temporal': {
       const config = loadConfig();
+      const { resolveTemporalCli } = await import('../dev/temporalCli.ts');
+      const { resolveUiServer } = await import('../dev/uiServer.ts');
       const cli = await resolveTemporalCli({ configured: config.temporalCli });
       console.log(cli.kind === 'path' ? cli.path : 'sdk-download');
       console.log(await resolveUiServer(config.temporalUiServer));
       return;
     }
     case 'provision-analysis': {
+      const { provisionProvider } = await import('../analysis/venv.ts');
       const provider = await provisionProvider(loadConfig().analysis.python);
       console.log(`angr ${provider.version} in ${provider.venv}`);
+      return;
+    }
+    case 'version':
+    case '--version': {
+      // Which build runs: the compiled dist/ or the TypeScript sources (bin/dossier.js decides).
+      const from = import.meta.url.endsWith('.ts') ? 'sources (src/)' : 'compiled build (dist/)';
+      console.log(`dossier ${VERSION}, running from the ${from}`);
       return;
     }
     case undefined:
@@ -86,6 +97,7 @@ function requireTemporal(config: Config): Config {
 
 async function runStack(config: Config, parts: StackParts, embedded: boolean) {
   const t0 = performance.now();
+  const { startStack } = await import('../dev/stack.ts');
   const stack = await startStack(config, parts);
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -134,6 +146,8 @@ Press Ctrl-C to stop.`);
 
 async function token(args: string[]) {
   const [sub, ...rest] = args;
+  const { openStore } = await import('../store/store.ts');
+  const { ROLES } = await import('../store/tokens.ts');
   const usage =
     'usage: dossier token create --principal NAME --team TEAM [--role viewer|operator|admin] [--label TEXT]\n' +
     '       dossier token list [--team TEAM]\n' +

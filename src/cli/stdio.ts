@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { buildGateway } from '../compose.ts';
 import type { Config } from '../config.ts';
-import { devJsonPath, type DevJson } from '../dev/stack.ts';
+import { devJsonPath, type DevJson } from '../dev/devJson.ts';
 import { serveStdio } from '../mcp/stdio.ts';
 import { openStore } from '../store/store.ts';
 import { connectWhenReady } from '../temporal/setup.ts';

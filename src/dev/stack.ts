@@ -3,7 +3,7 @@
 // under DOSSIER_HOME. Also used by the tests and benchmarks, so they exercise
 // exactly what users run.
 import type { Connection } from '@temporalio/client';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import { openStore, type Store } from '../store/store.ts';
@@ -17,14 +17,9 @@ import { startDevServer, type DevServer } from './devServer.ts';
 import { resolveTemporalCli, userCacheDir } from './temporalCli.ts';
 import { resolveUiServer, startUiServer } from './uiServer.ts';
 import { cachedProvider, provisionProvider } from '../analysis/venv.ts';
+import { devJsonPath, type DevJson } from './devJson.ts';
 
-export interface DevJson {
-  mcp_url: string;
-  token: string;
-  temporal_address: string;
-  ui_url: string;
-  namespace: string;
-}
+export type { DevJson } from './devJson.ts';
 
 export interface Stack {
   devJson: DevJson;
@@ -112,9 +107,10 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     const store = await openStore(config.store);
     stoppers.push(() => store.close());
 
+    let workers: RunningWorkers | undefined;
     if (bundling) {
-      const workers: RunningWorkers = await startWorkers({ config, store, address, bundle: await bundling });
-      stoppers.push(() => workers.shutdown());
+      workers = await startWorkers({ config, store, address, bundle: await bundling });
+      stoppers.push(() => workers!.shutdown());
       // The angr provider installs in the background (once, about a minute); analyses wait for it.
       if (config.capabilities.includes('analysis') && !cachedProvider(config.analysis.python)) {
         provisionProvider(config.analysis.python, { log }).catch((err: Error) =>
@@ -128,7 +124,10 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     let http: HttpGateway | undefined;
     let gateway: Gateway | undefined;
     if (parts.gateway !== false) {
-      gateway = buildGateway(config, store, connection, uiUrl);
+      // With workers in this process, the gateway shares their connection: launches start eagerly.
+      gateway = workers
+        ? buildGateway(config, store, workers.connection, uiUrl, { eagerStart: true })
+        : buildGateway(config, store, connection, uiUrl);
       if (parts.resumeLaunches !== false) {
         const stopBackground = gateway.startBackgroundWork();
         stoppers.push(async () => stopBackground());
@@ -189,12 +188,4 @@ async function localToken(config: Config, store: Store): Promise<string> {
     { principal: config.principal, team: config.team, role: 'admin' },
     'npm start local token',
   );
-}
-
-export function devJsonPath(config: Config): string {
-  return path.join(config.home, 'dev.json');
-}
-
-export function writeDevJson(config: Config, devJson: DevJson) {
-  writeFileSync(devJsonPath(config), `${JSON.stringify(devJson, null, 2)}\n`, { mode: 0o600 });
 }

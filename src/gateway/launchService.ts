@@ -44,6 +44,11 @@ export class LaunchService {
       client: Client;
       namespace: string;
       uiUrl: string;
+      /**
+       * The client shares its native connection with workers in this process: ask for
+       * eager start (the first workflow task comes back with the start and runs here).
+       */
+      eagerStart?: boolean;
     },
   ) {}
 
@@ -226,6 +231,7 @@ export class LaunchService {
         args: [request],
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        ...(this.deps.eagerStart ? { requestEagerStart: true } : {}),
         memo: {
           tool: record.tool,
           principal: record.principal,

@@ -11,6 +11,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
 import proto from '@temporalio/proto';
+import { parsePayloadKeys, type PayloadKey } from './keys.ts';
+
+export { parsePayloadKeys, type PayloadKey } from './keys.ts';
 
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
 
@@ -19,12 +22,6 @@ const KEY_ID = 'encryption-key-id';
 const TEAM = 'dossier-team';
 /** Payloads outside any team's workflow (none are expected): only an admin of no team could read them. */
 export const NO_TEAM = '';
-
-export interface PayloadKey {
-  id: string;
-  /** 32 bytes. */
-  secret: Buffer;
-}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -99,24 +96,6 @@ export class TeamPayloadCodec implements PayloadCodec {
     }
     return derived;
   }
-}
-
-/** Parses DOSSIER_PAYLOAD_KEYS: `id:base64-of-32-bytes`, comma-separated, the first sealing. */
-export function parsePayloadKeys(value: string): PayloadKey[] {
-  return value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
-    .map((entry) => {
-      const [id, secret] = entry.split(':');
-      const bytes = Buffer.from(secret ?? '', 'base64');
-      if (!id || !/^[A-Za-z0-9._-]{1,64}$/.test(id) || bytes.length !== 32) {
-        throw new Error(
-          'expected id:base64 entries whose secret is 32 bytes, e.g. k1:<44 base64 characters>',
-        );
-      }
-      return { id, secret: bytes };
-    });
 }
 
 /**

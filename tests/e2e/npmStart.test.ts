@@ -1,7 +1,7 @@
 // `npm start` as a user runs it: a process that brings the whole embedded stack
 // up, writes dev.json, and on SIGINT/SIGTERM leaves nothing behind.
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -150,4 +150,22 @@ describe('npm start (the embedded default)', () => {
       rmSync(crashHome, { recursive: true, force: true });
     }
   }, 180_000);
+
+  it('runs the compiled build while it is newer than every source, the sources otherwise', () => {
+    const version = (env: Record<string, string> = {}) =>
+      execFileSync(process.execPath, ['bin/dossier.js', 'version'], {
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+      });
+    // The rule bin/dossier.js applies, checked from outside.
+    const newest = (dir: string): number =>
+      Math.max(
+        ...readdirSync(dir, { withFileTypes: true }).map((e) =>
+          e.isDirectory() ? newest(path.join(dir, e.name)) : statSync(path.join(dir, e.name)).mtimeMs,
+        ),
+      );
+    const built = existsSync('dist/.built') ? statSync('dist/.built').mtimeMs : 0;
+    expect(version()).toMatch(built >= newest('src') ? /compiled build \(dist\/\)/ : /sources \(src\/\)/);
+    expect(version({ DOSSIER_FROM_SOURCE: '1' })).toMatch(/dossier \d+\.\d+\.\d+, running from the sources/);
+  });
 });

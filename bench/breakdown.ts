@@ -1,0 +1,193 @@
+// Where a fresh launch's time goes: the gateway's side (HTTP, validation, the
+// claim, the start RPC) up to the workflow's start, then each step of the
+// workflow history (task waits and runs, the activity), then the way back
+// (the result long-poll, the store read, the reply). Times of history events
+// come from the Temporal server, on the same machine's clock.
+import { Client, Connection } from '@temporalio/client';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import proto from '@temporalio/proto';
+import type { DevJson } from '../src/dev/devJson.ts';
+import { spawnDossier } from '../tests/helpers/processes.ts';
+import { benchEnv, callTool, connect, median, ms, percentile } from './lib.ts';
+
+/** A running `dossier start`, as its own process (as users run it), and the Temporal server it started. */
+export interface Running {
+  devJson: DevJson;
+  pid: number;
+  temporalPid: number | undefined;
+  stop(): Promise<void>;
+}
+
+export async function startProduct(extra: Record<string, string> = {}): Promise<Running> {
+  const env = await benchEnv(extra);
+  const product = await spawnDossier('start', env, 'dossier is ready');
+  const devJson = JSON.parse(readFileSync(path.join(env.DOSSIER_HOME!, 'dev.json'), 'utf8')) as DevJson;
+  const pid = product.child.pid!;
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
+  const temporalPid = children
+    .map(Number)
+    .find((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('start-dev'));
+  return { devJson, pid, temporalPid, stop: () => product.kill('SIGINT') };
+}
+
+/** The proto enum's names by value, for histories decoded with numeric event types. */
+const EVENT_NAMES = proto.temporal.api.enums.v1.EventType as unknown as Record<number, string>;
+
+export interface Sample {
+  key: string;
+  /** Wall-clock ms (with sub-ms precision) when the call was sent and when its reply arrived. */
+  sent: number;
+  answered: number;
+}
+
+export const wallNow = () => performance.timeOrigin + performance.now();
+
+type Phase = [name: string, from: string, to: string];
+const PHASES: Phase[] = [
+  [
+    'gateway: call to workflow started (HTTP, validation, claim, start RPC)',
+    'sent',
+    'WORKFLOW_EXECUTION_STARTED',
+  ],
+  ['workflow task 1: waiting for a poller', 'WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_STARTED'],
+  ['workflow task 1: run (schedules the effect)', 'WORKFLOW_TASK_STARTED', 'WORKFLOW_TASK_COMPLETED'],
+  ['effect activity: waiting for a poller', 'ACTIVITY_TASK_SCHEDULED', 'ACTIVITY_TASK_STARTED'],
+  [
+    'effect activity: run (workspace, journal, sandboxed process, Evidence, outcome)',
+    'ACTIVITY_TASK_STARTED',
+    'ACTIVITY_TASK_COMPLETED',
+  ],
+  ['workflow task 2: wait and run (settle)', 'ACTIVITY_TASK_COMPLETED', 'WORKFLOW_EXECUTION_COMPLETED'],
+  [
+    'gateway: workflow completed to reply received (result, store read, reply)',
+    'WORKFLOW_EXECUTION_COMPLETED',
+    'answered',
+  ],
+];
+
+function eventMs(t: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
+  return Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
+}
+
+/** Median of each phase over the samples, as table rows. */
+export async function breakdown(stack: Running, samples: Sample[]): Promise<string[]> {
+  const connection = await Connection.connect({ address: stack.devJson.temporal_address });
+  const client = new Client({ connection, namespace: stack.devJson.namespace });
+  const phases = PHASES.map(() => [] as number[]);
+  try {
+    for (const s of samples) {
+      const workflowId = `launch/local/local/${s.key}`;
+      const history = await client.workflow.getHandle(workflowId).fetchHistory();
+      const at: Record<string, number> = { sent: s.sent, answered: s.answered };
+      let tasks = 0;
+      for (const e of history.events ?? []) {
+        const type = String(typeof e.eventType === 'number' ? EVENT_NAMES[e.eventType] : e.eventType).replace(
+          /^EVENT_TYPE_/,
+          '',
+        );
+        // The first of each kind, except the workflow task events, which the two tasks share.
+        const name = type.startsWith('WORKFLOW_TASK_') && tasks >= 3 ? `${type}#2` : type;
+        if (type.startsWith('WORKFLOW_TASK_')) tasks++;
+        at[name] ??= eventMs(e.eventTime as never);
+      }
+      PHASES.forEach(([, from, to], i) => {
+        if (at[from] !== undefined && at[to] !== undefined) phases[i]!.push(at[to]! - at[from]!);
+      });
+    }
+  } finally {
+    await connection.close();
+  }
+  return PHASES.map(([name], i) => `| ${name} | ${ms(median(phases[i]!))} |`);
+}
+
+/** Fresh launches of /usr/bin/true, one at a time, with where their time goes. */
+export async function freshLaunches(stack: Running, prefix: string, runs: number) {
+  const client = await connect(stack);
+  const samples: Sample[] = [];
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < runs; i++) {
+      const key = `${prefix}-${i}`;
+      const sent = wallNow();
+      const r = await callTool(client, 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        idempotency_key: key,
+      });
+      const answered = wallNow();
+      if (r.status !== 'succeeded') throw new Error(`launch ${key} ended ${r.status}`);
+      samples.push({ key, sent, answered });
+      times.push(answered - sent);
+    }
+  } finally {
+    await client.close();
+  }
+  return { times, samples };
+}
+
+/** CPU time (ms) a process has used, and what its reaped children used. */
+function cpu(pid: number): { own: number; children: number } {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const tick = 1000 / 100; // USER_HZ
+  const n = (i: number) => Number(fields[i - 3]) * tick;
+  return { own: n(14) + n(15), children: n(16) + n(17) };
+}
+
+/** `callers` clients launching back to back for `seconds`; throughput, latency and CPU per launch. */
+export async function sustained(stack: Running, callers: number, seconds: number, prefix: string) {
+  const clients = await Promise.all(Array.from({ length: callers }, () => connect(stack)));
+  const latencies: number[] = [];
+  let n = 0;
+  const { pid, temporalPid } = stack;
+  const before = { self: cpu(pid), temporal: temporalPid ? cpu(temporalPid) : undefined };
+  const t0 = performance.now();
+  const deadline = t0 + seconds * 1000;
+  await Promise.all(
+    clients.map(async (c) => {
+      while (performance.now() < deadline) {
+        const key = `${prefix}-${n++}`;
+        const s = performance.now();
+        const r = await callTool(c, 'capture_process_scenario', {
+          executable: '/usr/bin/true',
+          idempotency_key: key,
+        });
+        if (r.status !== 'succeeded') throw new Error(`launch ${key} ended ${r.status}`);
+        latencies.push(performance.now() - s);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - t0) / 1000;
+  const after = { self: cpu(pid), temporal: temporalPid ? cpu(temporalPid) : undefined };
+  await Promise.all(clients.map((c) => c.close()));
+  const per = (x: number) => x / latencies.length;
+  return {
+    rate: latencies.length / elapsed,
+    p50: median(latencies),
+    p99: percentile(latencies, 99),
+    cpuMs: {
+      dossier: per(after.self.own - before.self.own),
+      programs: per(after.self.children - before.self.children),
+      temporal: before.temporal ? per(after.temporal!.own - before.temporal.own) : NaN,
+    },
+  };
+}
+
+/** `npm run bench -- overhead`: the fresh-launch breakdown alone, for profiling. */
+export async function benchOverhead(): Promise<string[]> {
+  const stack = await startProduct();
+  try {
+    await freshLaunches(stack, 'warm', 5);
+    const { times, samples } = await freshLaunches(stack, 'fresh', 20);
+    const load = await sustained(stack, 8, 15, 'load');
+    return [
+      '| phase (median of 20 fresh launches of /usr/bin/true) | time |',
+      '|---|---|',
+      `| whole call | ${ms(median(times))} |`,
+      ...(await breakdown(stack, samples)),
+      `| 8 callers for 15 s | ${load.rate.toFixed(1)}/s, p50 ${ms(load.p50)}, p99 ${ms(load.p99)} |`,
+      `| CPU per launch under that load: dossier process / sandboxed programs / Temporal server | ${ms(load.cpuMs.dossier)} / ${ms(load.cpuMs.programs)} / ${ms(load.cpuMs.temporal)} |`,
+    ];
+  } finally {
+    await stack.stop();
+  }
+}

@@ -1,0 +1,66 @@
+// The cheapest tool call (`whoami`) on dossier's gateway against its floor, a
+// bare MCP SDK server (bench/bareServer.ts) driven by the same harness: 1, 8
+// and 64 clients, each its own session over Streamable HTTP, back to back for
+// a few seconds. Both servers run as their own processes; the embedded stack's
+// Temporal and worker run beside the gateway, idle.
+import { spawn } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startProduct } from './breakdown.ts';
+import { callTool, freePort, median, ms, timed } from './lib.ts';
+
+const SECONDS = 8;
+
+async function load(url: string, token: string | undefined, n: number) {
+  const clients = await Promise.all(
+    Array.from({ length: n }, async () => {
+      const client = new Client({ name: 'bench', version: '1' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(url), {
+          requestInit: token ? { headers: { Authorization: `Bearer ${token}` } } : {},
+        }),
+      );
+      return client;
+    }),
+  );
+  for (const c of clients) for (let i = 0; i < 20; i++) await callTool(c, 'whoami', {});
+  const latencies: number[] = [];
+  const t0 = performance.now();
+  const deadline = t0 + SECONDS * 1000;
+  await Promise.all(
+    clients.map(async (c) => {
+      while (performance.now() < deadline) {
+        const [t, r] = await timed(() => callTool(c, 'whoami', {}));
+        if (!r.principal) throw new Error('whoami failed under load');
+        latencies.push(t);
+      }
+    }),
+  );
+  const rps = latencies.length / ((performance.now() - t0) / 1000);
+  await Promise.all(clients.map((c) => c.close()));
+  return { rps, p50: median(latencies) };
+}
+
+export async function benchCalls(): Promise<string[]> {
+  const port = await freePort();
+  const bare = spawn(process.execPath, ['--import', 'tsx', 'bench/bareServer.ts', String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve) => bare.stdout.once('data', () => resolve()));
+  const product = await startProduct({ DOSSIER_RATE_LIMIT_PER_MINUTE: '1000000' });
+  const lines = ['| clients | bare SDK server | dossier `whoami` | ratio (rps; p50) |', '|---|---|---|---|'];
+  try {
+    for (const n of [1, 8, 64]) {
+      // Alternate which goes first, so neither always meets a warmer machine.
+      const floor = await load(`http://127.0.0.1:${port}/mcp`, undefined, n);
+      const ours = await load(product.devJson.mcp_url, product.devJson.token, n);
+      lines.push(
+        `| ${n} | ${floor.rps.toFixed(0)}/s, p50 ${ms(floor.p50)} | ${ours.rps.toFixed(0)}/s, p50 ${ms(ours.p50)} | ${(ours.rps / floor.rps).toFixed(2)}×; ${(ours.p50 / floor.p50).toFixed(2)}× |`,
+      );
+    }
+  } finally {
+    bare.kill();
+    await product.stop();
+  }
+  return lines;
+}

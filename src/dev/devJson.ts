@@ -1,0 +1,21 @@
+// dev.json: how the running embedded stack is reached (endpoint, token,
+// Temporal, UI). Read by the short CLI commands, so it imports nothing heavy.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.ts';
+
+export interface DevJson {
+  mcp_url: string;
+  token: string;
+  temporal_address: string;
+  ui_url: string;
+  namespace: string;
+}
+
+export function devJsonPath(config: Config): string {
+  return path.join(config.home, 'dev.json');
+}
+
+export function writeDevJson(config: Config, devJson: DevJson) {
+  writeFileSync(devJsonPath(config), `${JSON.stringify(devJson, null, 2)}\n`, { mode: 0o600 });
+}
