@@ -90,7 +90,9 @@ export async function benchLaunches(): Promise<string[]> {
     lines.push(`| fresh launch overhead over direct spawn | ${ms(median(launches) - median(direct))} |`);
     lines.push(`| retry of a finished key (${RUNS} runs) | ${ms(median(retries))} |`);
     lines.push(`| no-op gateway tool call (\`whoami\`, ${RUNS} runs) | ${ms(median(noops))} |`);
-    lines.push(`| retry ÷ no-op (issue 15 target ≤ 1.2×) | ${(median(retries) / median(noops)).toFixed(2)}× |`);
+    lines.push(
+      `| retry ÷ no-op (issue 15 target ≤ 1.2×) | ${(median(retries) / median(noops)).toFixed(2)}× |`,
+    );
 
     // 100 concurrent duplicates from 100 separate clients; each effect leaves a marker in its workspace.
     const effect = effectCounter(stack.config.home);

@@ -190,17 +190,14 @@ export class Gateway {
     const wait = (waitMs: number): WaitOptions => ({ waitMs, onProgress: opts.onProgress });
     if (isLaunchTool(contract)) {
       const approval = this.deps.approval;
-      if (contract.approval === 'process' && approval?.mode === 'elicit') {
-        // A key already claimed was approved (or is refused as reused): only a new one is asked about.
-        const claimed = await this.deps.launches.claimed(caller, input.idempotency_key as string);
-        if (!claimed) await approveLaunch(approval, caller, contract, input, opts.askHuman);
-      }
-      const reply = await this.deps.launches.startOrAttach(
-        caller,
-        contract,
-        input,
-        wait(input.wait_ms as number),
-      );
+      const gated = contract.approval === 'process' && approval?.mode === 'elicit';
+      const reply = await this.deps.launches.startOrAttach(caller, contract, input, {
+        ...wait(input.wait_ms as number),
+        // Asked only before a new key is claimed: a retry attaches to what was approved.
+        beforeClaim: gated
+          ? async () => void (await approveLaunch(approval, caller, contract, input, opts.askHuman))
+          : undefined,
+      });
       return this.deliver(caller, reply, input.detail as Detail | undefined);
     }
     if (isAnalysisTool(contract)) {

@@ -56,7 +56,10 @@ export class LaunchService {
     caller: Principal,
     contract: ToolContract,
     args: Record<string, unknown>,
-    wait: WaitOptions,
+    wait: WaitOptions & {
+      /** Runs before a new key is claimed (never for a key already held); throwing claims nothing. */
+      beforeClaim?: () => Promise<void>;
+    },
   ): Promise<LaunchReply> {
     const {
       idempotency_key: key,
@@ -69,26 +72,26 @@ export class LaunchService {
     const digest = bodyDigest(contract.name, body);
     const workflowId = launchWorkflowId(caller.team, caller.principal, key);
     const investigation = typeof body.investigation === 'string' ? body.investigation : null;
-    const { created, record } = await this.deps.launches.claim({
-      team: caller.team,
-      principal: caller.principal,
-      key,
-      tool: contract.name,
-      bodyDigest: digest,
-      input: body,
-      workflowId,
-      investigation,
-    });
+    // A retry is answered from the row it finds; only a new key is asked about, then claimed.
+    const held = await this.deps.launches.get(caller.team, caller.principal, key);
+    if (!held) await wait.beforeClaim?.();
+    const { created, record } = held
+      ? { created: false, record: held }
+      : await this.deps.launches.claim({
+          team: caller.team,
+          principal: caller.principal,
+          key,
+          tool: contract.name,
+          bodyDigest: digest,
+          input: body,
+          workflowId,
+          investigation,
+        });
     if (record.tool !== contract.name || record.bodyDigest !== digest)
       throw keyReused(record, contract.name, digest);
     if (isFinished(record.status)) return this.reply(record, true);
     const runId = record.runId ?? (await this.ensureStarted(record, contract));
     return this.wait({ ...record, runId }, !created, wait);
-  }
-
-  /** Whether the caller already holds this key (any launch, any state). */
-  async claimed(caller: Principal, key: string): Promise<boolean> {
-    return (await this.deps.launches.get(caller.team, caller.principal, key)) !== undefined;
   }
 
   async get(caller: Principal, key: string): Promise<LaunchReply> {

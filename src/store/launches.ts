@@ -46,10 +46,6 @@ export class LaunchStore {
 
   /** Inserts the launch unless the principal already used the key; returns the record that holds the key. */
   async claim(l: NewLaunch): Promise<{ created: boolean; record: LaunchRecord }> {
-    // A retry finds its key with a read; only a new key takes a write (whose conflict clause
-    // still decides between concurrent first calls).
-    const existing = await this.get(l.team, l.principal, l.key);
-    if (existing) return { created: false, record: existing };
     const info = await this.db.run(
       `INSERT INTO launches (team, principal, idempotency_key, tool, body_digest, input, workflow_id, status, effect, investigation, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 'not_started', ?, ?) ON CONFLICT DO NOTHING`,
