@@ -3,7 +3,11 @@
 // client (and raw JSON-RPC for the params key) against a real stack.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  ElicitRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, effectCounter, slowEffect, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
@@ -38,6 +42,14 @@ async function approvingClient(token: string, answer: (message: string) => 'appr
     }),
   );
   return { client, asked };
+}
+
+/** A task-augmented call of capture_process_scenario: answers CreateTaskResult at once. */
+function createTask(client: Client, args: Record<string, unknown>, task: { ttl?: number }) {
+  return client.request(
+    { method: 'tools/call', params: { name: 'capture_process_scenario', arguments: args, task } },
+    CreateTaskResultSchema,
+  );
 }
 
 describe('MCP tasks backed by launches', () => {
@@ -94,29 +106,17 @@ describe('MCP tasks backed by launches', () => {
   it('create, poll, list and cancel, owned by their principal; ttl is honoured within its bounds', async () => {
     const client = await t.connect();
     const effect = effectCounter(t.home);
-    const created = await client.request(
-      {
-        method: 'tools/call',
-        params: {
-          name: 'capture_process_scenario',
-          arguments: { ...slowEffect(effect, 60), idempotency_key: 'task-cancel' },
-          task: { ttl: 120_000 },
-        },
-      },
-      (await import('@modelcontextprotocol/sdk/types.js')).CreateTaskResultSchema,
+    const created = await createTask(
+      client,
+      { ...slowEffect(effect, 60), idempotency_key: 'task-cancel' },
+      { ttl: 120_000 },
     );
     expect(created.task).toMatchObject({ status: 'working', ttl: 120_000 });
     const id = created.task.taskId;
-    const again = await client.request(
-      {
-        method: 'tools/call',
-        params: {
-          name: 'capture_process_scenario',
-          arguments: { ...slowEffect(effect, 60), idempotency_key: 'task-cancel' },
-          task: { ttl: 1 },
-        },
-      },
-      (await import('@modelcontextprotocol/sdk/types.js')).CreateTaskResultSchema,
+    const again = await createTask(
+      client,
+      { ...slowEffect(effect, 60), idempotency_key: 'task-cancel' },
+      { ttl: 1 },
     );
     expect(again.task.taskId).toBe(id); // the same launch, the same task
 
@@ -136,16 +136,10 @@ describe('MCP tasks backed by launches', () => {
     expect(result.structuredContent).toMatchObject({ status: 'cancelled' });
     expect(effect.count()).toBe(1);
 
-    const short = await client.request(
-      {
-        method: 'tools/call',
-        params: {
-          name: 'capture_process_scenario',
-          arguments: { executable: '/usr/bin/true', idempotency_key: 'task-ttl' },
-          task: { ttl: 1 },
-        },
-      },
-      (await import('@modelcontextprotocol/sdk/types.js')).CreateTaskResultSchema,
+    const short = await createTask(
+      client,
+      { executable: '/usr/bin/true', idempotency_key: 'task-ttl' },
+      { ttl: 1 },
     );
     expect(short.task.ttl).toBe(60_000); // the smallest ttl dossier keeps
   });
@@ -153,16 +147,10 @@ describe('MCP tasks backed by launches', () => {
   it('a gateway restart between create and result loses nothing: the task resolves through the store', async () => {
     const client = await t.connect();
     const effect = effectCounter(t.home);
-    const created = await client.request(
-      {
-        method: 'tools/call',
-        params: {
-          name: 'capture_process_scenario',
-          arguments: { ...slowEffect(effect, 3), idempotency_key: 'task-restart' },
-          task: {},
-        },
-      },
-      (await import('@modelcontextprotocol/sdk/types.js')).CreateTaskResultSchema,
+    const created = await createTask(
+      client,
+      { ...slowEffect(effect, 3), idempotency_key: 'task-restart' },
+      {},
     );
     await t.restart();
     const fresh = await t.connect();
