@@ -5,8 +5,12 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
+RUN npm ci --no-audit --no-fund
 COPY bin bin
 COPY src src
+COPY scripts scripts
+COPY tsconfig.json tsconfig.build.json ./
+# Compile to dist/ (the parts run JavaScript, not tsx), then drop the build-only packages.
+RUN node scripts/build.mjs && npm prune --omit=dev --no-audit --no-fund
 ENV DOSSIER_HOME=/var/lib/dossier DOSSIER_HOST=0.0.0.0
 CMD ["node", "bin/dossier.js", "gateway"]

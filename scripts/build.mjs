@@ -5,7 +5,7 @@
 // dist/.built marks a complete build; bin/dossier.js runs dist/ only while
 // it is newer than every file under src/.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,6 +15,15 @@ const dist = path.join(root, 'dist');
 const t0 = performance.now();
 
 rmSync(path.join(dist, '.built'), { force: true });
+// `npm ci` runs this as `prepare`: where the sources or the compiler are not there (an image's
+// dependency layer, `--omit=dev`), there is nothing to build yet and dossier runs from sources.
+if (
+  !existsSync(path.join(src, 'cli', 'main.ts')) ||
+  !existsSync(path.join(root, 'node_modules/typescript'))
+) {
+  console.error('build: skipped (no sources or no TypeScript compiler here); run `npm run build` later');
+  process.exit(0);
+}
 const tsc = spawnSync(
   process.execPath,
   [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],

@@ -2,12 +2,13 @@
 // authorizes it, and routes it to launches or to the store. Transport-free, so
 // HTTP, stdio and tests drive exactly the same code.
 import type { Readable } from 'node:stream';
-import { DossierError, refuseNul, toToolError, type ToolError } from '../domain/errors.ts';
+import { DossierError, refuseNul, toToolError } from '../domain/errors.ts';
 import { replyBytes, type Ledger } from './ledger.ts';
 import type { Principal } from '../domain/types.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
 import { RateLimiter } from './rateLimit.ts';
 import { approveLaunch, type AskHuman } from './approval.ts';
+import type { CallResult } from './callResult.ts';
 import { TaskService } from './tasks.ts';
 import type { Store } from '../store/store.ts';
 import type { Config } from '../config.ts';
@@ -24,7 +25,7 @@ export interface CallOptions {
   askHuman?: AskHuman;
 }
 
-export type CallResult = { ok: true; value: Record<string, unknown> } | { ok: false; error: ToolError };
+export type { CallResult } from './callResult.ts';
 
 export class Gateway {
   constructor(

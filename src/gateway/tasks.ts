@@ -8,7 +8,7 @@ import type { LaunchStore } from '../store/launches.ts';
 import { expired, type TaskRecord, type TaskStore } from '../store/tasks.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isLaunchTool } from '../tools/contract.ts';
-import type { CallResult } from './gateway.ts';
+import type { CallResult } from './callResult.ts';
 import type { LaunchService } from './launchService.ts';
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
