@@ -20,6 +20,7 @@ import { toToolError, type ToolError } from '../domain/errors.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
 import {
   askHumanVia,
+  canAskHuman,
   CallToolWithKeySchema,
   installTaskHandlers,
   TASK_CAPABILITIES,
@@ -142,7 +143,7 @@ export function createMcpServer(
       const approval: ApprovalRoute =
         policy?.mode !== 'elicit'
           ? 'off'
-          : askHumanVia(server, (() => undefined) as never)
+          : canAskHuman(server)
             ? 'elicitation'
             : policy.withoutElicitation === 'require'
               ? 'policy-require'

@@ -65,6 +65,12 @@ export function toCallToolResult(result: CallResult) {
   };
 }
 
+/** Whether the client declared form elicitation (an empty capability is the form mode of earlier revisions). */
+export function canAskHuman(server: Server): boolean {
+  const elicitation = server.getClientCapabilities()?.elicitation as Record<string, unknown> | undefined;
+  return !!elicitation && (Object.keys(elicitation).length === 0 || !!elicitation.form);
+}
+
 /** How long a human has to answer the approval form; past it nothing runs. */
 export const APPROVAL_TIMEOUT_MS = 300_000;
 
@@ -73,9 +79,7 @@ export function askHumanVia(
   server: Server,
   send: (request: never, schema: never, options: { timeout: number }) => Promise<unknown>,
 ): AskHuman | undefined {
-  const elicitation = server.getClientCapabilities()?.elicitation as Record<string, unknown> | undefined;
-  // An empty elicitation capability is the form mode of earlier revisions.
-  if (!elicitation || (Object.keys(elicitation).length > 0 && !elicitation.form)) return undefined;
+  if (!canAskHuman(server)) return undefined;
   return async (plan) => {
     const answer = (await send(
       {
