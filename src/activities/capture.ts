@@ -16,41 +16,10 @@ import { registeredArtifact } from './policy.ts';
 import { listTree, parseLtraceLine, readStrace, readTrace } from './observe.ts';
 import { workspaceUsage } from './workspaces.ts';
 import { whenAborted } from '../domain/abort.ts';
+import { CappedOutput } from '../domain/capped.ts';
 
 const HEAD_CHARS = 512;
 const LINE_PART_CHARS = 4_096;
-
-class CappedStream {
-  readonly chunks: Buffer[] = [];
-  retained = 0;
-  total = 0;
-  private readonly hash = createHash('sha256');
-  constructor(private readonly cap: number) {}
-
-  push(chunk: Buffer) {
-    this.total += chunk.length;
-    this.hash.update(chunk);
-    const room = this.cap - this.retained;
-    if (room > 0) {
-      const kept = chunk.length <= room ? chunk : chunk.subarray(0, room);
-      this.chunks.push(kept);
-      this.retained += kept.length;
-    }
-  }
-
-  describe() {
-    return {
-      bytes: this.total,
-      retained_bytes: this.retained,
-      truncated: this.total > this.retained,
-      sha256: this.hash.digest('hex'),
-    };
-  }
-
-  text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
-  }
-}
 
 /**
  * Output as rows: one per line, long lines split into parts so no row is huge;
@@ -136,8 +105,8 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   const startedAt = new Date();
   const t0 = performance.now();
   const { child } = proc;
-  const stdout = new CappedStream(input.max_output_bytes);
-  const stderr = new CappedStream(input.max_output_bytes);
+  const stdout = new CappedOutput(input.max_output_bytes);
+  const stderr = new CappedOutput(input.max_output_bytes);
   child.stdout.on('data', (c: Buffer) => stdout.push(c));
   child.stderr.on('data', (c: Buffer) => stderr.push(c));
   child.stdin?.end(input.stdin ?? '');

@@ -1,9 +1,11 @@
 // What every kind of device offers an operation, whatever carries it (SSH,
 // adb, qemu-user): run a program, move a file each way, follow a log,
 // install a package, reboot. Output is capped as it arrives.
-import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import type { CappedOutput } from '../domain/capped.ts';
 import { DossierError } from '../domain/errors.ts';
+
+export { CappedOutput } from '../domain/capped.ts';
 
 export interface ExecRequest {
   argv: string[];
@@ -41,43 +43,6 @@ export interface DeviceSession {
   install(file: string, signal: AbortSignal): Promise<ExecResult>;
   reboot(signal: AbortSignal): Promise<ExecResult>;
   close(): Promise<void>;
-}
-
-/** A stream's bytes up to a cap, with its full size and digest. */
-export class CappedOutput {
-  readonly chunks: Buffer[] = [];
-  retained = 0;
-  total = 0;
-  private readonly hash = createHash('sha256');
-  constructor(private readonly cap: number) {}
-
-  push(chunk: Buffer) {
-    this.total += chunk.length;
-    this.hash.update(chunk);
-    const room = this.cap - this.retained;
-    if (room > 0) {
-      const kept = chunk.length <= room ? chunk : chunk.subarray(0, room);
-      this.chunks.push(kept);
-      this.retained += kept.length;
-    }
-  }
-
-  private digest: string | undefined;
-
-  /** Size, what was kept, and the SHA-256 of everything (the stream is complete once this is asked). */
-  describe() {
-    this.digest ??= this.hash.digest('hex');
-    return {
-      bytes: this.total,
-      retained_bytes: this.retained,
-      truncated: this.total > this.retained,
-      sha256: this.digest,
-    };
-  }
-
-  text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
-  }
 }
 
 export function unavailable(device: string, why: string, how: string): DossierError {
