@@ -194,17 +194,7 @@ export class Ledger {
       settled_by?: string[];
     },
   ) {
-    const current = await this.store.unknowns.get(caller.team, input.unknown_id);
-    if (!current) {
-      throw new DossierError(
-        'not_found',
-        `No unknown ${input.unknown_id} is visible to your team.`,
-        'list_unknowns shows your team’s unknowns.',
-        {
-          unknown_id: input.unknown_id,
-        },
-      );
-    }
+    const current = await this.visibleUnknown(caller, input.unknown_id);
     const settles = input.status !== undefined && input.status !== 'open';
     if (settles && !(input.settled_by?.length || current.settled_by?.length)) {
       throw new DossierError(
@@ -241,19 +231,25 @@ export class Ledger {
   }
 
   /** One unknown of the caller's team with its revisions, newest first (who made each, and when). */
+  /** The team's unknown, or not_found (another team's unknown is not visible, so not found either). */
+  private async visibleUnknown(caller: Principal, unknownId: string) {
+    const unknown = await this.store.unknowns.get(caller.team, unknownId);
+    if (!unknown) {
+      throw new DossierError(
+        'not_found',
+        `No unknown ${unknownId} is visible to your team.`,
+        'list_unknowns shows your team’s unknowns.',
+        { unknown_id: unknownId },
+      );
+    }
+    return unknown;
+  }
+
   async getUnknown(
     caller: Principal,
     input: { unknown_id: string; before_revision?: number; history_limit: number },
   ) {
-    const unknown = await this.store.unknowns.get(caller.team, input.unknown_id);
-    if (!unknown) {
-      throw new DossierError(
-        'not_found',
-        `No unknown ${input.unknown_id} is visible to your team.`,
-        'list_unknowns shows your team’s unknowns.',
-        { unknown_id: input.unknown_id },
-      );
-    }
+    const unknown = await this.visibleUnknown(caller, input.unknown_id);
     const history = await this.store.unknowns.history(caller.team, input.unknown_id, {
       beforeRevision: input.before_revision,
       limit: input.history_limit + 1,
