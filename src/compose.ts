@@ -47,6 +47,7 @@ export function buildGateway(
     bundleRoots: config.bundleRoots,
     home: config.home,
     allowedRoots: config.allowedRoots,
+    inbox: config.inbox,
     uploadLimit: config.maxUploadBytes,
     sandbox: new Sandbox(config.sandbox),
   });

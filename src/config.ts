@@ -58,6 +58,11 @@ const schema = z.object({
       error: 'expected absolute paths separated by ":"',
     })
     .optional(),
+  /** Per-team intake folders (<inbox>/<team>/) register_artifact reads besides the allowed roots; default DOSSIER_HOME/inbox. */
+  DOSSIER_INBOX: z
+    .string()
+    .refine((v) => v.startsWith('/'), { error: 'expected an absolute path' })
+    .optional(),
   DOSSIER_REPLY_BUDGET_BYTES: intIn(4_096, 1_000_000, 40_000),
   DOSSIER_MAX_REQUEST_BYTES: intIn(1_024, 16 * 1024 * 1024, 1024 * 1024),
   DOSSIER_MAX_UPLOAD_BYTES: intIn(1_024, 4 * 1024 * 1024 * 1024, 256 * 1024 * 1024),
@@ -156,6 +161,8 @@ export interface Config {
   store: string;
   allowedRoots: string[];
   bundleRoots: string[];
+  /** Per-team intake folders: <inbox>/<team>/. */
+  inbox: string;
   replyBudgetBytes: number;
   maxRequestBytes: number;
   maxUploadBytes: number;
@@ -257,6 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ? c.DOSSIER_STORE
       : path.resolve(home, c.DOSSIER_STORE),
     allowedRoots: allowedRoots.map((r) => path.resolve(r)),
+    inbox: path.resolve(c.DOSSIER_INBOX ?? path.join(home, 'inbox')),
     bundleRoots: (c.DOSSIER_BUNDLE_ROOTS ?? path.join(home, 'exports')).split(':').filter(Boolean),
     replyBudgetBytes: c.DOSSIER_REPLY_BUDGET_BYTES,
     maxRequestBytes: c.DOSSIER_MAX_REQUEST_BYTES,

@@ -40,7 +40,24 @@ export function sniff(head: Buffer): string {
   if (starts('25504446')) return 'pdf';
   if (starts('89504e47')) return 'png';
   if (starts('ffd8ff')) return 'jpeg';
-  if (starts('68737173')) return 'squashfs';
+  if (starts('68737173') || starts('73717368')) return 'squashfs';
+  if (starts('213c617263683e0a'))
+    return head.subarray(8, 21).toString('latin1') === 'debian-binary' ? 'deb' : 'ar';
+  if (['070701', '070702', '070707'].includes(head.subarray(0, 6).toString('latin1'))) return 'cpio';
+  if (starts('edabeedb')) return 'rpm';
+  if (starts('3aff26ed')) return 'android-sparse';
+  if (starts('27051956')) return 'uimage';
+  if (starts('453dcd28') || starts('28cd3d45')) return 'cramfs';
+  // JFFS2: the node magic then a node type (dirent, inode, cleanmarker, padding, summary).
+  const jffs2Nodes = [0xe001, 0xe002, 0x2003, 0x2004, 0x2006];
+  if (head.length >= 4 && starts('8519') && jffs2Nodes.includes(head.readUInt16LE(2))) return 'jffs2';
+  if (head.length >= 4 && starts('1985') && jffs2Nodes.includes(head.readUInt16BE(2))) return 'jffs2';
+  if (starts('55424923')) return 'ubi';
+  if (starts('28b52ffd')) return 'zstd';
+  if (starts('04224d18')) return 'lz4';
+  // Formats whose magic is not at the start: ISO 9660 at 32769, ext2/3/4 at 1080.
+  if (head.length >= 32774 && head.subarray(32769, 32774).toString('latin1') === 'CD001') return 'iso9660';
+  if (head.length >= 1082 && head.readUInt16LE(1080) === 0xef53) return 'ext';
   if (head.length === 0) return 'empty';
   const printable = head
     .subarray(0, 512)
@@ -220,15 +237,27 @@ export function decompressed(sandbox: Sandbox, file: string, compression: Compre
   );
 }
 
-/** A lone gzip stream is one entry, named after the artifact without .gz. */
-export async function readGzip(file: string, name: string, onEntry: OnEntry): Promise<void> {
-  const stream = createReadStream(file).pipe(createGunzip());
+/** A lone compressed stream (gzip, bzip2, xz) is one entry, named after the artifact without its suffix. */
+export async function readSingle(
+  stream: Readable,
+  format: string,
+  name: string,
+  onEntry: OnEntry,
+): Promise<void> {
   const errored = new Promise<never>((_, reject) =>
-    stream.once('error', (err) => reject(corrupt('gzip', err))),
+    stream.once('error', (err) => reject(corrupt(format, err))),
   );
   errored.catch(() => undefined);
+  const entry = onEntry({ name, type: 'file', linkTarget: null, content: stream });
   try {
-    await Promise.race([onEntry({ name, type: 'file', linkTarget: null, content: stream }), errored]);
+    await Promise.race([entry, errored]);
+  } catch (err) {
+    // A bound the writer hit ends the stream too: its own error says what happened, not "corrupt".
+    const own = await entry.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    throw own instanceof DossierError ? own : err;
   } finally {
     stream.destroy();
   }
@@ -249,8 +278,17 @@ export function parse7zListing(listing: string): ListedEntry[] {
     .filter((b) => /^Path = /m.test(b))
     .map((block) => {
       const field = (key: string) => new RegExp(`^${key} = (.*)$`, 'm').exec(block)?.[1] ?? '';
-      const attributes = field('Attributes');
-      const type: EntryType = attributes.startsWith('D') ? 'dir' : / l/.test(attributes) ? 'symlink' : 'file';
+      // Archives list Windows attributes then Unix mode ("A -rwxr-xr-x"); file systems
+      // (cramfs, ext) list `Folder = +` and `Mode = lrwxrwxrwx` instead.
+      const attributes = field('Attributes') || ` ${field('Mode')}`;
+      const type: EntryType =
+        attributes.startsWith('D') || field('Folder') === '+' || / d/.test(attributes)
+          ? 'dir'
+          : / l/.test(attributes)
+            ? 'symlink'
+            : / [-dlcbps?]/.test(attributes) && !/ -/.test(attributes)
+              ? 'other'
+              : 'file';
       const crc = field('CRC');
       return {
         name: field('Path'),
@@ -304,7 +342,16 @@ export async function read7z(
         continue;
       }
       const checked = data.take(entry.size, entry.crc, entry.name);
-      if (entry.type === 'symlink') {
+      if (entry.type === 'other') {
+        for await (const _ of checked); // a device node or fifo: its bytes (if any) are skipped
+        await onEntry({
+          name: entry.name,
+          type: 'other',
+          linkTarget: null,
+          content: null,
+          kind: 'a special file (device, fifo or socket)',
+        });
+      } else if (entry.type === 'symlink') {
         const parts: Buffer[] = [];
         for await (const part of checked) if (entry.size <= 4_096) parts.push(part);
         const target = Buffer.concat(parts).toString('utf8');

@@ -254,6 +254,7 @@ export const devicePull: Effect<DeviceInput & { path: string; max_bytes: number 
     name,
     origin: `device:${device.device_id}:${input.path}`,
     registered_by: ctx.caller.principal,
+    provenance: null,
     created_at: new Date().toISOString(),
   });
   const summary = {

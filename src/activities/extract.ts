@@ -1,284 +1,310 @@
-// The extract_artifact effect. Every entry is checked before anything is
-// written: absolute and `..` paths, paths through a recorded link, paths too
-// deep and duplicates are refused and recorded; links are recorded, never
-// created. Content is written into a staging tree with O_EXCL|O_NOFOLLOW and
-// counted as it streams; a bound exceeded or a corrupt archive fails the
-// extraction and removes the staging tree, so no partial tree is left.
-import { createHash } from 'node:crypto';
-import { constants, createReadStream, existsSync } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+// The extract_artifact effect: detect the format by content, read the archive
+// into the checked writer (writer.ts), and with recursive: true open every
+// nested archive it wrote, level by level, under the same global bounds.
+import { constants } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError, toToolError } from '../domain/errors.ts';
-import type { ExtractInput } from '../tools/extract.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import { ARCHIVE_FORMATS, type ExtractInput } from '../tools/extract.ts';
 import {
   decompressed,
   read7z,
-  readGzip,
+  readSingle,
   readTar,
   readZip,
   sniff,
-  tooBig,
-  tooDense,
-  tooMany,
-  type ArchiveEntry,
+  type Compression,
+  type OnEntry,
 } from './archives.ts';
 import type { Effect, EffectContext } from './effect.ts';
+import {
+  apkSigningBlock,
+  readAndroidSparse,
+  readSquashfs,
+  readThroughBsdtar,
+  readUImage,
+} from './formats.ts';
 import { verifiedArtifact } from './policy.ts';
+import {
+  deadline,
+  HEAD_BYTES,
+  KNOWN_UNREADABLE,
+  NESTED_SUFFIX,
+  normalized,
+  OPENABLE,
+  startExtraction,
+} from './writer.ts';
 
-const NESTED = new Set(['zip', 'gzip', 'bzip2', 'xz', '7z', 'tar', 'squashfs']);
+export type ArchiveFormat = ExtractInput['format'];
 
-export interface ManifestRow {
-  occurrence: number;
-  path: string;
-  type: ArchiveEntry['type'];
-  size: number | null;
-  sha256: string | null;
-  detected_type: string | null;
-  nested_archive: boolean;
-  link_target: string | null;
-  /** Written with the execute bits (the archive marked it executable); no other mode bit is ever kept. */
-  executable: boolean;
-  status: 'written' | 'recorded' | 'refused';
-  reason: string | null;
+async function readHead(file: string, bytes = HEAD_BYTES): Promise<Buffer> {
+  const fd = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const head = Buffer.alloc(bytes);
+    const { bytesRead } = await fd.read(head, 0, bytes, 0);
+    return head.subarray(0, bytesRead);
+  } finally {
+    await fd.close();
+  }
 }
 
-async function detectFormat(file: string): Promise<ExtractInput['format']> {
-  const fd = await open(file, 'r');
-  const head = Buffer.alloc(512);
-  const { bytesRead } = await fd.read(head, 0, 512, 0);
-  await fd.close();
-  const kind = sniff(head.subarray(0, bytesRead));
-  if (kind === 'zip' || kind === 'tar' || kind === '7z') return kind;
-  if (kind === 'bzip2') return 'tar.bz2';
-  if (kind === 'xz') return 'tar.xz';
-  if (kind === 'gzip') {
-    // A gzip'd tar has "ustar" at offset 257 of the decompressed stream.
-    const { createGunzip } = await import('node:zlib');
-    const inner = await new Promise<Buffer>((resolve) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const gunzip = createReadStream(file).pipe(createGunzip());
-      gunzip.on('data', (c: Buffer) => {
-        chunks.push(c);
-        size += c.length;
-        if (size >= 512) gunzip.destroy();
-      });
-      gunzip.on('close', () => resolve(Buffer.concat(chunks)));
-      gunzip.on('error', () => resolve(Buffer.concat(chunks)));
-    });
-    return sniff(inner) === 'tar' ? 'tar.gz' : 'gzip';
+/** The first bytes of a decompressed stream (gzip in-process; bzip2, xz in the sandbox). */
+async function decompressedHead(sandbox: Sandbox, file: string, compression: Compression): Promise<Buffer> {
+  const stream = decompressed(sandbox, file, compression, 60_000);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream) {
+      chunks.push(chunk as Buffer);
+      size += (chunk as Buffer).length;
+      if (size >= 512) break;
+    }
+  } catch {
+    // a corrupt stream names no tar; reading it for real reports the corruption
+  } finally {
+    stream.destroy();
   }
+  return Buffer.concat(chunks);
+}
+
+/** The format of an archive by its content, or null with what it looks like. */
+export async function formatOf(
+  sandbox: Sandbox,
+  file: string,
+): Promise<{ format: Exclude<ArchiveFormat, 'auto'> | null; kind: string }> {
+  const kind = sniff(await readHead(file));
+  const single = { gzip: 'gzip', bzip2: 'bzip2', xz: 'xz' } as const;
+  if (kind in single) {
+    const compression = single[kind as keyof typeof single];
+    // A compressed tar has "ustar" at offset 257 of the decompressed stream.
+    const inner = sniff(await decompressedHead(sandbox, file, compression));
+    const asTar = { gzip: 'tar.gz', bzip2: 'tar.bz2', xz: 'tar.xz' } as const;
+    return { format: inner === 'tar' ? asTar[compression] : compression, kind };
+  }
+  if (OPENABLE.has(kind)) return { format: kind as Exclude<ArchiveFormat, 'auto'>, kind };
+  return { format: null, kind };
+}
+
+async function detectFormat(sandbox: Sandbox, file: string): Promise<Exclude<ArchiveFormat, 'auto'>> {
+  const { format, kind } = await formatOf(sandbox, file);
+  if (format) return format;
   throw new DossierError(
     'unsupported_target',
-    `The artifact is not an archive this tool reads (it looks like ${kind}).`,
-    'extract_artifact reads zip, tar, tar.gz, tar.bz2, tar.xz, gzip and 7z; for firmware images use extract_firmware.',
+    KNOWN_UNREADABLE.has(kind)
+      ? `The artifact is ${kind}, which dossier names but cannot unpack on this host.`
+      : `The artifact is not an archive this tool reads (it looks like ${kind}).`,
+    `extract_artifact reads ${ARCHIVE_FORMATS.join(', ')}; for firmware images with several regions use extract_firmware.`,
     { detected: kind },
   );
 }
 
-/** Why a name may not be written, or null when it is safe. */
-export function unsafeName(name: string, maxDepth: number): string | null {
-  if (name.length === 0) return 'empty name';
-  if (name.includes('\0')) return 'NUL in name';
-  if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) return 'absolute path';
-  const parts = name.split('/').filter((p) => p !== '' && p !== '.');
-  if (parts.includes('..')) return 'path escapes the output directory (..)';
-  if (parts.length === 0) return 'empty name';
-  if (parts.length > maxDepth) return `deeper than max_depth=${maxDepth}`;
-  // What Linux can create: a component of at most 255 bytes, a path of at most 4,095 (with the output folder's own).
-  if (parts.some((p) => Buffer.byteLength(p) > 255)) return 'a name component longer than 255 bytes';
-  if (Buffer.byteLength(parts.join('/')) > 3_000) return 'a path longer than 3,000 bytes';
-  return null;
-}
-
-/** The bounded, checked writer every extraction feeds entries to; see the file comment. */
-export async function startExtraction(
-  ctx: EffectContext,
-  limits: ExtractInput['limits'],
-  archiveBytes: number,
-  timeoutMs: number,
-) {
-  const staging = path.join(ctx.workspace, 'out');
-  const output = path.join(
-    ctx.config.home,
-    'extractions',
-    ctx.caller.team,
-    path.basename(path.dirname(ctx.workspace)),
-    path.basename(ctx.workspace),
-  );
-  await mkdir(staging);
-  const deadline = Date.now() + timeoutMs;
-  const input = { timeout_ms: timeoutMs };
-  const rows: ManifestRow[] = [];
-  const taken = new Map<string, ArchiveEntry['type']>(); // normalized path → what occupies it
-  let total = 0;
-  let written = 0;
-
-  const onEntry = async (entry: ArchiveEntry) => {
-    if (rows.length >= limits.max_entries) throw tooMany(rows.length + 1, limits.max_entries);
-    if (ctx.signal.aborted)
-      throw new DossierError(
-        'cancelled',
-        'The extraction was cancelled.',
-        'Launch again with a new idempotency_key.',
-      );
-    if (Date.now() > deadline) {
-      throw new DossierError(
-        'provider_timeout',
-        `The extraction ran past timeout_ms=${input.timeout_ms}.`,
-        'Raise timeout_ms or split the archive.',
-      );
-    }
-    const row: ManifestRow = {
-      occurrence: rows.length,
-      path: entry.name,
-      type: entry.type,
-      size: null,
-      sha256: null,
-      detected_type: null,
-      nested_archive: false,
-      link_target: entry.linkTarget,
-      executable: entry.type === 'file' && Boolean(entry.executable),
-      status: 'refused',
-      reason: null,
-    };
-    rows.push(row);
-    const refuse = (reason: string) => {
-      row.reason = reason;
-      entry.content?.resume();
-    };
-    if (entry.type === 'dir' && /^(\.\/?)*$/.test(entry.name)) {
-      row.status = 'written'; // the archive's own root, "./": it is the output directory
-      return;
-    }
-    const bad = unsafeName(entry.name, limits.max_depth);
-    if (bad) return refuse(bad);
-    const parts = entry.name.split('/').filter((p) => p !== '' && p !== '.');
-    const rel = parts.join('/');
-    for (let i = 1; i < parts.length; i++) {
-      const occupant = taken.get(parts.slice(0, i).join('/'));
-      if (occupant && occupant !== 'dir')
-        return refuse(`path goes through a ${occupant} entry (${parts.slice(0, i).join('/')})`);
-    }
-    if (entry.type === 'symlink' || entry.type === 'hardlink') {
-      if (taken.has(rel)) return refuse('duplicate path');
-      taken.set(rel, entry.type);
-      row.status = 'recorded';
-      row.reason = 'links are recorded, never created';
-      return;
-    }
-    if (entry.type === 'other')
-      return refuse(entry.kind ? `not extracted: ${entry.kind}` : 'device, fifo or other special entry');
-    const target = path.join(staging, rel);
-    if (!target.startsWith(`${staging}/`)) return refuse('path escapes the output directory');
-    if (entry.type === 'dir') {
-      if (taken.has(rel) && taken.get(rel) !== 'dir') return refuse('duplicate path');
-      taken.set(rel, 'dir');
-      await mkdir(target, { recursive: true });
-      row.status = 'written';
-      return;
-    }
-    if (taken.has(rel)) return refuse('duplicate path');
-    taken.set(rel, 'file');
-    await mkdir(path.dirname(target), { recursive: true });
-    const fd = await open(
-      target,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      entry.executable ? 0o755 : 0o644,
-    );
-    const hash = createHash('sha256');
-    let size = 0;
-    let head: Buffer | null = null;
-    try {
-      for await (const chunk of entry.content!) {
-        const buf = chunk as Buffer;
-        size += buf.length;
-        total += buf.length;
-        if (size > limits.max_entry_bytes) {
-          throw new DossierError(
-            'resource_constraint',
-            `Entry ${rel} unpacks to more than max_entry_bytes=${limits.max_entry_bytes}; the extraction was rolled back.`,
-            'Raise limits.max_entry_bytes (up to its ceiling) with a new idempotency_key if this is expected.',
-            { path: rel, max_entry_bytes: limits.max_entry_bytes },
-          );
-        }
-        if (total > limits.max_total_bytes) throw tooBig(total, limits.max_total_bytes);
-        if (total > limits.max_ratio * Math.max(archiveBytes, 1))
-          throw tooDense(total, archiveBytes, limits.max_ratio);
-        head ??= Buffer.from(buf.subarray(0, 512));
-        hash.update(buf);
-        await fd.write(buf);
-      }
-    } finally {
-      await fd.close();
-    }
-    const kind = sniff(head ?? Buffer.alloc(0));
-    Object.assign(row, {
-      size,
-      sha256: hash.digest('hex'),
-      detected_type: kind,
-      nested_archive: NESTED.has(kind),
-      status: 'written',
-      reason: null,
-    });
-    written++;
-    ctx.progress({ phase: 'extracting', entries: rows.length, written, bytes: total });
-  };
-
-  /** On failure remove everything staged; on success move it into place, whole. */
-  async function settle(failure: unknown): Promise<{ staging_removed: boolean; output: string | null }> {
-    if (failure) {
-      await rm(staging, { recursive: true, force: true });
-      return { staging_removed: !existsSync(staging), output: null };
-    }
-    await mkdir(path.dirname(output), { recursive: true });
-    await rename(staging, output); // the output directory is created exactly once, whole
-    return { staging_removed: true, output };
-  }
-
-  return { onEntry, rows, settle, stats: () => ({ total, written }) };
-}
-
 const TAR_COMPRESSION = { tar: 'none', 'tar.gz': 'gzip', 'tar.bz2': 'bzip2', 'tar.xz': 'xz' } as const;
+const SINGLE_SUFFIX = { gzip: /\.gz$|\.tgz$/, bzip2: /\.bz2$/, xz: /\.xz$/ } as const;
 
-/** Milliseconds left until a deadline set now, at least one second (helpers need some time to fail cleanly). */
-export function deadline(timeoutMs: number): () => number {
-  const end = Date.now() + timeoutMs;
-  return () => Math.max(1_000, end - Date.now());
+/** What a format states about itself beyond its entries (uImage header, APK signing block, sparse counts). */
+type FormatFacts = Record<string, unknown> | null;
+
+interface ReadPlan {
+  format: Exclude<ArchiveFormat, 'auto'>;
+  file: string;
+  /** The archive's own name (artifact name or entry name), for single-stream and image entries. */
+  name: string;
+  /** Bounds left for this archive, for readers that check a listing before streaming (7z). */
+  entriesLeft: number;
+  bytesLeft: number;
+  archiveBytes: number;
+  maxRatio: number;
+  timeoutMs: number;
+}
+
+/** Reads one archive of a known format into the writer. */
+async function readArchive(ctx: EffectContext, plan: ReadPlan, onEntry: OnEntry): Promise<FormatFacts> {
+  const { format, file, timeoutMs } = plan;
+  switch (format) {
+    case 'zip':
+    case 'apk': {
+      let manifest: string | null = null;
+      await readZip(file, (entry) => {
+        if (entry.name === 'AndroidManifest.xml') manifest = entry.name;
+        return onEntry(entry);
+      });
+      if (format === 'zip' && !manifest) return null;
+      return {
+        apk: {
+          manifest: manifest ?? null,
+          manifest_encoding: manifest ? 'Android binary XML (listed as an entry, not decoded)' : null,
+          signing_block: await apkSigningBlock(file),
+        },
+      };
+    }
+    case 'tar':
+    case 'tar.gz':
+    case 'tar.bz2':
+    case 'tar.xz':
+      await readTar(decompressed(ctx.sandbox, file, TAR_COMPRESSION[format], timeoutMs), format, onEntry);
+      return null;
+    case 'gzip':
+    case 'bzip2':
+    case 'xz': {
+      const inner = plan.name.replace(SINGLE_SUFFIX[format], '') || 'data';
+      const name = inner === plan.name ? `${plan.name}.out` : inner;
+      await readSingle(decompressed(ctx.sandbox, file, format, timeoutMs), format, name, onEntry);
+      return null;
+    }
+    case '7z':
+    case 'cramfs':
+    case 'ext':
+      await read7z(
+        ctx.sandbox,
+        file,
+        {
+          maxEntries: plan.entriesLeft,
+          maxTotalBytes: plan.bytesLeft,
+          maxRatio: plan.maxRatio,
+          archiveBytes: plan.archiveBytes,
+        },
+        timeoutMs,
+        onEntry,
+      );
+      return null;
+    case 'ar':
+    case 'deb':
+    case 'cpio':
+    case 'rpm':
+    case 'iso9660':
+      await readThroughBsdtar(ctx.sandbox, file, format, timeoutMs, onEntry);
+      return null;
+    case 'squashfs':
+      await readSquashfs(ctx.sandbox, file, timeoutMs, onEntry);
+      return null;
+    case 'android-sparse':
+      return {
+        sparse: await readAndroidSparse(file, `${plan.name.replace(/\.s?img$/, '')}.raw.img`, onEntry),
+      };
+    case 'uimage':
+      return { uimage: await readUImage(file, onEntry) };
+  }
+}
+
+/** Errors that end the whole extraction (a bound, a cancel, the clock); others only end one nested archive. */
+function endsExtraction(err: unknown): boolean {
+  return (
+    !(err instanceof DossierError) ||
+    ['resource_constraint', 'cancelled', 'provider_timeout', 'integrity_error', 'internal'].includes(err.code)
+  );
+}
+
+export interface ArchiveRow {
+  /** The archive's output path ("" for the artifact itself). */
+  path: string;
+  depth: number;
+  format: string | null;
+  status: 'opened' | 'failed' | 'not_opened';
+  entries: number;
+  reason: string | null;
+  facts: FormatFacts;
 }
 
 export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   const { artifact: archive, file } = await verifiedArtifact(ctx, input.artifact);
   const archiveBytes = (await stat(file)).size;
   const left = deadline(input.timeout_ms);
-  const format = input.format === 'auto' ? await detectFormat(file) : input.format;
+  const format = input.format === 'auto' ? await detectFormat(ctx.sandbox, file) : input.format;
   const limits = input.limits;
 
   await ctx.begin();
   const run = await startExtraction(ctx, limits, archiveBytes, input.timeout_ms);
   const { onEntry, rows } = run;
+  const plan = (f: ReadPlan['format'], at: string, name: string): ReadPlan => {
+    const { total } = run.stats();
+    return {
+      format: f,
+      file: at,
+      name,
+      entriesLeft: limits.max_entries - rows.length,
+      bytesLeft: limits.max_total_bytes - total,
+      archiveBytes,
+      maxRatio: limits.max_ratio,
+      timeoutMs: left(),
+    };
+  };
+  const archives: ArchiveRow[] = [];
 
   let failure: unknown;
   try {
-    if (format === 'zip') await readZip(file, onEntry);
-    else if (format.startsWith('tar')) {
-      const compression = TAR_COMPRESSION[format as keyof typeof TAR_COMPRESSION];
-      await readTar(decompressed(ctx.sandbox, file, compression, left()), format, onEntry);
-    } else if (format === 'gzip')
-      await readGzip(file, (archive.name ?? 'data').replace(/\.gz$/, '') || 'data', onEntry);
-    else
-      await read7z(
-        ctx.sandbox,
-        file,
-        {
-          maxEntries: limits.max_entries,
-          maxTotalBytes: limits.max_total_bytes,
-          maxRatio: limits.max_ratio,
-          archiveBytes,
-        },
-        left(),
-        onEntry,
-      );
+    const facts = await readArchive(ctx, plan(format, file, archive.name ?? 'data'), onEntry);
+    archives.push({
+      path: '',
+      depth: 0,
+      format,
+      status: 'opened',
+      entries: rows.length,
+      reason: null,
+      facts,
+    });
+    // Recursive: every nested archive written so far is opened in turn, and those it holds after it,
+    // under the same global bounds; rows grows while this loop runs.
+    for (let i = 0; input.recursive && i < rows.length; i++) {
+      const row = rows[i]!;
+      if (!row.nested_archive || row.status !== 'written' || row.type !== 'file') continue;
+      const where = { path: normalized(row.path), depth: row.depth + 1 };
+      if (row.depth + 1 > input.max_depth) {
+        row.reason = `nested archive not opened: max_depth=${input.max_depth} reached`;
+        archives.push({
+          ...where,
+          format: null,
+          status: 'not_opened',
+          entries: 0,
+          reason: row.reason,
+          facts: null,
+        });
+        continue;
+      }
+      const staged = run.staged(row);
+      const inner = await formatOf(ctx.sandbox, staged);
+      if (!inner.format) {
+        row.reason = `nested archive not opened: dossier has no reader for ${inner.kind} here`;
+        archives.push({
+          ...where,
+          format: inner.kind,
+          status: 'not_opened',
+          entries: 0,
+          reason: row.reason,
+          facts: null,
+        });
+        continue;
+      }
+      const before = rows.length;
+      try {
+        const facts = await readArchive(
+          ctx,
+          plan(inner.format, staged, path.basename(where.path)),
+          run.nestedIn(row),
+        );
+        row.extracted_to = `${where.path}${NESTED_SUFFIX}`;
+        archives.push({
+          ...where,
+          format: inner.format,
+          status: 'opened',
+          entries: rows.length - before,
+          reason: null,
+          facts,
+        });
+      } catch (err) {
+        if (endsExtraction(err)) throw err;
+        row.extracted_to = rows.length > before ? `${where.path}${NESTED_SUFFIX}` : null;
+        row.reason = `nested archive could not be read completely (${(err as Error).message}); the ${rows.length - before} entries read before that are kept`;
+        archives.push({
+          ...where,
+          format: inner.format,
+          status: 'failed',
+          entries: rows.length - before,
+          reason: row.reason,
+          facts: null,
+        });
+      }
+    }
   } catch (err) {
     failure = err;
   }
@@ -287,6 +313,10 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   const { total, written } = run.stats();
   const refused = rows.filter((r) => r.status === 'refused').length;
   const recorded = rows.filter((r) => r.status === 'recorded').length;
+  const nested = rows.filter((r) => r.nested_archive);
+  const unopened = nested.filter(
+    (r) => !r.extracted_to || archives.some((a) => a.path === normalized(r.path) && a.status === 'failed'),
+  );
   const summary = {
     format,
     output: cleanup.output,
@@ -294,13 +324,29 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
     written,
     refused,
     links_recorded: recorded,
-    nested_archives: rows.filter((r) => r.nested_archive).length,
+    nested_archives: nested.length,
+    ...(input.recursive
+      ? {
+          recursive: true,
+          max_depth: input.max_depth,
+          nested_opened: archives.filter((a) => a.depth > 0 && a.status === 'opened').length,
+          deepest: Math.max(0, ...rows.map((r) => r.depth)),
+        }
+      : {}),
     bytes_written: failure ? 0 : total,
     archive_bytes: archiveBytes,
+    ...(archives[0]?.facts ?? {}),
     cleanup,
   };
   const limitations: string[] = [];
   if (refused) limitations.push(`${refused} entries were refused (see status "refused" in entries)`);
+  const failedNested = archives.filter((a) => a.status === 'failed').length;
+  if (failedNested)
+    limitations.push(
+      `${failedNested} nested archives could not be read completely (see status "failed" in archives)`,
+    );
+  if (archives.some((a) => a.status === 'not_opened' && a.reason?.includes('max_depth')))
+    limitations.push(`nested archives deeper than max_depth=${input.max_depth} were not opened`);
   if (failure)
     limitations.push(
       'the extraction failed and was rolled back; entries lists what was read before the failure',
@@ -308,17 +354,15 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   return {
     status: failure ? 'failed' : 'succeeded',
     document: { artifact: input.artifact, limits, ...summary },
-    collections: { entries: rows },
+    collections: { entries: rows, archives },
     summary,
     truncated: Boolean(failure),
     limitations,
     target: { digest: input.artifact, path: archive.name ?? undefined },
     error: failure ? toToolError(failure) : undefined,
-    unknowns: rows
-      .filter((r) => r.nested_archive)
-      .map((r) => ({
-        question: `What does the nested ${r.detected_type} archive ${r.path} contain?`,
-        scope: `${input.artifact} ${r.path}`,
-      })),
+    unknowns: (input.recursive ? unopened : nested).slice(0, 1_000).map((r) => ({
+      question: `What does the nested ${r.detected_type} archive ${r.path} contain?`,
+      scope: `${input.artifact} ${r.path}`,
+    })),
   };
 };

@@ -7,11 +7,11 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError, toToolError } from '../domain/errors.ts';
-import { checkedOutput, runHelper, streamHelper } from '../sandbox/helpers.ts';
+import { runHelper } from '../sandbox/helpers.ts';
 import type { FirmwareInput } from '../tools/firmware.ts';
-import { readTar } from './archives.ts';
-import type { Effect, EffectContext } from './effect.ts';
-import { deadline, startExtraction } from './extract.ts';
+import type { Effect } from './effect.ts';
+import { deadline, startExtraction } from './writer.ts';
+import { readSquashfs } from './formats.ts';
 import { verifiedArtifact } from './policy.ts';
 
 export interface Signature {
@@ -30,24 +30,16 @@ export function parseSignatures(table: string, fileBytes: number, max: number): 
   }
   return found.map((f, i) => {
     const next = found[i + 1]?.offset ?? fileBytes;
-    const stated = /size: (\d+) bytes/.exec(f.description);
+    // A uImage states its payload's size after its header's ("header size: 64 bytes, … image size: N bytes"):
+    // the region is the header and that payload. Others state the size of the whole region.
+    const image = /^uImage header.*\bimage size: (\d+) bytes/.exec(f.description);
+    const stated = image
+      ? [image[0], String(64 + Number(image[1]))]
+      : /(?<!header )size: (\d+) bytes/.exec(f.description);
     const length = Math.max(0, Math.min(stated ? Number(stated[1]) : next - f.offset, fileBytes - f.offset));
     const kind = (/^[A-Za-z0-9]+/.exec(f.description)?.[0] ?? 'data').toLowerCase();
     return { ...f, kind, length };
   });
-}
-
-/** A squashfs image as a tar stream, from sqfs2tar in the sandbox. */
-function squashfsAsTar(ctx: EffectContext, image: string, timeoutMs: number) {
-  return checkedOutput(
-    streamHelper(ctx.sandbox, {
-      program: 'sqfs2tar',
-      pkg: 'squashfs-tools-ng',
-      args: ['--no-xattr', '/input/fs.sqfs'],
-      mounts: [{ host: image, inside: '/input/fs.sqfs' }],
-      timeoutMs,
-    }),
-  );
 }
 
 export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
@@ -92,7 +84,7 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
       // through the checked writer, so the bounds hold on what is written, as it is written.
       const carved = path.join(ctx.workspace, 'out', name);
       const prefix = `squashfs-0x${sig.offset.toString(16)}`;
-      await readTar(squashfsAsTar(ctx, carved, left()), 'squashfs', (entry) =>
+      await readSquashfs(ctx.sandbox, carved, left(), (entry) =>
         out.onEntry({ ...entry, name: `${prefix}/${entry.name.replace(/^\.?\/+/, '')}` }),
       );
       filesystems.push(`squashfs-0x${sig.offset.toString(16)}`);

@@ -3,14 +3,18 @@
 // DOSSIER_TOKEN, or from the running embedded stack's dev.json.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { existsSync, readFileSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, type Config } from '../config.ts';
 import { devJsonPath, type DevJson } from '../dev/devJson.ts';
 
 type Reply = Record<string, unknown> & { status?: string; launch?: Record<string, unknown>; error?: unknown };
 
-async function connect(config: Config): Promise<Client> {
+/** The gateway's MCP endpoint and a token: DOSSIER_URL and DOSSIER_TOKEN, else the embedded stack's dev.json. */
+function endpoint(config: Config): { url: string; token: string } {
   let url = process.env.DOSSIER_URL;
   let token = process.env.DOSSIER_TOKEN;
   if ((!url || !token) && existsSync(devJsonPath(config))) {
@@ -24,6 +28,11 @@ async function connect(config: Config): Promise<Client> {
       'No gateway to talk to',
     );
   }
+  return { url, token };
+}
+
+async function connect(config: Config): Promise<Client> {
+  const { url, token } = endpoint(config);
   const client = new Client({ name: 'dossier-cli', version: '0.1.0' });
   await client.connect(
     new StreamableHTTPClientTransport(new URL(url), {
@@ -135,4 +144,68 @@ export async function launchesCommand(config: Config, argv: string[]) {
   } finally {
     await client.close();
   }
+}
+
+/** `dossier upload FILE [--name N]`: streams a file to POST /artifacts and prints the artifact record. */
+export async function uploadCommand(config: Config, argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { name: { type: 'string' } },
+    allowPositionals: true,
+  });
+  const file = positionals[0];
+  if (!file || positionals.length > 1)
+    throw new ConfigError(['usage: dossier upload FILE [--name NAME]'], 'Invalid arguments');
+  let size: number;
+  try {
+    const st = statSync(file);
+    if (!st.isFile()) throw new Error('not a regular file');
+    size = st.size;
+  } catch (err) {
+    throw new ConfigError([`${file}: ${(err as Error).message}`], 'Nothing to upload');
+  }
+  const { url, token } = endpoint(config);
+  const target = new URL('/artifacts', url);
+  target.searchParams.set('name', values.name ?? path.basename(file));
+  const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = (target.protocol === 'https:' ? https : http).request(
+      target,
+      {
+        method: 'POST',
+        agent: false, // one request: no kept-alive socket holds the process open after the reply
+        headers: {
+          Authorization: `Bearer ${token}`,
+          'content-type': 'application/octet-stream',
+          'content-length': String(size),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    let sent = 0;
+    const source = createReadStream(file);
+    source.on('data', (c) => {
+      sent += c.length;
+      if (size > 8 * 1024 * 1024)
+        process.stderr.write(`\r… ${Math.floor((sent / size) * 100)}% of ${size} bytes`);
+    });
+    source.on('error', reject);
+    source.pipe(req);
+  });
+  process.stderr.write('\r\x1b[K');
+  let reply: unknown;
+  try {
+    reply = JSON.parse(body);
+  } catch {
+    reply = { error: body.slice(0, 1_000) };
+  }
+  console.log(JSON.stringify(reply, null, 2));
+  if (status !== 201) process.exitCode = 1;
 }

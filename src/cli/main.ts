@@ -1,7 +1,9 @@
 // `dossier <command>`: start (the embedded stack), worker, gateway, token, provision-temporal.
 // Each command loads only what it runs (a `call` never loads the worker or
 // Temporal's native bridge), so the short commands start at once.
+import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import type { Role } from '../domain/types.ts';
@@ -24,6 +26,8 @@ const USAGE = `usage: dossier <command>
                         call a tool and print its reply; follows a running launch with progress
   launches [--status S] [--tool T] [--limit N]
                         a table of recent launches with status and UI link
+  upload FILE [--name NAME]
+                        upload a file as an artifact (POST /artifacts); prints its digest and record
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
   provision-temporal    find or build the Temporal CLI and the Temporal UI server; print their paths
   provision-analysis    make the angr provider's hash-locked virtualenv (cached); print angr's version
@@ -46,6 +50,8 @@ async function main(argv: string[]) {
       return (await import('./client.ts')).callCommand(loadConfig(), rest);
     case 'launches':
       return (await import('./client.ts')).launchesCommand(loadConfig(), rest);
+    case 'upload':
+      return (await import('./client.ts')).uploadCommand(loadConfig(), rest);
     case 'mcp':
       if (!rest.includes('--stdio'))
         throw new ConfigError(
@@ -117,7 +123,12 @@ async function runStack(config: Config, parts: StackParts, embedded: boolean) {
   const seconds = ((performance.now() - t0) / 1000).toFixed(1);
   if (parts.gateway !== false) {
     if (embedded) writeDevJson(config, stack.devJson);
-    printReady(stack.devJson, seconds, embedded ? config.home : undefined);
+    printReady(
+      stack.devJson,
+      seconds,
+      embedded ? config.home : undefined,
+      path.join(config.inbox, config.team),
+    );
   } else {
     console.error(
       `dossier: worker ready in ${seconds}s, serving ${config.capabilities.join(', ')} on ${stack.devJson.temporal_address}`,
@@ -125,7 +136,8 @@ async function runStack(config: Config, parts: StackParts, embedded: boolean) {
   }
 }
 
-function printReady(dev: DevJson, seconds: string, home: string | undefined) {
+function printReady(dev: DevJson, seconds: string, home: string | undefined, inbox: string) {
+  mkdirSync(inbox, { recursive: true, mode: 0o700 });
   const connect = dev.token
     ? `Connect a client:
   claude mcp add --transport http dossier ${dev.mcp_url} --header "Authorization: Bearer ${dev.token}"
@@ -137,7 +149,8 @@ function printReady(dev: DevJson, seconds: string, home: string | undefined) {
 
   MCP endpoint   ${dev.mcp_url}${dev.token ? `\n  token          ${dev.token}` : ''}
   Temporal       ${dev.temporal_address} (namespace ${dev.namespace})
-  Temporal UI    ${dev.ui_url}${home ? `\n  state         ${home} (connection details in ${home}/dev.json)` : ''}
+  Temporal UI    ${dev.ui_url}${home ? `\n  state          ${home} (connection details in ${home}/dev.json)` : ''}
+  inbox          ${inbox} (files here can be registered: register_artifact {path}; or \`npx dossier upload FILE\`)
 
 ${connect}
 

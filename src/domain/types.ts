@@ -155,4 +155,15 @@ export interface ArtifactRecord {
   origin: string;
   registered_by: string;
   created_at: string;
+  /** For an entry registered from an extraction: where it came from. */
+  provenance: ArtifactProvenance | null;
+}
+
+export interface ArtifactProvenance {
+  /** The artifact that was extracted. */
+  parent_artifact: string | null;
+  /** The extraction's Evidence, whose entries collection lists the entry. */
+  evidence_id: string;
+  /** The entry's path in that extraction's output (nested archives' entries under P.extracted/). */
+  path: string;
 }

@@ -1,9 +1,9 @@
 // The application behind the MCP layer: validates a call against its contract,
 // authorizes it, and routes it to launches or to the store. Transport-free, so
 // HTTP, stdio and tests drive exactly the same code.
-import type { Readable } from 'node:stream';
-import { DossierError, refuseNul, toToolError } from '../domain/errors.ts';
+import { DossierError, refuseNul, toToolError, type ToolError } from '../domain/errors.ts';
 import { replyBytes, type Ledger } from './ledger.ts';
+import type { Intake } from './intake.ts';
 import type { Principal } from '../domain/types.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
 import { RateLimiter } from './rateLimit.ts';
@@ -152,17 +152,25 @@ export class Gateway {
     return this.deps.ledger.complete(caller, prompt, argument, typed, context);
   }
 
-  /** POST /artifacts: an authenticated, size-capped upload into the artifact store. */
-  async uploadArtifact(caller: Principal, body: Readable, name: string | undefined): Promise<CallResult> {
+  /**
+   * The HTTP routes beside MCP (artifact uploads, bundles) in the caller's name:
+   * the same roles and the same error shape as tools. `writes` names what a
+   * viewer may not do.
+   */
+  async rest<T extends object>(
+    caller: Principal,
+    writes: string | null,
+    run: (intake: Intake) => Promise<T>,
+  ): Promise<{ ok: true; value: T } | { ok: false; error: ToolError }> {
     try {
-      if (caller.role === 'viewer') {
+      if (writes && caller.role === 'viewer') {
         throw new DossierError(
           'forbidden',
-          'Your role (viewer) may not upload artifacts.',
+          `Your role (viewer) may not ${writes}.`,
           'Ask an admin for an operator token.',
         );
       }
-      return { ok: true, value: await this.deps.ledger.uploadArtifact(caller, body, name) };
+      return { ok: true, value: await run(this.deps.ledger.intake) };
     } catch (err) {
       return { ok: false, error: toToolError(err) };
     }

@@ -72,14 +72,23 @@ export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
   handler(updateUnknown, (i, c) => c.ledger.updateUnknown(c.caller, i)),
   handler(getUnknown, (i, c) => c.ledger.getUnknown(c.caller, i)),
   handler(listUnknowns, (i, c) => c.ledger.listUnknowns(c.caller, i)),
-  handler(importEvidenceBundle, (i, c) => c.ledger.importBundle(c.caller, i.path)),
-  handler(registerArtifact, (i, c) => c.ledger.registerArtifact(c.caller, i.path, i.name)),
-  handler(listArtifacts, (i, c) => c.ledger.listArtifacts(c.caller, i)),
+  handler(importEvidenceBundle, (i, c) => c.ledger.intake.importBundle(c.caller, i.path)),
+  handler(registerArtifact, (i, c) =>
+    i.path !== undefined
+      ? c.ledger.intake.registerArtifact(c.caller, i.path, i.name)
+      : c.ledger.intake.registerExtracted(c.caller, i.evidence_id!, i.entry!, i.name),
+  ),
+  handler(listArtifacts, (i, c) => c.ledger.intake.listArtifacts(c.caller, i)),
   handler(registerDevice, (i, c) => c.devices.register(c.caller, i)),
   handler(listDevices, async (i, c) =>
     fitList('devices', await c.devices.list(c.caller, i), c.ledger.replyBudgetBytes),
   ),
   handler(getDevice, (i, c) => c.devices.get(c.caller, i.device)),
   handler(retireDevice, (i, c) => c.devices.retire(c.caller, i.device)),
-  handler(whoami, async (_i, c) => ({ ...c.caller, namespace: c.namespace, ui_url: c.uiUrl })),
+  handler(whoami, async (_i, c) => ({
+    ...c.caller,
+    namespace: c.namespace,
+    ui_url: c.uiUrl,
+    inbox: c.ledger.intake.inboxOf(c.caller) ?? null,
+  })),
 ];

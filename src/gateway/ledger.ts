@@ -1,15 +1,10 @@
 // The ledger behind the gateway's read and unknown tools, and the delivery of
 // producing tools' results within the reply budget.
 import { DossierError } from '../domain/errors.ts';
-import path from 'node:path';
-import type { Readable } from 'node:stream';
-import { detectType, storeArtifact, storeArtifactFile } from '../evidence/artifacts.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
-import { BUNDLE_LIMITS, PAGE_LIMIT, UPLOAD_LIMIT } from '../tools/ledger.ts';
-import { openUnder } from '../sandbox/paths.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
-import { verifyBundle } from '../evidence/bundles.ts';
+import { PAGE_LIMIT } from '../tools/ledger.ts';
 import { completePromptArgument } from './completion.ts';
+import { Intake, type IntakeOptions } from './intake.ts';
 import { fitList } from './lists.ts';
 import { unknownId } from '../domain/evidence.ts';
 import type { EvidenceFilter } from '../store/evidence.ts';
@@ -21,71 +16,19 @@ import { findEvidence, fitPage, pageView, summaryView, type ViewRequest } from '
 /** Bytes a reply takes on the wire as MCP text content (its JSON). */
 export const replyBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
 
-export interface LedgerOptions {
-  replyBudgetBytes: number;
-  /** Folders bundles are imported from. */
-  bundleRoots?: string[];
-  /** Where the artifact directory lives, the folders artifacts are registered from, and the upload cap. */
-  home?: string;
-  allowedRoots?: string[];
-  uploadLimit?: number;
-  /** Where helpers that read untrusted bytes (file) run. */
-  sandbox?: Sandbox;
-}
+export type LedgerOptions = IntakeOptions;
 
 export class Ledger {
   readonly replyBudgetBytes: number;
-  private readonly bundleRoots: string[];
+  /** Artifacts and bundles in and out (src/gateway/intake.ts). */
+  readonly intake: Intake;
 
   constructor(
     private readonly store: Pick<Store, 'evidence' | 'unknowns' | 'artifacts' | 'candidates' | 'analyses'>,
     private readonly opts: LedgerOptions,
   ) {
     this.replyBudgetBytes = opts.replyBudgetBytes;
-    this.bundleRoots = opts.bundleRoots ?? [];
-  }
-
-  /** Copies a file from under the allowed roots: opened first, then checked, so a swapped link reads nothing. */
-  async registerArtifact(caller: Principal, file: string, name?: string) {
-    const opened = await openUnder(file, this.opts.allowedRoots ?? [], 'DOSSIER_ALLOWED_ROOTS');
-    try {
-      const stored = await storeArtifactFile(
-        this.home(),
-        opened.handle.fd,
-        this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
-      );
-      return await this.recordArtifact(caller, stored, name ?? path.basename(file), `path:${opened.real}`);
-    } finally {
-      await opened.handle.close();
-    }
-  }
-
-  async uploadArtifact(caller: Principal, body: Readable, name: string | undefined) {
-    const stored = await storeArtifact(this.home(), body, this.opts.uploadLimit ?? UPLOAD_LIMIT.default);
-    return this.recordArtifact(caller, stored, name ?? null, 'upload');
-  }
-
-  async listArtifacts(caller: Principal, filter: { cursor?: string; limit: number }) {
-    return fitList('artifacts', await this.store.artifacts.list(caller.team, filter), this.replyBudgetBytes);
-  }
-
-  private async recordArtifact(
-    caller: Principal,
-    stored: { digest: string; size: number; file: string },
-    name: string | null,
-    origin: string,
-  ) {
-    const type = await detectType(this.sandbox(), stored.file);
-    const { created, artifact } = await this.store.artifacts.put(caller.team, {
-      digest: stored.digest,
-      size: stored.size,
-      ...type,
-      name,
-      origin,
-      registered_by: caller.principal,
-      created_at: new Date().toISOString(),
-    });
-    return { created, artifact };
+    this.intake = new Intake(store, opts);
   }
 
   /** Prompt-argument completion over this team's live records (never an error: empty instead). */
@@ -97,60 +40,6 @@ export class Ledger {
     context?: Record<string, string>,
   ) {
     return completePromptArgument(this.store, caller, prompt, argument, typed, context);
-  }
-
-  private sandbox(): Sandbox {
-    if (!this.opts.sandbox) throw new Error('the ledger was built without a sandbox');
-    return this.opts.sandbox;
-  }
-
-  private home(): string {
-    if (!this.opts.home) throw new Error('the ledger was built without DOSSIER_HOME');
-    return this.opts.home;
-  }
-
-  /**
-   * Imports a bundle from the caller's team folder under a bundle root
-   * (`<root>/<team>/…`, where exports land); any other path, another team's
-   * included, is not_found. Every record must be the caller's team's.
-   */
-  async importBundle(caller: Principal, file: string) {
-    const teamRoots = this.bundleRoots.map((root) => path.join(root, caller.team));
-    const opened = await openUnder(file, teamRoots, 'DOSSIER_BUNDLE_ROOTS').catch((err: unknown) => {
-      if (err instanceof DossierError && err.code !== 'not_found' && err.code !== 'policy_denied') throw err;
-      throw new DossierError(
-        'not_found',
-        `No bundle of your team at ${file}.`,
-        `Bundles are imported from your team's folder: ${teamRoots.join(', ')}/…; pass the path export_evidence_bundle reported, or copy the bundle there.`,
-        { path: file },
-      );
-    });
-    let text: string;
-    try {
-      if (opened.stat.size > BUNDLE_LIMITS.bytes.max) {
-        throw new DossierError(
-          'resource_constraint',
-          `${file} has ${opened.stat.size} bytes, more than a bundle may (${BUNDLE_LIMITS.bytes.max}).`,
-          'Export smaller bundles.',
-          { bytes: opened.stat.size },
-        );
-      }
-      text = await opened.handle.readFile('utf8');
-    } finally {
-      await opened.handle.close();
-    }
-    const built = verifyBundle(text);
-    const foreign = built.find((b) => b.record.team !== caller.team);
-    if (foreign) {
-      throw new DossierError(
-        'policy_denied',
-        `The bundle holds Evidence of another team (${foreign.record.evidence_id}); it was refused whole and nothing was imported.`,
-        "Import only bundles of your team's Evidence.",
-        { evidence_id: foreign.record.evidence_id },
-      );
-    }
-    const { imported, present } = await this.store.evidence.importAll(caller.team, built);
-    return { imported, already_present: present, evidence_ids: built.map((b) => b.record.evidence_id) };
   }
 
   async inspect(caller: Principal, evidenceId: string, view: ViewRequest) {

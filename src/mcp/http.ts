@@ -13,12 +13,13 @@ import type { Gateway } from '../gateway/gateway.ts';
 import type { TeamPayloadCodec } from '../temporal/codec.ts';
 import { CODEC_COOKIE, codecCors, codecToken, decodeForTeam, LOGIN_FORM, signedIn } from './codecEndpoint.ts';
 import { createMcpServer } from './server.ts';
+import { isRestRoute, serveRest } from './rest.ts';
 
 export interface HttpOptions {
   host: string;
   port: number;
   maxRequestBytes: number;
-  /** Largest artifact upload (POST /artifacts). */
+  /** Largest artifact upload (POST /artifacts, src/mcp/rest.ts). */
   maxUploadBytes: number;
   /** Host header values accepted besides the bound address (e.g. a load balancer name). */
   allowedHosts?: string[];
@@ -127,8 +128,10 @@ export async function startHttpGateway(
     const url = new URL(req.url ?? '/', 'http://gateway');
     if (url.pathname === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true });
     const codecRoute = opts.codec && (url.pathname === '/codec/decode' || url.pathname === '/codec/login');
-    if (url.pathname !== '/mcp' && url.pathname !== '/artifacts' && !codecRoute) {
-      return sendJson(res, 404, { error: 'not found; the MCP endpoint is /mcp' });
+    if (url.pathname !== '/mcp' && !isRestRoute(url.pathname) && !codecRoute) {
+      return sendJson(res, 404, {
+        error: 'not found; the MCP endpoint is /mcp (and POST /artifacts, GET|POST /bundles)',
+      });
     }
     if (!allowedHost(req.headers.host))
       return rpcError(res, 403, -32000, `Host ${req.headers.host} is not allowed`);
@@ -154,41 +157,11 @@ export async function startHttpGateway(
       extra: { principal },
     };
 
-    if (url.pathname === '/artifacts') {
-      if (req.method !== 'POST') return sendJson(res, 405, { error: 'POST the file as the request body' });
-      const name = url.searchParams.get('name') ?? undefined;
-      if (name?.includes('\u0000')) {
-        req.resume();
-        return sendJson(res, 400, { error: 'name contains a NUL character; nothing was stored' });
-      }
-      const limited = gateway.throttle(principal);
-      if (limited) {
-        req.resume();
-        res.setHeader('Retry-After', String(Math.ceil(limited.retry_after_ms / 1000)));
-        return sendJson(res, 429, { error: limited });
-      }
-      // An upload may be long, but not silent: no byte for DOSSIER_REQUEST_BODY_TIMEOUT_MS ends it.
-      req.setTimeout(bodyTimeoutMs, () => req.destroy(new Error('the upload stalled')));
-      const declared = Number(req.headers['content-length'] ?? 0);
-      if (principal.role !== 'viewer' && declared > opts.maxUploadBytes) {
-        res.setHeader('Connection', 'close');
-        req.resume();
-        return sendJson(res, 413, {
-          error: `The upload declares ${declared} bytes, over the limit of ${opts.maxUploadBytes} (DOSSIER_MAX_UPLOAD_BYTES).`,
-        });
-      }
-      const result = await gateway.uploadArtifact(
-        principal,
-        req,
-        name && name.length <= 256 ? name : undefined,
-      );
-      if (result.ok) return sendJson(res, 201, result.value);
-      // The body may be half read: answer, then close the connection rather than drain it.
-      res.setHeader('Connection', 'close');
-      const status = { forbidden: 403, resource_constraint: 413 }[result.error.code as string] ?? 400;
-      res.on('finish', () => req.destroy());
-      return sendJson(res, status, { error: result.error });
-    }
+    if (isRestRoute(url.pathname))
+      return serveRest(gateway, principal, req, res, url, {
+        maxUploadBytes: opts.maxUploadBytes,
+        bodyTimeoutMs,
+      });
 
     let body: unknown;
     if (req.method === 'POST') {

@@ -15,6 +15,14 @@ function toArtifact(r: Row): ArtifactRecord {
     origin: r.origin as string,
     registered_by: r.registered_by as string,
     created_at: r.created_at as string,
+    provenance:
+      r.parent_evidence == null
+        ? null
+        : {
+            parent_artifact: (r.parent_artifact as string | null) ?? null,
+            evidence_id: r.parent_evidence as string,
+            path: r.parent_path as string,
+          },
   };
 }
 
@@ -24,9 +32,23 @@ export class ArtifactStore {
   /** Records an artifact for a team; a second registration of the same digest keeps the first record. */
   async put(team: string, a: ArtifactRecord): Promise<{ created: boolean; artifact: ArtifactRecord }> {
     const info = await this.db.run(
-      `INSERT INTO artifacts (team, digest, size, mime_type, description, name, origin, registered_by, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-      [team, a.digest, a.size, a.mime_type, a.description, a.name, a.origin, a.registered_by, a.created_at],
+      `INSERT INTO artifacts (team, digest, size, mime_type, description, name, origin, registered_by, created_at,
+         parent_artifact, parent_evidence, parent_path)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [
+        team,
+        a.digest,
+        a.size,
+        a.mime_type,
+        a.description,
+        a.name,
+        a.origin,
+        a.registered_by,
+        a.created_at,
+        a.provenance?.parent_artifact ?? null,
+        a.provenance?.evidence_id ?? null,
+        a.provenance?.path ?? null,
+      ],
     );
     if (info.changes === 1) await addCandidates(this.db, team, [['artifact', '', a.digest]]);
     return { created: info.changes === 1, artifact: (await this.get(team, a.digest))! };

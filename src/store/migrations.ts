@@ -266,4 +266,13 @@ CREATE TABLE tasks (
 CREATE INDEX tasks_by_principal ON tasks (team, principal, created_at, task_id);
 `,
   },
+  {
+    version: 7,
+    name: 'Artifacts registered from an extraction keep where they came from',
+    sql: `
+ALTER TABLE artifacts ADD COLUMN parent_artifact TEXT;
+ALTER TABLE artifacts ADD COLUMN parent_evidence TEXT;
+ALTER TABLE artifacts ADD COLUMN parent_path TEXT;
+`,
+  },
 ];

@@ -16,9 +16,31 @@ export const EXTRACT_LIMITS = {
   max_ratio: { default: 1_000, max: 100_000, unit: 'bytes written per archive byte' },
   max_depth: { default: 32, max: 256, unit: 'path components' },
   timeout_ms: { default: 300_000, max: 3_600_000, unit: 'ms' },
+  nesting: { default: 4, max: 16, unit: 'archive levels below the artifact (recursive)' },
 };
 
-export const ARCHIVE_FORMATS = ['zip', 'tar', 'tar.gz', 'tar.bz2', 'tar.xz', 'gzip', '7z'] as const;
+export const ARCHIVE_FORMATS = [
+  'zip',
+  'apk',
+  'tar',
+  'tar.gz',
+  'tar.bz2',
+  'tar.xz',
+  'gzip',
+  'bzip2',
+  'xz',
+  '7z',
+  'ar',
+  'deb',
+  'cpio',
+  'rpm',
+  'iso9660',
+  'squashfs',
+  'cramfs',
+  'ext',
+  'android-sparse',
+  'uimage',
+] as const;
 
 export const extractInput = z.object({
   artifact: z
@@ -41,6 +63,16 @@ export const extractInput = z.object({
     })
     .prefault({})
     .describe('Bounds; exceeding one fails the extraction and rolls it back.'),
+  recursive: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Also open every nested archive found (and those inside them), in the same launch and under the same bounds; a nested archive at P is unpacked into P.extracted/.',
+    ),
+  max_depth: bounded(
+    EXTRACT_LIMITS.nesting,
+    'With recursive: how many archive levels below the artifact are opened (limits.max_depth bounds path components)',
+  ),
   timeout_ms: bounded(EXTRACT_LIMITS.timeout_ms, 'Wall-clock limit of the extraction'),
   detail: z.enum(['complete', 'summary']).default('complete'),
   investigation: investigationSchema.optional(),
@@ -52,7 +84,7 @@ export const extractArtifact = defineTool({
   name: 'extract_artifact',
   title: 'Extract an archive',
   description:
-    'Unpack a registered archive (zip, tar, tar.gz, tar.bz2, tar.xz, gzip, 7z) into a new output directory. Unsafe paths are refused and recorded, links are recorded and never created, nested archives are listed and not opened; a bound exceeded fails the extraction and leaves no partial tree.',
+    'Unpack a registered archive into a new output directory: zip and APK (signing block listed), tar (plain, gz, bz2, xz), lone gzip/bzip2/xz streams, 7z, ar and .deb (every member), cpio (newc, odc), rpm, ISO 9660, squashfs, cramfs, ext2/3/4, Android sparse images (as the raw image) and uImage (header and payload carved by its stated size); the format is detected from the content. Unsafe paths are refused and recorded, links are recorded and never created. Nested archives are listed, or with recursive: true opened in the same launch (up to max_depth levels) under the same global bounds, each entry keeping its depth, parent and inner path. Any written entry can be registered as an artifact with register_artifact {evidence_id, entry}. A bound exceeded fails the extraction and leaves no partial tree.',
   input: extractInput,
   effect: {
     idempotent: false,
@@ -66,8 +98,13 @@ export const extractArtifact = defineTool({
   collections: {
     entries: {
       description:
-        'One row per archive entry: {occurrence, path, type, size, sha256, detected_type, nested_archive, link_target, executable, status, reason}',
-      filterable: ['type', 'status', 'detected_type', 'path'],
+        "One row per archive entry: {occurrence, path, type, size, sha256, detected_type, nested_archive, link_target, executable, status, reason, depth, parent, inner_path, extracted_to}. path is where it was written in the output; for an entry of a nested archive, parent is that archive's path and inner_path its name inside it.",
+      filterable: ['type', 'status', 'detected_type', 'path', 'depth', 'parent'],
+    },
+    archives: {
+      description:
+        'One row per archive read: the artifact ("" path, depth 0) and, with recursive, every nested archive: {path, depth, format, status (opened, failed, not_opened), entries, reason, facts}.',
+      filterable: ['status', 'format', 'depth'],
     },
   },
   maxRunMs: (input) => input.timeout_ms + 30_000,

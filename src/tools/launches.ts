@@ -79,7 +79,8 @@ export const listLaunches = defineTool({
 export const whoami = defineTool({
   name: 'whoami',
   title: 'Who am I',
-  description: 'The principal, team and role your token maps to, and where this cluster shows launches.',
+  description:
+    "The principal, team and role your token maps to, where this cluster shows launches, and your team's inbox folder (files placed there can be registered with register_artifact).",
   input: z.strictObject({}),
   effect: READ,
   runsOn: 'gateway',

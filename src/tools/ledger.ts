@@ -238,20 +238,44 @@ export const registerArtifact = defineTool({
   name: 'register_artifact',
   title: 'Register an artifact',
   description:
-    'Copy a file from under the allowed roots into the content-addressed artifact store and record its digest, size and type for your team. Registering the same content again returns the same digest. Large files can also be uploaded: POST /artifacts with the bearer token.',
-  input: z.strictObject({
-    path: z
-      .string()
-      .min(1)
-      .max(4_096)
-      .refine((p) => p.startsWith('/'), { error: 'path must be absolute' }),
-    name: z
-      .string()
-      .min(1)
-      .max(256)
-      .optional()
-      .describe('A human name for the artifact (default: the file name).'),
-  }),
+    "Copy a file into the content-addressed artifact store and record its digest, size and type for your team: either a file by path (under the allowed roots or your team's inbox folder), or an entry of an extraction by {evidence_id, entry} (no download and upload; the artifact keeps its provenance). Registering the same content again returns the same digest. Files from elsewhere can be uploaded: POST /artifacts with the bearer token, or `npx dossier upload FILE`.",
+  input: z
+    .strictObject({
+      path: z
+        .string()
+        .min(1)
+        .max(4_096)
+        .refine((p) => p.startsWith('/'), { error: 'path must be absolute' })
+        .optional()
+        .describe(
+          "Absolute path on the dossier host, under DOSSIER_ALLOWED_ROOTS or your team's inbox (DOSSIER_INBOX/<team>/).",
+        ),
+      evidence_id: z
+        .string()
+        .regex(/^ev_[0-9a-f]{64}$/, { error: 'evidence_id is "ev_" followed by 64 hex digits' })
+        .optional()
+        .describe('The Evidence of a succeeded extract_artifact or extract_firmware launch (with entry).'),
+      entry: z
+        .string()
+        .min(1)
+        .max(4_096)
+        .optional()
+        .describe(
+          "The entry's path exactly as that Evidence's entries collection lists it (with evidence_id).",
+        ),
+      name: z
+        .string()
+        .min(1)
+        .max(256)
+        .optional()
+        .describe('A human name for the artifact (default: the file name).'),
+    })
+    .refine((i) => (i.path === undefined) !== (i.evidence_id === undefined && i.entry === undefined), {
+      error: 'pass either path, or evidence_id with entry',
+    })
+    .refine((i) => (i.evidence_id === undefined) === (i.entry === undefined), {
+      error: 'evidence_id and entry go together: the extraction and the path of one of its entries',
+    }),
   effect: {
     idempotent: true,
     readOnly: false,

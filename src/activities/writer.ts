@@ -1,0 +1,277 @@
+// The checked writer every extraction feeds entries to. Every entry is
+// checked before anything is written: absolute and `..` paths, paths through a
+// recorded link, paths too deep and duplicates are refused and recorded; links
+// are recorded, never created. Content is written into a staging tree with
+// O_EXCL|O_NOFOLLOW, hashed and counted as it streams; a bound exceeded or a
+// corrupt archive fails the extraction and removes the staging tree, so no
+// partial tree is left. Entries of nested archives (recursive extraction) go
+// through the same writer under `<archive path>.extracted/`, so bounds are global.
+import { createHash } from 'node:crypto';
+import { constants, existsSync } from 'node:fs';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { DossierError } from '../domain/errors.ts';
+import type { ExtractInput } from '../tools/extract.ts';
+import { sniff, tooBig, tooDense, tooMany, type ArchiveEntry } from './archives.ts';
+import type { EffectContext } from './effect.ts';
+
+/** What sniff() names that extract_artifact can open (with recursive: true, it does). */
+export const OPENABLE = new Set([
+  'zip',
+  'gzip',
+  'bzip2',
+  'xz',
+  '7z',
+  'tar',
+  'squashfs',
+  'deb',
+  'ar',
+  'cpio',
+  'rpm',
+  'iso9660',
+  'android-sparse',
+  'uimage',
+  'cramfs',
+  'ext',
+]);
+/** Archives and file systems dossier names but has no reader for here. */
+export const KNOWN_UNREADABLE = new Set(['jffs2', 'ubi', 'zstd', 'lz4']);
+/** Bytes of an entry's start kept for naming its format (ISO 9660's magic is at 32,769). */
+export const HEAD_BYTES = 36 * 1024;
+
+export interface ManifestRow {
+  occurrence: number;
+  path: string;
+  type: ArchiveEntry['type'];
+  size: number | null;
+  sha256: string | null;
+  detected_type: string | null;
+  nested_archive: boolean;
+  link_target: string | null;
+  /** Written with the execute bits (the archive marked it executable); no other mode bit is ever kept. */
+  executable: boolean;
+  status: 'written' | 'recorded' | 'refused';
+  reason: string | null;
+  /** How many archives deep the entry was found: 0 in the artifact itself. */
+  depth: number;
+  /** The output path of the nested archive the entry came from (null at depth 0). */
+  parent: string | null;
+  /** The entry's own name inside that archive (its path in the artifact at depth 0). */
+  inner_path: string;
+  /** For a nested archive opened by a recursive extraction: the folder its entries went to. */
+  extracted_to: string | null;
+}
+
+/** An entry's path as written: no empty or "." components. */
+export const normalized = (name: string) =>
+  name
+    .split('/')
+    .filter((p) => p !== '' && p !== '.')
+    .join('/');
+
+/** Why a name may not be written, or null when it is safe. */
+export function unsafeName(name: string, maxDepth: number): string | null {
+  if (name.length === 0) return 'empty name';
+  if (name.includes('\0')) return 'NUL in name';
+  if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) return 'absolute path';
+  const parts = name.split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..')) return 'path escapes the output directory (..)';
+  if (parts.length === 0) return 'empty name';
+  if (parts.length > maxDepth) return `deeper than max_depth=${maxDepth}`;
+  // What Linux can create: a component of at most 255 bytes, a path of at most 4,095 (with the output folder's own).
+  if (parts.some((p) => Buffer.byteLength(p) > 255)) return 'a name component longer than 255 bytes';
+  if (Buffer.byteLength(parts.join('/')) > 3_000) return 'a path longer than 3,000 bytes';
+  return null;
+}
+
+interface EntryOrigin {
+  depth: number;
+  parent: string | null;
+}
+const TOP: EntryOrigin = { depth: 0, parent: null };
+/** A nested archive's entries go to a folder beside it: `<its path>.extracted/`. */
+export const NESTED_SUFFIX = '.extracted';
+
+/** The bounded, checked writer every extraction feeds entries to; see the file comment. */
+export async function startExtraction(
+  ctx: EffectContext,
+  limits: ExtractInput['limits'],
+  archiveBytes: number,
+  timeoutMs: number,
+) {
+  const staging = path.join(ctx.workspace, 'out');
+  const output = path.join(
+    ctx.config.home,
+    'extractions',
+    ctx.caller.team,
+    path.basename(path.dirname(ctx.workspace)),
+    path.basename(ctx.workspace),
+  );
+  await mkdir(staging);
+  const deadline = Date.now() + timeoutMs;
+  const input = { timeout_ms: timeoutMs };
+  const rows: ManifestRow[] = [];
+  const taken = new Map<string, ArchiveEntry['type']>(); // normalized path → what occupies it
+  let total = 0;
+  let written = 0;
+
+  const onEntry = async (inner: ArchiveEntry, at: EntryOrigin = TOP) => {
+    const entry =
+      at.parent === null
+        ? inner
+        : { ...inner, name: `${at.parent}${NESTED_SUFFIX}/${inner.name.replace(/^(\.\/+)+/, '')}` };
+    if (rows.length >= limits.max_entries) throw tooMany(rows.length + 1, limits.max_entries);
+    if (ctx.signal.aborted)
+      throw new DossierError(
+        'cancelled',
+        'The extraction was cancelled.',
+        'Launch again with a new idempotency_key.',
+      );
+    if (Date.now() > deadline) {
+      throw new DossierError(
+        'provider_timeout',
+        `The extraction ran past timeout_ms=${input.timeout_ms}.`,
+        'Raise timeout_ms or split the archive.',
+      );
+    }
+    const row: ManifestRow = {
+      occurrence: rows.length,
+      path: entry.name,
+      type: entry.type,
+      size: null,
+      sha256: null,
+      detected_type: null,
+      nested_archive: false,
+      link_target: entry.linkTarget,
+      executable: entry.type === 'file' && Boolean(entry.executable),
+      status: 'refused',
+      reason: null,
+      depth: at.depth,
+      parent: at.parent,
+      inner_path: inner.name,
+      extracted_to: null,
+    };
+    rows.push(row);
+    const refuse = (reason: string) => {
+      row.reason = reason;
+      entry.content?.resume();
+    };
+    if (entry.type === 'dir' && /^(\.\/?)*$/.test(row.inner_path)) {
+      row.status = 'written'; // the archive's own root, "./": it is the output directory (or the nested one's folder)
+      return;
+    }
+    // A nested entry's own name is checked too: "/etc/passwd" under a prefix is still an absolute name.
+    const bad =
+      unsafeName(entry.name, limits.max_depth) ??
+      (at.parent === null ? null : unsafeName(row.inner_path, limits.max_depth));
+    if (bad) return refuse(bad);
+    const parts = entry.name.split('/').filter((p) => p !== '' && p !== '.');
+    const rel = parts.join('/');
+    for (let i = 1; i < parts.length; i++) {
+      const occupant = taken.get(parts.slice(0, i).join('/'));
+      if (occupant && occupant !== 'dir')
+        return refuse(`path goes through a ${occupant} entry (${parts.slice(0, i).join('/')})`);
+    }
+    if (entry.type === 'symlink' || entry.type === 'hardlink') {
+      if (taken.has(rel)) return refuse('duplicate path');
+      taken.set(rel, entry.type);
+      row.status = 'recorded';
+      row.reason = 'links are recorded, never created';
+      return;
+    }
+    if (entry.type === 'other')
+      return refuse(entry.kind ? `not extracted: ${entry.kind}` : 'device, fifo or other special entry');
+    const target = path.join(staging, rel);
+    if (!target.startsWith(`${staging}/`)) return refuse('path escapes the output directory');
+    if (entry.type === 'dir') {
+      if (taken.has(rel) && taken.get(rel) !== 'dir') return refuse('duplicate path');
+      taken.set(rel, 'dir');
+      await mkdir(target, { recursive: true });
+      row.status = 'written';
+      return;
+    }
+    if (taken.has(rel)) return refuse('duplicate path');
+    taken.set(rel, 'file');
+    await mkdir(path.dirname(target), { recursive: true });
+    const fd = await open(
+      target,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      entry.executable ? 0o755 : 0o644,
+    );
+    const hash = createHash('sha256');
+    let size = 0;
+    const heads: Buffer[] = [];
+    let headBytes = 0;
+    try {
+      for await (const chunk of entry.content!) {
+        const buf = chunk as Buffer;
+        size += buf.length;
+        total += buf.length;
+        if (size > limits.max_entry_bytes) {
+          throw new DossierError(
+            'resource_constraint',
+            `Entry ${rel} unpacks to more than max_entry_bytes=${limits.max_entry_bytes}; the extraction was rolled back.`,
+            'Raise limits.max_entry_bytes (up to its ceiling) with a new idempotency_key if this is expected.',
+            { path: rel, max_entry_bytes: limits.max_entry_bytes },
+          );
+        }
+        if (total > limits.max_total_bytes) throw tooBig(total, limits.max_total_bytes);
+        if (total > limits.max_ratio * Math.max(archiveBytes, 1))
+          throw tooDense(total, archiveBytes, limits.max_ratio);
+        if (headBytes < HEAD_BYTES) {
+          const piece = Buffer.from(buf.subarray(0, HEAD_BYTES - headBytes));
+          heads.push(piece);
+          headBytes += piece.length;
+        }
+        hash.update(buf);
+        await fd.write(buf);
+      }
+    } finally {
+      await fd.close();
+    }
+    const kind = sniff(Buffer.concat(heads));
+    Object.assign(row, {
+      size,
+      sha256: hash.digest('hex'),
+      detected_type: kind,
+      nested_archive: OPENABLE.has(kind) || KNOWN_UNREADABLE.has(kind),
+      status: 'written',
+      reason: null,
+    });
+    written++;
+    ctx.progress({ phase: 'extracting', entries: rows.length, written, bytes: total });
+  };
+
+  /** On failure remove everything staged; on success move it into place, whole. */
+  async function settle(failure: unknown): Promise<{ staging_removed: boolean; output: string | null }> {
+    if (failure) {
+      await rm(staging, { recursive: true, force: true });
+      return { staging_removed: !existsSync(staging), output: null };
+    }
+    await mkdir(path.dirname(output), { recursive: true });
+    await rename(staging, output); // the output directory is created exactly once, whole
+    return { staging_removed: true, output };
+  }
+
+  /** Feeds a nested archive's entries to the writer under `<its path>.extracted/`, one level deeper. */
+  const nestedIn = (row: ManifestRow) => {
+    const at: EntryOrigin = { depth: row.depth + 1, parent: normalized(row.path) };
+    return (entry: ArchiveEntry) => onEntry(entry, at);
+  };
+
+  return {
+    onEntry,
+    nestedIn,
+    rows,
+    settle,
+    stats: () => ({ total, written }),
+    /** Where a written entry is in the staging tree (only before settle). */
+    staged: (row: ManifestRow) => path.join(staging, normalized(row.path)),
+  };
+}
+
+/** Milliseconds left until a deadline set now, at least one second (helpers need some time to fail cleanly). */
+export function deadline(timeoutMs: number): () => number {
+  const end = Date.now() + timeoutMs;
+  return () => Math.max(1_000, end - Date.now());
+}

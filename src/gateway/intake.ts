@@ -1,0 +1,296 @@
+// What moves in and out of a team's store besides tool results: artifacts
+// (registered by path from the allowed roots or the team inbox, from an
+// extraction's entry, or uploaded) and Evidence bundles (imported from the
+// team's folder or an HTTP body, listed and served from its exports).
+import { mkdirSync } from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { DossierError } from '../domain/errors.ts';
+import type { ArtifactProvenance, Principal } from '../domain/types.ts';
+import { detectType, storeArtifact, storeArtifactFile } from '../evidence/artifacts.ts';
+import { verifyBundle } from '../evidence/bundles.ts';
+import { findEvidence } from '../evidence/views.ts';
+import { isUnder, openUnder } from '../sandbox/paths.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { Store } from '../store/store.ts';
+import { BUNDLE_LIMITS, UPLOAD_LIMIT } from '../tools/ledger.ts';
+import { fitList } from './lists.ts';
+
+/** A bundle's file name in an exports folder (export_evidence_bundle writes bundle-<sha256>.json). */
+const BUNDLE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}\.json$/;
+
+/** Tools whose Evidence lists written entries that register_artifact can take. */
+const EXTRACTING_TOOLS = ['extract_artifact', 'extract_firmware'];
+
+export interface IntakeOptions {
+  replyBudgetBytes: number;
+  /** Folders bundles are imported from. */
+  bundleRoots?: string[];
+  /** Where the artifact directory lives, the folders artifacts are registered from, and the upload cap. */
+  home?: string;
+  allowedRoots?: string[];
+  /** Per-team intake folders, <inbox>/<team>/, read besides the allowed roots. */
+  inbox?: string;
+  uploadLimit?: number;
+  /** Where helpers that read untrusted bytes (file) run. */
+  sandbox?: Sandbox;
+}
+
+export class Intake {
+  private readonly bundleRoots: string[];
+  private readonly inboxes = new Set<string>();
+
+  constructor(
+    private readonly store: Pick<Store, 'evidence' | 'artifacts'>,
+    private readonly opts: IntakeOptions,
+  ) {
+    this.bundleRoots = opts.bundleRoots ?? [];
+  }
+
+  /** Copies a file from under the allowed roots: opened first, then checked, so a swapped link reads nothing. */
+  async registerArtifact(caller: Principal, file: string, name?: string) {
+    const inbox = this.inboxOf(caller);
+    const opened = await openUnder(
+      file,
+      [...(this.opts.allowedRoots ?? []), ...(inbox ? [inbox] : [])],
+      `DOSSIER_ALLOWED_ROOTS, or your team's inbox ${inbox ?? '(none)'}`,
+    );
+    try {
+      const stored = await storeArtifactFile(
+        this.home(),
+        opened.handle.fd,
+        this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
+      );
+      return await this.recordArtifact(caller, stored, name ?? path.basename(file), `path:${opened.real}`);
+    } finally {
+      await opened.handle.close();
+    }
+  }
+
+  /**
+   * Registers one written entry of an extraction (by its Evidence and its path
+   * in the manifest) without a download and upload: the file is read from the
+   * extraction's output, and its bytes must still hash to the manifest's sha256.
+   */
+  async registerExtracted(caller: Principal, evidenceId: string, entry: string, name?: string) {
+    const record = await findEvidence(this.store.evidence, caller.team, evidenceId);
+    const output = record.summary.output;
+    if (
+      !EXTRACTING_TOOLS.includes(record.tool) ||
+      typeof output !== 'string' ||
+      !record.collections.entries
+    ) {
+      throw new DossierError(
+        'invalid_params',
+        `Evidence ${evidenceId} is ${record.tool === 'extract_artifact' || record.tool === 'extract_firmware' ? 'a failed extraction, which left no output' : `a ${record.tool} result, not an extraction`}.`,
+        'Pass the evidence_id of a succeeded extract_artifact or extract_firmware launch, and the path of one of its written entries.',
+        { evidence_id: evidenceId, tool: record.tool },
+      );
+    }
+    const { rows } = await this.store.evidence.page({
+      evidenceId,
+      collection: 'entries',
+      total: record.collections.entries.rows,
+      where: { path: [entry] },
+      offset: 0,
+      limit: 1,
+    });
+    const row = rows[0]?.row as
+      { path: string; type: string; status: string; sha256: string | null } | undefined;
+    if (!row || row.type !== 'file' || row.status !== 'written' || !row.sha256) {
+      throw new DossierError(
+        'not_found',
+        row
+          ? `${entry} in ${evidenceId} is ${row.status === 'written' ? `a ${row.type}` : `${row.status}, not written`}; only written files can be registered.`
+          : `${evidenceId} has no entry at ${JSON.stringify(entry)}.`,
+        'Page the entries collection (inspect_analysis_view, where {status: ["written"], type: ["file"]}) and pass a path exactly as listed.',
+        { evidence_id: evidenceId, entry },
+      );
+    }
+    // The output must be one of this team's extractions, whatever the record says.
+    const root = path.join(this.home(), 'extractions', caller.team);
+    const file = path.join(output, ...row.path.split('/').filter((p) => p !== '' && p !== '.'));
+    const opened = await openUnder(
+      file,
+      isUnder(output, root) ? [output] : [],
+      'the extraction output',
+    ).catch((err: unknown) => {
+      throw new DossierError(
+        'not_found',
+        `The file of ${entry} is no longer in the extraction's output (${(err as Error).message}).`,
+        'Extract the archive again (with a new idempotency_key), then register from the new Evidence.',
+        { evidence_id: evidenceId, entry },
+      );
+    });
+    try {
+      const stored = await storeArtifactFile(
+        this.home(),
+        opened.handle.fd,
+        this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
+      );
+      if (stored.digest !== `sha256:${row.sha256}`) {
+        throw new DossierError(
+          'integrity_error',
+          `The extracted file ${entry} no longer matches the sha256 its extraction recorded; it was not registered.`,
+          'Extract the archive again (with a new idempotency_key) and register from the new Evidence.',
+          { evidence_id: evidenceId, entry, recorded: `sha256:${row.sha256}`, actual: stored.digest },
+        );
+      }
+      return await this.recordArtifact(
+        caller,
+        stored,
+        name ?? path.posix.basename(row.path),
+        `extracted:${evidenceId}`,
+        {
+          parent_artifact: record.target?.digest ?? null,
+          evidence_id: evidenceId,
+          path: row.path,
+        },
+      );
+    } finally {
+      await opened.handle.close();
+    }
+  }
+
+  /** The caller's team's intake folder (created on first ask, 0700), or undefined when none is configured. */
+  inboxOf(caller: Principal): string | undefined {
+    if (!this.opts.inbox || !/^[\w.-]+$/.test(caller.team) || /^\.+$/.test(caller.team)) return undefined;
+    const folder = path.join(this.opts.inbox, caller.team);
+    if (!this.inboxes.has(folder)) {
+      mkdirSync(folder, { recursive: true, mode: 0o700 });
+      this.inboxes.add(folder);
+    }
+    return folder;
+  }
+
+  async uploadArtifact(caller: Principal, body: Readable, name: string | undefined) {
+    const stored = await storeArtifact(this.home(), body, this.opts.uploadLimit ?? UPLOAD_LIMIT.default);
+    return this.recordArtifact(caller, stored, name ?? null, 'upload');
+  }
+
+  async listArtifacts(caller: Principal, filter: { cursor?: string; limit: number }) {
+    return fitList(
+      'artifacts',
+      await this.store.artifacts.list(caller.team, filter),
+      this.opts.replyBudgetBytes,
+    );
+  }
+
+  private async recordArtifact(
+    caller: Principal,
+    stored: { digest: string; size: number; file: string },
+    name: string | null,
+    origin: string,
+    provenance: ArtifactProvenance | null = null,
+  ) {
+    const type = await detectType(this.sandbox(), stored.file);
+    const { created, artifact } = await this.store.artifacts.put(caller.team, {
+      digest: stored.digest,
+      size: stored.size,
+      ...type,
+      name,
+      origin,
+      registered_by: caller.principal,
+      created_at: new Date().toISOString(),
+      provenance,
+    });
+    return { created, artifact };
+  }
+
+  private sandbox(): Sandbox {
+    if (!this.opts.sandbox) throw new Error('intake was built without a sandbox');
+    return this.opts.sandbox;
+  }
+
+  private home(): string {
+    if (!this.opts.home) throw new Error('intake was built without DOSSIER_HOME');
+    return this.opts.home;
+  }
+
+  /**
+   * Imports a bundle from the caller's team folder under a bundle root
+   * (`<root>/<team>/…`, where exports land); any other path, another team's
+   * included, is not_found. Every record must be the caller's team's.
+   */
+  async importBundle(caller: Principal, file: string) {
+    const teamRoots = this.bundleRoots.map((root) => path.join(root, caller.team));
+    const opened = await openUnder(file, teamRoots, 'DOSSIER_BUNDLE_ROOTS').catch((err: unknown) => {
+      if (err instanceof DossierError && err.code !== 'not_found' && err.code !== 'policy_denied') throw err;
+      throw new DossierError(
+        'not_found',
+        `No bundle of your team at ${file}.`,
+        `Bundles are imported from your team's folder: ${teamRoots.join(', ')}/…; pass the path export_evidence_bundle reported, or copy the bundle there.`,
+        { path: file },
+      );
+    });
+    let text: string;
+    try {
+      if (opened.stat.size > BUNDLE_LIMITS.bytes.max) {
+        throw new DossierError(
+          'resource_constraint',
+          `${file} has ${opened.stat.size} bytes, more than a bundle may (${BUNDLE_LIMITS.bytes.max}).`,
+          'Export smaller bundles.',
+          { bytes: opened.stat.size },
+        );
+      }
+      text = await opened.handle.readFile('utf8');
+    } finally {
+      await opened.handle.close();
+    }
+    return this.importBundleText(caller, text);
+  }
+
+  /** Verifies a bundle's text and retains its Evidence for the caller's team, atomically (POST /bundles, import_evidence_bundle). */
+  async importBundleText(caller: Principal, text: string) {
+    const built = verifyBundle(text);
+    const foreign = built.find((b) => b.record.team !== caller.team);
+    if (foreign) {
+      throw new DossierError(
+        'policy_denied',
+        `The bundle holds Evidence of another team (${foreign.record.evidence_id}); it was refused whole and nothing was imported.`,
+        "Import only bundles of your team's Evidence.",
+        { evidence_id: foreign.record.evidence_id },
+      );
+    }
+    const { imported, present } = await this.store.evidence.importAll(caller.team, built);
+    return { imported, already_present: present, evidence_ids: built.map((b) => b.record.evidence_id) };
+  }
+
+  /** The caller's team's exported bundles, newest first (GET /bundles). */
+  async listBundles(caller: Principal) {
+    const dir = this.exportsOf(caller);
+    const names = await readdir(dir).catch(() => [] as string[]);
+    const found = await Promise.all(
+      names
+        .filter((n) => BUNDLE_NAME.test(n))
+        .map(async (name) => {
+          const st = await lstat(path.join(dir, name)).catch(() => null);
+          return st?.isFile() ? { name, bytes: st.size, modified_at: st.mtime.toISOString() } : null;
+        }),
+    );
+    const bundles = found
+      .filter((b) => b !== null)
+      .sort((x, y) => y.modified_at.localeCompare(x.modified_at));
+    return { bundles: bundles.slice(0, 1_000), total: bundles.length };
+  }
+
+  /** Opens one of the caller's team's exported bundles by name (GET /bundles/NAME); another team's is not_found. */
+  async openBundle(caller: Principal, name: string) {
+    const missing = new DossierError(
+      'not_found',
+      `Your team has no bundle named ${JSON.stringify(name.slice(0, 200))}.`,
+      "GET /bundles lists your team's bundles; export_evidence_bundle writes new ones.",
+      { name: name.slice(0, 200) },
+    );
+    if (!BUNDLE_NAME.test(name)) throw missing;
+    const dir = this.exportsOf(caller);
+    return openUnder(path.join(dir, name), [dir], 'the exports folder').catch(() => {
+      throw missing;
+    });
+  }
+
+  private exportsOf(caller: Principal) {
+    return path.join(this.home(), 'exports', caller.team);
+  }
+}

@@ -1,0 +1,142 @@
+// The HTTP routes beside /mcp, for what does not fit a JSON-RPC message:
+//   POST /artifacts?name=N     the request body becomes an artifact (201 + its record)
+//   GET  /bundles              the caller's team's exported bundles
+//   GET  /bundles/NAME         one of them, as the file export_evidence_bundle wrote
+//   POST /bundles              a bundle in the body, verified and imported whole (200)
+// The caller is authenticated and rate-limited like any tool call; errors have
+// the tools' shape under "error".
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import { DossierError, type ToolError } from '../domain/errors.ts';
+import type { Principal } from '../domain/types.ts';
+import type { Gateway } from '../gateway/gateway.ts';
+import { BUNDLE_LIMITS } from '../tools/ledger.ts';
+
+export interface RestOptions {
+  maxUploadBytes: number;
+  bodyTimeoutMs: number;
+}
+
+export const isRestRoute = (pathname: string) =>
+  pathname === '/artifacts' || pathname === '/bundles' || pathname.startsWith('/bundles/');
+
+const STATUS: Record<string, number> = {
+  forbidden: 403,
+  not_found: 404,
+  resource_constraint: 413,
+  policy_denied: 403,
+  integrity_error: 422,
+  invalid_params: 400,
+};
+
+function send(res: ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+/** Answers an error while a body may still be arriving: the connection closes rather than drains it. */
+function refuse(req: IncomingMessage, res: ServerResponse, status: number, error: ToolError | string) {
+  res.setHeader('Connection', 'close');
+  res.on('finish', () => req.destroy());
+  req.resume();
+  send(res, status, { error });
+}
+
+export async function serveRest(
+  gateway: Gateway,
+  principal: Principal,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  opts: RestOptions,
+) {
+  const limited = gateway.throttle(principal);
+  if (limited) {
+    res.setHeader('Retry-After', String(Math.ceil(limited.retry_after_ms / 1000)));
+    return refuse(req, res, 429, limited as unknown as ToolError);
+  }
+  // A body may be long, but not silent: no byte for DOSSIER_REQUEST_BODY_TIMEOUT_MS ends it.
+  req.setTimeout(opts.bodyTimeoutMs, () => req.destroy(new Error('the upload stalled')));
+  const declared = Number(req.headers['content-length'] ?? 0);
+  const route = `${req.method} ${url.pathname === '/artifacts' || url.pathname === '/bundles' ? url.pathname : '/bundles/NAME'}`;
+
+  switch (route) {
+    case 'POST /artifacts': {
+      const name = url.searchParams.get('name') ?? undefined;
+      if (name?.includes('\u0000'))
+        return refuse(req, res, 400, 'name contains a NUL character; nothing was stored');
+      if (principal.role !== 'viewer' && declared > opts.maxUploadBytes) {
+        return refuse(
+          req,
+          res,
+          413,
+          `The upload declares ${declared} bytes, over the limit of ${opts.maxUploadBytes} (DOSSIER_MAX_UPLOAD_BYTES).`,
+        );
+      }
+      const result = await gateway.rest(principal, 'upload artifacts', (intake) =>
+        intake.uploadArtifact(principal, req, name && name.length <= 256 ? name : undefined),
+      );
+      if (result.ok) return send(res, 201, result.value);
+      return refuse(req, res, STATUS[result.error.code] ?? 400, result.error);
+    }
+    case 'GET /bundles': {
+      req.resume();
+      const result = await gateway.rest(principal, null, (intake) => intake.listBundles(principal));
+      return result.ok ? send(res, 200, result.value) : send(res, STATUS[result.error.code] ?? 400, result);
+    }
+    case 'GET /bundles/NAME': {
+      req.resume();
+      const name = decodeURIComponent(url.pathname.slice('/bundles/'.length));
+      const result = await gateway.rest(principal, null, (intake) => intake.openBundle(principal, name));
+      if (!result.ok) return send(res, STATUS[result.error.code] ?? 400, { error: result.error });
+      const { handle, stat } = result.value;
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'content-length': String(stat.size),
+        'content-disposition': `attachment; filename="${name}"`,
+      });
+      try {
+        await pipeline(handle.createReadStream({ start: 0, end: Math.max(0, stat.size - 1) }), res);
+      } catch {
+        res.destroy();
+      } finally {
+        await handle.close().catch(() => undefined);
+      }
+      return;
+    }
+    case 'POST /bundles': {
+      const limit = BUNDLE_LIMITS.bytes.max;
+      if (declared > limit)
+        return refuse(
+          req,
+          res,
+          413,
+          `The bundle declares ${declared} bytes; a bundle may have at most ${limit}.`,
+        );
+      const result = await gateway.rest(principal, 'import bundles', async (intake) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        for await (const chunk of req) {
+          size += (chunk as Buffer).length;
+          if (size > limit) {
+            throw new DossierError(
+              'resource_constraint',
+              `The bundle has more than ${limit} bytes; nothing was imported.`,
+              'Export smaller bundles (fewer evidence_ids per bundle).',
+              { limit },
+            );
+          }
+          chunks.push(chunk as Buffer);
+        }
+        return intake.importBundleText(principal, Buffer.concat(chunks).toString('utf8'));
+      });
+      if (result.ok) return send(res, 200, result.value);
+      return refuse(req, res, STATUS[result.error.code] ?? 400, result.error);
+    }
+    default:
+      req.resume();
+      return send(res, 405, {
+        error: `${req.method} ${url.pathname} is not served: POST /artifacts, GET /bundles, GET /bundles/NAME, POST /bundles.`,
+      });
+  }
+}
