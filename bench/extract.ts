@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { benchStack, callTool, connect, median, ms, timed } from './lib.ts';
 
-const RUNS = 3;
+const RUNS = 5;
 
 function runCommand(cmd: string, args: string[]): Promise<number> {
   const t0 = performance.now();
@@ -78,7 +78,12 @@ export async function benchExtract(): Promise<string[]> {
       lines.push(
         `| ${name}: \`extract_artifact\` through the gateway, with SHA-256 and manifest of every entry | ${ms(median(ours))} (${(mb / (median(ours) / 1000)).toFixed(0)} MB/s) |`,
       );
-      lines.push(`| ${name}: extract_artifact ÷ plain | ${(median(ours) / median(direct)).toFixed(2)}× |`);
+      lines.push(
+        `| ${name}: extract_artifact ÷ plain (time) | ${(median(ours) / median(direct)).toFixed(2)}× |`,
+      );
+      lines.push(
+        `| ${name}: throughput of extract_artifact ÷ plain \`${name === 'zip' ? 'unzip' : 'tar'}\` (target ≥ 0.8) | ${(median(direct) / median(ours)).toFixed(2)} |`,
+      );
     }
 
     // Capture overhead: the same command directly and through the gateway.

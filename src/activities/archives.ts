@@ -1,11 +1,10 @@
-// Archive readers: each turns one archive format into a sequence of entries,
+// Archive readers (zip in zip.ts, other formats in formats.ts): each turns one archive format into a sequence of entries,
 // handed one at a time to `onEntry`, which consumes a file entry's content
 // before the next entry is read. No reader writes anything itself.
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { crc32, createGunzip } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
-import yauzl from 'yauzl';
 import { DossierError } from '../domain/errors.ts';
 import { checkedOutput, runHelper, streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
@@ -65,7 +64,7 @@ export function sniff(head: Buffer): string {
   return printable ? 'text' : 'data';
 }
 
-function corrupt(format: string, err: unknown): DossierError {
+export function corrupt(format: string, err: unknown): DossierError {
   return new DossierError(
     'unsupported_target',
     `The ${format} archive could not be read: ${(err as Error).message}. It may be truncated or corrupt.`,
@@ -74,60 +73,10 @@ function corrupt(format: string, err: unknown): DossierError {
   );
 }
 
-export async function readZip(file: string, onEntry: OnEntry): Promise<void> {
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    // decodeStrings: false hands us raw names, so unsafe ones are refused and recorded, not fatal.
-    yauzl.open(file, { lazyEntries: true, decodeStrings: false, validateEntrySizes: true }, (err, z) =>
-      err ? reject(corrupt('zip', err)) : resolve(z!),
-    ),
-  );
-  try {
-    await new Promise<void>((resolve, reject) => {
-      zip.on('error', (err) => reject(corrupt('zip', err)));
-      zip.on('end', () => resolve());
-      zip.on('entry', (entry: yauzl.Entry) => {
-        const raw = entry.fileName as unknown as Buffer;
-        const name = (
-          entry.generalPurposeBitFlag & 0x800 ? raw.toString('utf8') : raw.toString('latin1')
-        ).replace(/\\/g, '/');
-        const mode = (entry.externalFileAttributes >>> 16) & 0o170000;
-        const isDir = name.endsWith('/');
-        const type: EntryType = mode === 0o120000 ? 'symlink' : isDir ? 'dir' : 'file';
-        const next = async () => {
-          if (type === 'dir') return onEntry({ name, type, linkTarget: null, content: null });
-          const stream = await new Promise<Readable>((res, rej) =>
-            zip.openReadStream(entry, (err, s) => (err ? rej(corrupt('zip', err)) : res(s!))),
-          );
-          if (type === 'symlink') {
-            const chunks: Buffer[] = [];
-            let size = 0;
-            for await (const c of stream) {
-              size += (c as Buffer).length;
-              if (size > 4_096) break;
-              chunks.push(c as Buffer);
-            }
-            stream.destroy();
-            return onEntry({ name, type, linkTarget: Buffer.concat(chunks).toString('utf8'), content: null });
-          }
-          try {
-            const executable = ((entry.externalFileAttributes >>> 16) & 0o111) !== 0;
-            await onEntry({ name, type, linkTarget: null, content: stream, executable });
-          } catch (err) {
-            stream.destroy();
-            throw err;
-          }
-        };
-        next().then(
-          () => zip.readEntry(),
-          (err) => reject(err),
-        );
-      });
-      zip.readEntry();
-    });
-  } finally {
-    zip.close();
-  }
-}
+/** Decompressed chunks this large: 16 KiB (zlib's default) makes every later step pay per chunk 16 times over. */
+export const CHUNK_BYTES = 256 * 1024;
+/** Archive files are read in pieces this large. */
+export const READ_BYTES = 1024 * 1024;
 
 /** A tar stream (from a file through a decompressor, or from a helper such as sqfs2tar), entry by entry. */
 export async function readTar(input: Readable, format: string, onEntry: OnEntry): Promise<void> {
@@ -223,9 +172,9 @@ export type Compression = 'none' | 'gzip' | 'bzip2' | 'xz';
  * and xz programs in the sandbox (reading stdin, writing stdout) for the others.
  */
 export function decompressed(sandbox: Sandbox, file: string, compression: Compression, timeoutMs: number) {
-  const source = createReadStream(file);
+  const source = createReadStream(file, { highWaterMark: READ_BYTES });
   if (compression === 'none') return source;
-  if (compression === 'gzip') return source.pipe(createGunzip());
+  if (compression === 'gzip') return source.pipe(createGunzip({ chunkSize: CHUNK_BYTES }));
   return checkedOutput(
     streamHelper(sandbox, {
       program: compression === 'bzip2' ? 'bzip2' : 'xz',

@@ -12,7 +12,6 @@ import {
   read7z,
   readSingle,
   readTar,
-  readZip,
   sniff,
   type Compression,
   type OnEntry,
@@ -26,6 +25,7 @@ import {
   readUImage,
 } from './formats.ts';
 import { verifiedArtifact } from './policy.ts';
+import { readZip } from './zip.ts';
 import {
   deadline,
   HEAD_BYTES,

@@ -74,7 +74,7 @@ export async function verifyArtifact(home: string, digest: string, copyTo?: stri
         )
       : undefined;
     try {
-      for await (const chunk of source.createReadStream({ autoClose: false })) {
+      for await (const chunk of source.createReadStream({ autoClose: false, highWaterMark: 1024 * 1024 })) {
         hash.update(chunk as Buffer);
         if (out) await out.write(chunk as Buffer);
       }
