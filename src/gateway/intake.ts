@@ -108,21 +108,22 @@ export class Intake {
         { evidence_id: evidenceId, entry },
       );
     }
-    // The output must be one of this team's extractions, whatever the record says.
+    // The output must be one of this team's extractions and the entry inside it, whatever the
+    // record says (an imported bundle's Evidence is written by whoever made the bundle).
     const root = path.join(this.home(), 'extractions', caller.team);
-    const file = path.join(output, ...row.path.split('/').filter((p) => p !== '' && p !== '.'));
-    const opened = await openUnder(
-      file,
-      isUnder(output, root) ? [output] : [],
-      'the extraction output',
-    ).catch((err: unknown) => {
-      throw new DossierError(
-        'not_found',
-        `The file of ${entry} is no longer in the extraction's output (${(err as Error).message}).`,
-        'Extract the archive again (with a new idempotency_key), then register from the new Evidence.',
-        { evidence_id: evidenceId, entry },
-      );
-    });
+    const parts = row.path.split('/').filter((p) => p !== '' && p !== '.');
+    const inside = path.resolve(output) === output && isUnder(output, root) && !parts.includes('..');
+    const file = path.join(output, ...parts);
+    const opened = await openUnder(file, inside ? [output] : [], 'the extraction output').catch(
+      (err: unknown) => {
+        throw new DossierError(
+          'not_found',
+          `The file of ${entry} is no longer in the extraction's output (${(err as Error).message}).`,
+          'Extract the archive again (with a new idempotency_key), then register from the new Evidence.',
+          { evidence_id: evidenceId, entry },
+        );
+      },
+    );
     try {
       const stored = await storeArtifactFile(
         this.home(),

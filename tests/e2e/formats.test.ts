@@ -12,6 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/domain/canonical.ts';
+import { buildEvidence } from '../../src/domain/evidence.ts';
 import { call, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
@@ -394,6 +396,58 @@ describe('recursive extraction', () => {
     });
     expect(both.error.code).toBe('invalid_params');
     await other.close();
+  });
+
+  it("refuses an imported record whose output points into another team's extractions", async () => {
+    // The rival team extracts the deb; our team forges Evidence (a bundle anyone can write) whose
+    // output climbs into the rival's folder and whose row claims the rival's file.
+    const rival = await t.connect(await t.tokenFor('rita', 'rival'));
+    const theirs = await call(rival, 'extract_artifact', {
+      artifact: (await call(rival, 'register_artifact', { path: deb })).artifact.digest,
+      idempotency_key: 'rival-deb',
+      detail: 'summary',
+    });
+    expect(theirs.status).toBe('succeeded');
+    const mine = await extract(deb);
+    const exported = await call(client, 'export_evidence_bundle', {
+      evidence_ids: [mine.evidence_id],
+      idempotency_key: `formats-${++n}`,
+    });
+    const bundle = JSON.parse(readFileSync(exported.summary.path, 'utf8'));
+    const entry = bundle.evidence[0];
+    // Written out, not path.join'd: the ".." must stay in the recorded path.
+    const rel = path.relative(path.join(t.home, 'extractions', 'rival'), theirs.summary.output);
+    const climb = `${t.home}/extractions/local/../rival/${rel}`;
+    const { evidence_id: _id, collections: info, document: _doc, ...record } = entry.record;
+    record.summary = { ...record.summary, output: climb };
+    const built = buildEvidence({
+      record,
+      document: { ...entry.document, output: climb },
+      collections: { entries: entry.collections.entries },
+      filterable: Object.fromEntries(Object.entries(info).map(([k, c]) => [k, (c as Reply).filterable])),
+    });
+    const forged = canonicalJson({
+      format: 'dossier.evidence-bundle/1',
+      evidence: [
+        {
+          record: built.record,
+          document: JSON.parse(built.documentJson),
+          collections: { entries: entry.collections.entries },
+        },
+      ],
+    });
+    const imported = await fetch(new URL('/bundles', t.url), {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${t.token}` },
+      body: forged,
+    });
+    expect(imported.status, await imported.clone().text()).toBe(200);
+    const refused = await call(client, 'register_artifact', {
+      evidence_id: built.record.evidence_id,
+      entry: 'data.tar.xz',
+    });
+    expect(refused.error?.code).toBe('not_found');
+    await rival.close();
   });
 });
 
