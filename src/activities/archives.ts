@@ -2,7 +2,7 @@
 // handed one at a time to `onEntry`, which consumes a file entry's content
 // before the next entry is read. No reader writes anything itself.
 import { createReadStream } from 'node:fs';
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import { crc32, createGunzip } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
 import { DossierError } from '../domain/errors.ts';
@@ -65,6 +65,8 @@ export function sniff(head: Buffer): string {
 }
 
 export function corrupt(format: string, err: unknown): DossierError {
+  // A bound, a timeout or a cancel that surfaced through a stream keeps its own code.
+  if (err instanceof DossierError) return err;
   return new DossierError(
     'unsupported_target',
     `The ${format} archive could not be read: ${(err as Error).message}. It may be truncated or corrupt.`,
@@ -93,12 +95,22 @@ export async function readTar(input: Readable, format: string, onEntry: OnEntry)
       else resolve();
     };
   });
-  // On the first failure stop reading at once: no more decompression, no more entries.
+  // Entries whose content is still being read: a failure ends them too, so no writer waits forever.
+  const reading = new Set<ReadEntry>();
+  // On the first failure stop reading at once: no more decompression, no more entries; the
+  // entry being written fails with the same error, and the result settles once it has.
   const stop = (err: unknown) => {
+    const first = failed === undefined;
     failed ??= err;
     input.unpipe();
     input.destroy();
-    settle(failed);
+    if (!first) return;
+    for (const entry of reading) entry.destroy(failed as Error);
+    reading.clear();
+    chain.then(
+      () => settle(failed),
+      () => settle(failed),
+    );
   };
   // Entries node-tar's parser does not unpack (sparse files, volume headers,
   // unknown type flags): every one is in the manifest, refused with what it is.
@@ -135,6 +147,12 @@ export async function readTar(input: Readable, format: string, onEntry: OnEntry)
               ? 'hardlink'
               : 'other';
     const content = type === 'file' ? (entry as unknown as Readable) : null;
+    if (content) {
+      reading.add(entry);
+      entry.on('end', () => reading.delete(entry));
+      // stop() may end an entry no writer reads yet: its error must not go unheard (and throw).
+      entry.on('error', () => undefined);
+    }
     if (!content) entry.resume();
     const linkTarget = type === 'symlink' || type === 'hardlink' ? (entry.linkpath ?? '') : null;
     chain = chain.then(async () => {
@@ -174,7 +192,9 @@ export type Compression = 'none' | 'gzip' | 'bzip2' | 'xz';
 export function decompressed(sandbox: Sandbox, file: string, compression: Compression, timeoutMs: number) {
   const source = createReadStream(file, { highWaterMark: READ_BYTES });
   if (compression === 'none') return source;
-  if (compression === 'gzip') return source.pipe(createGunzip({ chunkSize: CHUNK_BYTES }));
+  // pipeline: the file is closed whenever the decompressed side ends, fails or is destroyed.
+  if (compression === 'gzip')
+    return pipeline(source, createGunzip({ chunkSize: CHUNK_BYTES }), () => undefined);
   return checkedOutput(
     streamHelper(sandbox, {
       program: compression === 'bzip2' ? 'bzip2' : 'xz',

@@ -50,8 +50,13 @@ async function readHead(file: string, bytes = HEAD_BYTES): Promise<Buffer> {
 }
 
 /** The first bytes of a decompressed stream (gzip in-process; bzip2, xz in the sandbox). */
-async function decompressedHead(sandbox: Sandbox, file: string, compression: Compression): Promise<Buffer> {
-  const stream = decompressed(sandbox, file, compression, 60_000);
+async function decompressedHead(
+  sandbox: Sandbox,
+  file: string,
+  compression: Compression,
+  timeoutMs: number,
+): Promise<Buffer> {
+  const stream = decompressed(sandbox, file, compression, timeoutMs);
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -72,13 +77,14 @@ async function decompressedHead(sandbox: Sandbox, file: string, compression: Com
 export async function formatOf(
   sandbox: Sandbox,
   file: string,
+  timeoutMs = 60_000,
 ): Promise<{ format: Exclude<ArchiveFormat, 'auto'> | null; kind: string }> {
   const kind = sniff(await readHead(file));
   const single = { gzip: 'gzip', bzip2: 'bzip2', xz: 'xz' } as const;
   if (kind in single) {
     const compression = single[kind as keyof typeof single];
     // A compressed tar has "ustar" at offset 257 of the decompressed stream.
-    const inner = sniff(await decompressedHead(sandbox, file, compression));
+    const inner = sniff(await decompressedHead(sandbox, file, compression, timeoutMs));
     const asTar = { gzip: 'tar.gz', bzip2: 'tar.bz2', xz: 'tar.xz' } as const;
     return { format: inner === 'tar' ? asTar[compression] : compression, kind };
   }
@@ -86,8 +92,12 @@ export async function formatOf(
   return { format: null, kind };
 }
 
-async function detectFormat(sandbox: Sandbox, file: string): Promise<Exclude<ArchiveFormat, 'auto'>> {
-  const { format, kind } = await formatOf(sandbox, file);
+async function detectFormat(
+  sandbox: Sandbox,
+  file: string,
+  timeoutMs: number,
+): Promise<Exclude<ArchiveFormat, 'auto'>> {
+  const { format, kind } = await formatOf(sandbox, file, Math.min(60_000, timeoutMs));
   if (format) return format;
   throw new DossierError(
     'unsupported_target',
@@ -210,7 +220,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   const { artifact: archive, file } = await verifiedArtifact(ctx, input.artifact);
   const archiveBytes = (await stat(file)).size;
   const left = deadline(input.timeout_ms);
-  const format = input.format === 'auto' ? await detectFormat(ctx.sandbox, file) : input.format;
+  const format = input.format === 'auto' ? await detectFormat(ctx.sandbox, file, left()) : input.format;
   const limits = input.limits;
 
   await ctx.begin();
@@ -261,8 +271,9 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
         });
         continue;
       }
+      run.checkClock();
       const staged = run.staged(row);
-      const inner = await formatOf(ctx.sandbox, staged);
+      const inner = await formatOf(ctx.sandbox, staged, Math.min(60_000, left()));
       if (!inner.format) {
         row.reason = `nested archive not opened: dossier has no reader for ${inner.kind} here`;
         archives.push({

@@ -71,7 +71,7 @@ const PIECE = 1024 * 1024;
 async function readExactly(fd: FileHandle, length: number, position: number, what: string) {
   const buf = Buffer.alloc(length);
   const { bytesRead } = await fd.read(buf, 0, length, position);
-  if (bytesRead !== length) throw corrupt('Android sparse image', `${what} is cut short`);
+  if (bytesRead !== length) throw corrupt('image', `${what} is cut short`);
   return buf;
 }
 
@@ -99,6 +99,13 @@ export async function readAndroidSparse(file: string, name: string, onEntry: OnE
     const chunks = header.readUInt32LE(20);
     if (header.readUInt16LE(4) !== 1 || fileHeader < 28 || chunkHeader < 12 || blockSize % 4 || !blockSize)
       throw corrupt('Android sparse image', 'an unknown version or header layout');
+    const { size: fileBytes } = await fd.stat();
+    // Every chunk takes at least its header: more chunks than that cannot be in the file.
+    if (chunks > (fileBytes - fileHeader) / chunkHeader)
+      throw corrupt(
+        'Android sparse image',
+        `the header states ${chunks} chunks, more than the file can hold`,
+      );
     const facts = { block_size: blockSize, blocks, chunks, raw_bytes: blocks * blockSize };
 
     async function* image(): AsyncGenerator<Buffer> {
@@ -114,9 +121,14 @@ export async function readAndroidSparse(file: string, name: string, onEntry: OnE
         seen += type === CHUNK.crc ? 0 : count;
         if (seen > blocks)
           throw corrupt('Android sparse image', 'more blocks in chunks than the header states');
+        // Each chunk's stated length is exactly its header and its data, and inside the file.
+        const expected = chunkHeader + ({ [CHUNK.raw]: bytes, [CHUNK.fill]: 4, [CHUNK.crc]: 4 }[type] ?? 0);
+        if (total !== expected || at + total > fileBytes)
+          throw corrupt(
+            'Android sparse image',
+            `chunk ${i} states ${total} bytes, not ${expected} within the file`,
+          );
         if (type === CHUNK.raw) {
-          if (total !== chunkHeader + bytes)
-            throw corrupt('Android sparse image', `raw chunk ${i} has a wrong size`);
           for (let done = 0; done < bytes;) {
             const n = Math.min(PIECE, bytes - done);
             yield await readExactly(fd, n, body + done, `raw chunk ${i}`);
@@ -150,20 +162,44 @@ export async function readAndroidSparse(file: string, name: string, onEntry: OnE
 }
 
 const UIMAGE_MAGIC = 0x27051956;
-const UIMAGE_OS: Record<number, string> = { 5: 'linux', 17: 'u-boot', 14: 'qnx', 20: 'arm-trusted-firmware' };
+// U-Boot's include/image.h numbering (enum ih_os, ih_arch, ih_type).
+const UIMAGE_OS: Record<number, string> = {
+  1: 'openbsd',
+  2: 'netbsd',
+  3: 'freebsd',
+  5: 'linux',
+  14: 'vxworks',
+  16: 'qnx',
+  17: 'u-boot',
+  18: 'rtems',
+  25: 'arm-trusted-firmware',
+  26: 'tee',
+  27: 'opensbi',
+  28: 'efi',
+};
 const UIMAGE_ARCH: Record<number, string> = {
+  1: 'alpha',
   2: 'arm',
   3: 'x86',
   4: 'ia64',
   5: 'mips',
   6: 'mips64',
   7: 'ppc',
-  15: 'sh',
-  16: 'sparc64',
+  8: 's390',
+  9: 'sh',
+  10: 'sparc',
+  11: 'sparc64',
+  12: 'm68k',
+  14: 'microblaze',
+  15: 'nios2',
+  16: 'blackfin',
+  17: 'avr32',
+  21: 'openrisc',
   22: 'arm64',
-  21: 'riscv',
-  8: 'x86_64',
-  17: 'x86_64',
+  23: 'arc',
+  24: 'x86_64',
+  25: 'xtensa',
+  26: 'riscv',
 };
 const UIMAGE_TYPE: Record<number, string> = {
   1: 'standalone',

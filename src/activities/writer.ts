@@ -115,12 +115,7 @@ export async function startExtraction(
   let total = 0;
   let written = 0;
 
-  const onEntry = async (inner: ArchiveEntry, at: EntryOrigin = TOP) => {
-    const entry =
-      at.parent === null
-        ? inner
-        : { ...inner, name: `${at.parent}${NESTED_SUFFIX}/${inner.name.replace(/^(\.\/+)+/, '')}` };
-    if (rows.length >= limits.max_entries) throw tooMany(rows.length + 1, limits.max_entries);
+  const checkClock = () => {
     if (ctx.signal.aborted)
       throw new DossierError(
         'cancelled',
@@ -134,6 +129,34 @@ export async function startExtraction(
         'Raise timeout_ms or split the archive.',
       );
     }
+  };
+  /** Counts `n` more bytes of an entry (its size so far given) against every bound; returns its new size. */
+  const count = (n: number, size: number, rel: string) => {
+    const now = size + n;
+    total += n;
+    if (now > limits.max_entry_bytes) {
+      throw new DossierError(
+        'resource_constraint',
+        `Entry ${rel} unpacks to more than max_entry_bytes=${limits.max_entry_bytes}; the extraction was rolled back.`,
+        'Raise limits.max_entry_bytes (up to its ceiling) with a new idempotency_key if this is expected.',
+        { path: rel, max_entry_bytes: limits.max_entry_bytes },
+      );
+    }
+    if (total > limits.max_total_bytes) throw tooBig(total, limits.max_total_bytes);
+    if (total > limits.max_ratio * Math.max(archiveBytes, 1))
+      throw tooDense(total, archiveBytes, limits.max_ratio);
+    // Once per MiB or so: a reader that emits a long run of bytes still notices a cancel or the clock.
+    if ((total & 0xfffff) < n) checkClock();
+    return now;
+  };
+
+  const onEntry = async (inner: ArchiveEntry, at: EntryOrigin = TOP) => {
+    const entry =
+      at.parent === null
+        ? inner
+        : { ...inner, name: `${at.parent}${NESTED_SUFFIX}/${inner.name.replace(/^(\.\/+)+/, '')}` };
+    if (rows.length >= limits.max_entries) throw tooMany(rows.length + 1, limits.max_entries);
+    checkClock();
     const row: ManifestRow = {
       occurrence: rows.length,
       path: entry.name,
@@ -152,10 +175,13 @@ export async function startExtraction(
       extracted_to: null,
     };
     rows.push(row);
-    const refuse = (reason: string) => {
+    // A refused entry's bytes are still read (the next entry may follow them in the same stream)
+    // and counted against the bounds, but written nowhere.
+    const refuse = async (reason: string) => {
       row.reason = reason;
-      entry.content?.resume();
+      if (entry.content) for await (const chunk of entry.content) count((chunk as Buffer).length, 0, rel);
     };
+    const rel = normalized(entry.name);
     if (entry.type === 'dir' && /^(\.\/?)*$/.test(row.inner_path)) {
       row.status = 'written'; // the archive's own root, "./": it is the output directory (or the nested one's folder)
       return;
@@ -165,8 +191,7 @@ export async function startExtraction(
       unsafeName(entry.name, limits.max_depth) ??
       (at.parent === null ? null : unsafeName(row.inner_path, limits.max_depth));
     if (bad) return refuse(bad);
-    const parts = entry.name.split('/').filter((p) => p !== '' && p !== '.');
-    const rel = parts.join('/');
+    const parts = rel.split('/');
     for (let i = 1; i < parts.length; i++) {
       const occupant = taken.get(parts.slice(0, i).join('/'));
       if (occupant && occupant !== 'dir')
@@ -205,19 +230,7 @@ export async function startExtraction(
     try {
       for await (const chunk of entry.content!) {
         const buf = chunk as Buffer;
-        size += buf.length;
-        total += buf.length;
-        if (size > limits.max_entry_bytes) {
-          throw new DossierError(
-            'resource_constraint',
-            `Entry ${rel} unpacks to more than max_entry_bytes=${limits.max_entry_bytes}; the extraction was rolled back.`,
-            'Raise limits.max_entry_bytes (up to its ceiling) with a new idempotency_key if this is expected.',
-            { path: rel, max_entry_bytes: limits.max_entry_bytes },
-          );
-        }
-        if (total > limits.max_total_bytes) throw tooBig(total, limits.max_total_bytes);
-        if (total > limits.max_ratio * Math.max(archiveBytes, 1))
-          throw tooDense(total, archiveBytes, limits.max_ratio);
+        size = count(buf.length, size, rel);
         if (headBytes < HEAD_BYTES) {
           const piece = Buffer.from(buf.subarray(0, HEAD_BYTES - headBytes));
           heads.push(piece);
@@ -226,9 +239,14 @@ export async function startExtraction(
         hash.update(buf);
         await fd.write(buf);
       }
-    } finally {
+    } catch (err) {
+      // Never leave a partial file behind a nested archive that is reported failed and kept.
       await fd.close();
+      await rm(target, { force: true });
+      row.reason = `not written: ${(err as Error).message}`;
+      throw err;
     }
+    await fd.close();
     const kind = sniff(Buffer.concat(heads));
     Object.assign(row, {
       size,
@@ -262,6 +280,7 @@ export async function startExtraction(
   return {
     onEntry,
     nestedIn,
+    checkClock,
     rows,
     settle,
     stats: () => ({ total, written }),

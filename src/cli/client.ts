@@ -165,7 +165,8 @@ export async function uploadCommand(config: Config, argv: string[]) {
     throw new ConfigError([`${file}: ${(err as Error).message}`], 'Nothing to upload');
   }
   const { url, token } = endpoint(config);
-  const target = new URL('/artifacts', url);
+  // Beside the MCP endpoint, under the same prefix (a gateway behind a proxy path keeps it).
+  const target = new URL(url.replace(/\/mcp\/?$/, '') + '/artifacts');
   target.searchParams.set('name', values.name ?? path.basename(file));
   const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
     const req = (target.protocol === 'https:' ? https : http).request(

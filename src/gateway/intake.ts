@@ -2,7 +2,7 @@
 // (registered by path from the allowed roots or the team inbox, from an
 // extraction's entry, or uploaded) and Evidence bundles (imported from the
 // team's folder or an HTTP body, listed and served from its exports).
-import { mkdirSync } from 'node:fs';
+import { lstatSync, mkdirSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -160,6 +160,9 @@ export class Intake {
     const folder = path.join(this.opts.inbox, caller.team);
     if (!this.inboxes.has(folder)) {
       mkdirSync(folder, { recursive: true, mode: 0o700 });
+      // A link planted in its place would widen what register_artifact reads: only a real folder counts.
+      const st = lstatSync(folder);
+      if (!st.isDirectory() || st.isSymbolicLink()) return undefined;
       this.inboxes.add(folder);
     }
     return folder;

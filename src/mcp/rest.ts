@@ -17,6 +17,10 @@ export interface RestOptions {
   bodyTimeoutMs: number;
 }
 
+/** Bundle imports (POST /bundles) verified at once on this gateway; each may hold 256 MiB. */
+const MAX_CONCURRENT_IMPORTS = 2;
+let importing = 0;
+
 export const isRestRoute = (pathname: string) =>
   pathname === '/artifacts' || pathname === '/bundles' || pathname.startsWith('/bundles/');
 
@@ -86,7 +90,12 @@ export async function serveRest(
     }
     case 'GET /bundles/NAME': {
       req.resume();
-      const name = decodeURIComponent(url.pathname.slice('/bundles/'.length));
+      let name: string;
+      try {
+        name = decodeURIComponent(url.pathname.slice('/bundles/'.length));
+      } catch {
+        return send(res, 404, { error: 'no such bundle: the name is not valid percent-encoding' });
+      }
       const result = await gateway.rest(principal, null, (intake) => intake.openBundle(principal, name));
       if (!result.ok) return send(res, STATUS[result.error.code] ?? 400, { error: result.error });
       const { handle, stat } = result.value;
@@ -113,6 +122,13 @@ export async function serveRest(
           413,
           `The bundle declares ${declared} bytes; a bundle may have at most ${limit}.`,
         );
+      // A bundle is held in memory while it is verified: only a few at once, whoever sends them.
+      if (importing >= MAX_CONCURRENT_IMPORTS) {
+        res.setHeader('Retry-After', '5');
+        return refuse(req, res, 503, `${importing} bundle imports are running; try again in a few seconds.`);
+      }
+      importing++;
+      res.once('close', () => importing--);
       const result = await gateway.rest(principal, 'import bundles', async (intake) => {
         const chunks: Buffer[] = [];
         let size = 0;

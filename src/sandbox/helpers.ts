@@ -48,8 +48,12 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
     stdin: run.stdin ? 'pipe' : 'ignore',
   });
   if (run.stdin && proc.child.stdin) {
-    run.stdin.on('error', () => proc.kill());
-    run.stdin.pipe(proc.child.stdin);
+    const source = run.stdin;
+    source.on('error', () => proc.kill());
+    proc.child.stdin.on('error', () => undefined); // the helper may exit before reading it all
+    source.pipe(proc.child.stdin);
+    // Whatever ends the helper, its input (a file) is closed with it.
+    void proc.exited.then(() => source.destroy());
   }
   let stderr = '';
   proc.child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-1_000)));

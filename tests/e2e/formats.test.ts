@@ -37,6 +37,8 @@ beforeAll(async () => {
     writeFileSync(path.join(tree, rel), data);
   }
   symlinkSync('hello.txt', path.join(tree, 'link'));
+  // A plain archive any test can extract, whatever ran before it.
+  run('tar', ['-cf', path.join(work, 'tree.tar'), '-C', tree, '.']);
   t = await startTestStack({ env: { DOSSIER_ALLOWED_ROOTS: `/usr/bin:${work}` } });
   client = await t.connect();
 }, 120_000);
@@ -451,6 +453,73 @@ describe('recursive extraction', () => {
   });
 });
 
+describe('hostile inputs to the new readers', () => {
+  it('a sparse image whose derived name is refused ends cleanly, and the worker lives on', async () => {
+    const raw = path.join(work, 'small.raw');
+    writeFileSync(raw, randomBytes(3 * 4096));
+    const sparse = path.join(work, 'small.simg');
+    run('img2simg', [raw, sparse]);
+    const uploaded = (await (
+      await fetch(new URL('/artifacts?name=%2Fetc%2Fpasswd.img', t.url), {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${t.token}` },
+        body: new Uint8Array(readFileSync(sparse)),
+      })
+    ).json()) as Reply;
+    const reply = await call(client, 'extract_artifact', {
+      artifact: uploaded.artifact.digest,
+      idempotency_key: `formats-${++n}`,
+      detail: 'summary',
+    });
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    expect((await page(reply.evidence_id))[0]).toMatchObject({ status: 'refused', reason: 'absolute path' });
+    const after = await extract(path.join(work, 'tree.tar'));
+    expect(after.status).toBe('succeeded');
+  });
+
+  it('a 40-byte sparse image that claims 4 billion empty chunks is refused at once', async () => {
+    const header = Buffer.alloc(28);
+    header.writeUInt32LE(0xed26ff3a, 0);
+    header.writeUInt16LE(1, 4);
+    header.writeUInt16LE(28, 8);
+    header.writeUInt16LE(12, 10);
+    header.writeUInt32LE(4096, 12);
+    header.writeUInt32LE(0, 16);
+    header.writeUInt32LE(0xffffffff, 20);
+    const chunk = Buffer.alloc(12);
+    chunk.writeUInt16LE(0xcac4, 0);
+    const file = path.join(work, 'loop.simg');
+    writeFileSync(file, Buffer.concat([header, chunk]));
+    const reply = await extract(file, { timeout_ms: 60_000 });
+    expect(reply.status).toBe('failed');
+    expect(reply.error.code).toBe('unsupported_target');
+    expect(reply.error.message).toMatch(/chunks/);
+  });
+
+  it("a zip's refused stored entry is read past, not mixed into the next entry's file", async () => {
+    const file = path.join(work, 'refused.zip');
+    const next = randomBytes(100_000);
+    execFileSync('python3', [
+      '-c',
+      `
+import sys, zipfile, os
+with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_STORED) as z:
+    z.writestr('../escape.bin', os.urandom(3_000_000))
+    z.writestr('next.bin', open(sys.argv[2], 'rb').read())
+`,
+      file,
+      (writeFileSync(path.join(work, 'next.bin'), next), path.join(work, 'next.bin')),
+    ]);
+    const reply = await extract(file);
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    const rows = await page(reply.evidence_id);
+    expect(rows[0]).toMatchObject({ path: '../escape.bin', status: 'refused' });
+    expect(rows[1]).toMatchObject({ path: 'next.bin', status: 'written', sha256: sha(next) });
+    const after = await extract(path.join(work, 'tree.tar'));
+    expect(after.status).toBe('succeeded');
+  });
+});
+
 describe('intake', () => {
   it("registers from the team's inbox, never from another team's", async () => {
     const me = await call(client, 'whoami');
@@ -484,7 +553,7 @@ describe('intake', () => {
   });
 
   it("moves bundles over HTTP: GET lists and serves only your team's, POST imports", async () => {
-    const reply = await extract(path.join(work, 'tree.iso'));
+    const reply = await extract(path.join(work, 'tree.tar'));
     const exported = await call(client, 'export_evidence_bundle', {
       evidence_ids: [reply.evidence_id],
       idempotency_key: `formats-${++n}`,
