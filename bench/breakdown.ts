@@ -14,6 +14,8 @@ import { benchEnv, callTool, connect, median, ms, percentile } from './lib.ts';
 /** A running `dossier start`, as its own process (as users run it), and the Temporal server it started. */
 export interface Running {
   devJson: DevJson;
+  /** The environment it runs with (DOSSIER_HOME and the rest), for processes that join it. */
+  env: Record<string, string>;
   pid: number;
   temporalPid: number | undefined;
   stop(): Promise<void>;
@@ -28,7 +30,7 @@ export async function startProduct(extra: Record<string, string> = {}): Promise<
   const temporalPid = children
     .map(Number)
     .find((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('start-dev'));
-  return { devJson, pid, temporalPid, stop: () => product.kill('SIGINT') };
+  return { devJson, env, pid, temporalPid, stop: () => product.kill('SIGINT') };
 }
 
 /** The proto enum's names by value, for histories decoded with numeric event types. */
@@ -179,6 +181,17 @@ export async function benchOverhead(): Promise<string[]> {
     await freshLaunches(stack, 'warm', 5);
     const { times, samples } = await freshLaunches(stack, 'fresh', 20);
     const load = await sustained(stack, 8, 15, 'load');
+    // A second worker process on the same Temporal, namespace and store, as a cluster adds one.
+    const second = await spawnDossier(
+      'worker',
+      {
+        ...stack.env,
+        DOSSIER_TEMPORAL_ADDRESS: stack.devJson.temporal_address,
+        DOSSIER_NAMESPACE: stack.devJson.namespace,
+      },
+      'worker ready',
+    );
+    const two = await sustained(stack, 8, 15, 'load2').finally(() => second.kill('SIGINT'));
     return [
       '| phase (median of 20 fresh launches of /usr/bin/true) | time |',
       '|---|---|',
@@ -186,6 +199,7 @@ export async function benchOverhead(): Promise<string[]> {
       ...(await breakdown(stack, samples)),
       `| 8 callers for 15 s | ${load.rate.toFixed(1)}/s, p50 ${ms(load.p50)}, p99 ${ms(load.p99)} |`,
       `| CPU per launch under that load: dossier process / sandboxed programs / Temporal server | ${ms(load.cpuMs.dossier)} / ${ms(load.cpuMs.programs)} / ${ms(load.cpuMs.temporal)} |`,
+      `| 8 callers for 15 s, a second worker process added (same 2 cores) | ${two.rate.toFixed(1)}/s, p50 ${ms(two.p50)}, p99 ${ms(two.p99)} |`,
     ];
   } finally {
     await stack.stop();
