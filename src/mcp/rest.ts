@@ -86,7 +86,9 @@ export async function serveRest(
     case 'GET /bundles': {
       req.resume();
       const result = await gateway.rest(principal, null, (intake) => intake.listBundles(principal));
-      return result.ok ? send(res, 200, result.value) : send(res, STATUS[result.error.code] ?? 400, result);
+      return result.ok
+        ? send(res, 200, result.value)
+        : send(res, STATUS[result.error.code] ?? 400, { error: result.error });
     }
     case 'GET /bundles/NAME': {
       req.resume();
