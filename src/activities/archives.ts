@@ -64,12 +64,13 @@ export function sniff(head: Buffer): string {
   return printable ? 'text' : 'data';
 }
 
-export function corrupt(format: string, err: unknown): DossierError {
+/** An unreadable input, named as "the <format> <noun>" ("the zip archive", "the Android sparse image"). */
+export function corrupt(format: string, err: unknown, noun = 'archive'): DossierError {
   // A bound, a timeout or a cancel that surfaced through a stream keeps its own code.
   if (err instanceof DossierError) return err;
   return new DossierError(
     'unsupported_target',
-    `The ${format} archive could not be read: ${(err as Error).message}. It may be truncated or corrupt.`,
+    `The ${[format, noun].filter(Boolean).join(' ')} could not be read: ${(err as Error).message}. It may be truncated or corrupt.`,
     'Check the artifact (list_artifacts shows its type), or pass the right format explicitly.',
     { format },
   );

@@ -10,19 +10,12 @@ import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
-import { DossierError } from '../domain/errors.ts';
 import { checkedOutput, streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
-import { readTar, type OnEntry } from './archives.ts';
+import { corrupt as unreadable, readTar, type OnEntry } from './archives.ts';
 
-function corrupt(format: string, why: string): DossierError {
-  return new DossierError(
-    'unsupported_target',
-    `The ${format} could not be read: ${why}. It may be truncated or corrupt.`,
-    'Check the artifact (list_artifacts shows its type), or pass the right format explicitly.',
-    { format },
-  );
-}
+/** The formats here name themselves whole ("the Android sparse image", "the uImage"). */
+const corrupt = (format: string, why: string) => unreadable(format, new Error(why), '');
 
 /** ar/.deb, cpio, rpm and ISO 9660 as one tar stream from bsdtar (libarchive) in the sandbox. */
 export function readThroughBsdtar(
