@@ -73,13 +73,18 @@ async function decompressedHead(
   return Buffer.concat(chunks);
 }
 
-/** The format of an archive by its content, or null with what it looks like. */
+/**
+ * The format of an archive by its content, or null with what it looks like.
+ * `known` is what sniff() already named from the file's first bytes (the
+ * writer keeps them for every entry), so the head is not read again.
+ */
 export async function formatOf(
   sandbox: Sandbox,
   file: string,
   timeoutMs = 60_000,
+  known?: string,
 ): Promise<{ format: Exclude<ArchiveFormat, 'auto'> | null; kind: string }> {
-  const kind = sniff(await readHead(file));
+  const kind = known ?? sniff(await readHead(file));
   const single = { gzip: 'gzip', bzip2: 'bzip2', xz: 'xz' } as const;
   if (kind in single) {
     const compression = single[kind as keyof typeof single];
@@ -273,7 +278,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
       }
       run.checkClock();
       const staged = run.staged(row);
-      const inner = await formatOf(ctx.sandbox, staged, Math.min(60_000, left()));
+      const inner = await formatOf(ctx.sandbox, staged, Math.min(60_000, left()), row.detected_type!);
       if (!inner.format) {
         row.reason = `nested archive not opened: dossier has no reader for ${inner.kind} here`;
         archives.push({
@@ -325,9 +330,9 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   const refused = rows.filter((r) => r.status === 'refused').length;
   const recorded = rows.filter((r) => r.status === 'recorded').length;
   const nested = rows.filter((r) => r.nested_archive);
-  const unopened = nested.filter(
-    (r) => !r.extracted_to || archives.some((a) => a.path === normalized(r.path) && a.status === 'failed'),
-  );
+  // Sets and a fold, not a search per row or a spread: a recursive launch may list 100,000 entries.
+  const failedArchives = new Set(archives.filter((a) => a.status === 'failed').map((a) => a.path));
+  const unopened = nested.filter((r) => !r.extracted_to || failedArchives.has(normalized(r.path)));
   const summary = {
     format,
     output: cleanup.output,
@@ -341,7 +346,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
           recursive: true,
           max_depth: input.max_depth,
           nested_opened: archives.filter((a) => a.depth > 0 && a.status === 'opened').length,
-          deepest: Math.max(0, ...rows.map((r) => r.depth)),
+          deepest: rows.reduce((deepest, r) => Math.max(deepest, r.depth), 0),
         }
       : {}),
     bytes_written: failure ? 0 : total,
