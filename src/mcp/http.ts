@@ -13,7 +13,7 @@ import type { Gateway } from '../gateway/gateway.ts';
 import type { TeamPayloadCodec } from '../temporal/codec.ts';
 import { CODEC_COOKIE, codecCors, codecToken, decodeForTeam, LOGIN_FORM, signedIn } from './codecEndpoint.ts';
 import { createMcpServer } from './server.ts';
-import { isRestRoute, serveRest } from './rest.ts';
+import { isRestRoute, sendJson, serveRest } from './rest.ts';
 
 export interface HttpOptions {
   host: string;
@@ -373,11 +373,6 @@ function readBody(
       reject(err);
     });
   });
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
 }
 
 function rpcError(res: ServerResponse, status: number, code: number, message: string) {

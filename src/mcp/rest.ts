@@ -33,7 +33,8 @@ const STATUS: Record<string, number> = {
   invalid_params: 400,
 };
 
-function send(res: ServerResponse, status: number, body: unknown) {
+/** A JSON reply; the MCP endpoint's non-RPC answers (404, /healthz) use it too. */
+export function sendJson(res: ServerResponse, status: number, body: unknown) {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
 }
@@ -43,7 +44,7 @@ function refuse(req: IncomingMessage, res: ServerResponse, status: number, error
   res.setHeader('Connection', 'close');
   res.on('finish', () => req.destroy());
   req.resume();
-  send(res, status, { error });
+  sendJson(res, status, { error });
 }
 
 export async function serveRest(
@@ -80,15 +81,15 @@ export async function serveRest(
       const result = await gateway.rest(principal, 'upload artifacts', (intake) =>
         intake.uploadArtifact(principal, req, name && name.length <= 256 ? name : undefined),
       );
-      if (result.ok) return send(res, 201, result.value);
+      if (result.ok) return sendJson(res, 201, result.value);
       return refuse(req, res, STATUS[result.error.code] ?? 400, result.error);
     }
     case 'GET /bundles': {
       req.resume();
       const result = await gateway.rest(principal, null, (intake) => intake.listBundles(principal));
       return result.ok
-        ? send(res, 200, result.value)
-        : send(res, STATUS[result.error.code] ?? 400, { error: result.error });
+        ? sendJson(res, 200, result.value)
+        : sendJson(res, STATUS[result.error.code] ?? 400, { error: result.error });
     }
     case 'GET /bundles/NAME': {
       req.resume();
@@ -96,10 +97,10 @@ export async function serveRest(
       try {
         name = decodeURIComponent(url.pathname.slice('/bundles/'.length));
       } catch {
-        return send(res, 404, { error: 'no such bundle: the name is not valid percent-encoding' });
+        return sendJson(res, 404, { error: 'no such bundle: the name is not valid percent-encoding' });
       }
       const result = await gateway.rest(principal, null, (intake) => intake.openBundle(principal, name));
-      if (!result.ok) return send(res, STATUS[result.error.code] ?? 400, { error: result.error });
+      if (!result.ok) return sendJson(res, STATUS[result.error.code] ?? 400, { error: result.error });
       const { handle, stat } = result.value;
       res.writeHead(200, {
         'content-type': 'application/json',
@@ -148,12 +149,12 @@ export async function serveRest(
         }
         return intake.importBundleText(principal, Buffer.concat(chunks).toString('utf8'));
       });
-      if (result.ok) return send(res, 200, result.value);
+      if (result.ok) return sendJson(res, 200, result.value);
       return refuse(req, res, STATUS[result.error.code] ?? 400, result.error);
     }
     default:
       req.resume();
-      return send(res, 405, {
+      return sendJson(res, 405, {
         error: `${req.method} ${url.pathname} is not served: POST /artifacts, GET /bundles, GET /bundles/NAME, POST /bundles.`,
       });
   }
