@@ -18,8 +18,11 @@ export interface RestOptions {
 }
 
 /** Bundle imports (POST /bundles) verified at once on this gateway; each may hold 256 MiB. */
-const MAX_CONCURRENT_IMPORTS = 2;
-let importing = 0;
+const MAX_CONCURRENT_IMPORTS = 3;
+/** Imports in flight by principal: one each, so no one caller holds every slot. */
+const importing = new Map<string, number>();
+/** A bundle body must arrive whole within this, however slowly it trickles. */
+const BUNDLE_ARRIVAL_MS = 5 * 60_000;
 
 export const isRestRoute = (pathname: string) =>
   pathname === '/artifacts' || pathname === '/bundles' || pathname.startsWith('/bundles/');
@@ -126,12 +129,28 @@ export async function serveRest(
           `The bundle declares ${declared} bytes; a bundle may have at most ${limit}.`,
         );
       // A bundle is held in memory while it is verified: only a few at once, whoever sends them.
-      if (importing >= MAX_CONCURRENT_IMPORTS) {
+      // A bundle is held in memory while it is verified: a few at once on this gateway, one per caller,
+      // each arriving within a deadline, so no caller can hold the slots of the others.
+      const who = `${principal.team}/${principal.principal}`;
+      const inFlight = [...importing.values()].reduce((a, b) => a + b, 0);
+      if (importing.has(who) || inFlight >= MAX_CONCURRENT_IMPORTS) {
         res.setHeader('Retry-After', '5');
-        return refuse(req, res, 503, `${importing} bundle imports are running; try again in a few seconds.`);
+        return refuse(
+          req,
+          res,
+          503,
+          importing.has(who)
+            ? 'Your previous bundle import is still running; send the next when it has answered.'
+            : `${inFlight} bundle imports are running; try again in a few seconds.`,
+        );
       }
-      importing++;
-      res.once('close', () => importing--);
+      importing.set(who, 1);
+      res.once('close', () => importing.delete(who));
+      const arrival = setTimeout(
+        () => req.destroy(new Error('the bundle did not arrive in time')),
+        BUNDLE_ARRIVAL_MS,
+      );
+      res.once('close', () => clearTimeout(arrival));
       const result = await gateway.rest(principal, 'import bundles', async (intake) => {
         const chunks: Buffer[] = [];
         let size = 0;
