@@ -83,7 +83,7 @@ export class Intake {
     ) {
       throw new DossierError(
         'invalid_params',
-        `Evidence ${evidenceId} is ${record.tool === 'extract_artifact' || record.tool === 'extract_firmware' ? 'a failed extraction, which left no output' : `a ${record.tool} result, not an extraction`}.`,
+        `Evidence ${evidenceId} is ${EXTRACTING_TOOLS.includes(record.tool) ? 'a failed extraction, which left no output' : `a ${record.tool} result, not an extraction`}.`,
         'Pass the evidence_id of a succeeded extract_artifact or extract_firmware launch, and the path of one of its written entries.',
         { evidence_id: evidenceId, tool: record.tool },
       );
