@@ -18,6 +18,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ DOSSIER_STORE: 'postgres://u@db/dossier' }).store).toBe('postgres://u@db/dossier');
   });
 
+  it("keeps the teams' inboxes out of dossier's own state", () => {
+    expect(loadConfig({ DOSSIER_HOME: '/srv/d' }).inbox).toBe('/srv/d/inbox');
+    expect(loadConfig({ DOSSIER_HOME: '/srv/d', DOSSIER_INBOX: '/srv/drop' }).inbox).toBe('/srv/drop');
+    for (const inbox of ['/srv/d', '/srv', '/srv/d/artifacts'])
+      expect(() => loadConfig({ DOSSIER_HOME: '/srv/d', DOSSIER_INBOX: inbox })).toThrow(/DOSSIER_INBOX/);
+  });
+
   it('names every bad variable, what was given and what is accepted', () => {
     try {
       loadConfig({

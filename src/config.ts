@@ -246,6 +246,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       );
     }
   }
+  // register_artifact reads <inbox>/<team>/: the inbox must not reach the store, artifacts or extractions.
+  const inbox = path.resolve(c.DOSSIER_INBOX ?? path.join(home, 'inbox'));
+  const ownInbox = path.join(home, 'inbox');
+  if (
+    inbox === home ||
+    home.startsWith(`${inbox}/`) ||
+    (inbox.startsWith(`${home}/`) && inbox !== ownInbox && !inbox.startsWith(`${ownInbox}/`))
+  ) {
+    problems.push(
+      `DOSSIER_INBOX: ${inbox} overlaps dossier's state in DOSSIER_HOME (${home}); use a folder of its own (the default is ${ownInbox})`,
+    );
+  }
   if (problems.length) throw new ConfigError([...new Set(problems)]);
   const [firstUid, lastUid] = c.DOSSIER_SANDBOX_UIDS.split('-').map(Number) as [number, number];
   return {
@@ -264,7 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ? c.DOSSIER_STORE
       : path.resolve(home, c.DOSSIER_STORE),
     allowedRoots: allowedRoots.map((r) => path.resolve(r)),
-    inbox: path.resolve(c.DOSSIER_INBOX ?? path.join(home, 'inbox')),
+    inbox,
     bundleRoots: (c.DOSSIER_BUNDLE_ROOTS ?? path.join(home, 'exports')).split(':').filter(Boolean),
     replyBudgetBytes: c.DOSSIER_REPLY_BUDGET_BYTES,
     maxRequestBytes: c.DOSSIER_MAX_REQUEST_BYTES,
