@@ -1,7 +1,7 @@
 # One image for the gateway and the workers; the command picks the part.
 FROM node:20-bookworm
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      binutils strace ltrace file binwalk squashfs-tools squashfs-tools-ng 7zip libarchive-tools zip unzip bzip2 xz-utils bubblewrap util-linux procps python3 \
+      binutils strace ltrace file binwalk squashfs-tools squashfs-tools-ng 7zip libarchive-tools zip unzip bzip2 xz-utils bubblewrap util-linux procps python3 python3-venv \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -12,5 +12,7 @@ COPY scripts scripts
 COPY tsconfig.json tsconfig.build.json ./
 # Compile to dist/ (the parts run JavaScript, not tsx), then drop the build-only packages.
 RUN node scripts/build.mjs && npm prune --omit=dev --no-audit --no-fund
+# The flash unpackers (JFFS2, UBI) from hash-locked wheels; the angr provider installs on first use.
+RUN node bin/dossier.js provision-unpackers
 ENV DOSSIER_HOME=/var/lib/dossier DOSSIER_HOST=0.0.0.0
 CMD ["node", "bin/dossier.js", "gateway"]

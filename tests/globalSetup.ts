@@ -9,6 +9,7 @@ import { startDevServer, type DevServer } from '../src/dev/devServer.ts';
 import { resolveTemporalCli } from '../src/dev/temporalCli.ts';
 import { resolveUiServer } from '../src/dev/uiServer.ts';
 import { provisionProvider } from '../src/analysis/venv.ts';
+import { flashUnpackers } from '../src/python/flash.ts';
 import { workflowBundle } from '../src/worker.ts';
 import { freePort } from './helpers/ports.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
@@ -58,6 +59,8 @@ export async function setup(project: TestProject) {
   project.provide('uiServer', await resolveUiServer(process.env.DOSSIER_TEMPORAL_UI_SERVER));
   // The angr provider, so analysis tests measure analyses, not a first install.
   await provisionProvider(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3');
+  // And the flash unpackers, so the first JFFS2 or UBI extraction measures the extraction.
+  await flashUnpackers(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3');
   project.provide('bundleCacheDir', bundleCacheDir);
 }
 

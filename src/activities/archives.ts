@@ -52,6 +52,8 @@ export function sniff(head: Buffer): string {
   if (head.length >= 4 && starts('8519') && jffs2Nodes.includes(head.readUInt16LE(2))) return 'jffs2';
   if (head.length >= 4 && starts('1985') && jffs2Nodes.includes(head.readUInt16BE(2))) return 'jffs2';
   if (starts('55424923')) return 'ubi';
+  // UBIFS without its UBI container: the node magic, then a superblock node (type 6 at offset 20).
+  if (starts('31181006') && head.length > 20 && head[20] === 6) return 'ubifs';
   if (starts('28b52ffd')) return 'zstd';
   if (starts('04224d18')) return 'lz4';
   // Formats whose magic is not at the start: ISO 9660 at 32769, ext2/3/4 at 1080.

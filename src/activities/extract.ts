@@ -24,6 +24,7 @@ import {
   readThroughBsdtar,
   readUImage,
 } from './formats.ts';
+import { flashLimitations, readFlash } from './flash.ts';
 import { verifiedArtifact } from './policy.ts';
 import { readZip } from './zip.ts';
 import {
@@ -193,6 +194,23 @@ async function readArchive(ctx: EffectContext, plan: ReadPlan, onEntry: OnEntry)
     case 'squashfs':
       await readSquashfs(ctx.sandbox, file, timeoutMs, onEntry);
       return null;
+    case 'jffs2':
+    case 'ubi':
+    case 'ubifs':
+      return {
+        flash: await readFlash(
+          {
+            sandbox: ctx.sandbox,
+            python: ctx.config.analysis.python,
+            file,
+            format,
+            scratchBytes: plan.bytesLeft,
+            timeoutMs,
+            progress: (facts) => ctx.progress(facts),
+          },
+          onEntry,
+        ),
+      };
     case 'android-sparse':
       return {
         sparse: await readAndroidSparse(file, `${plan.name.replace(/\.s?img$/, '')}.raw.img`, onEntry),
@@ -363,6 +381,10 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
     );
   if (archives.some((a) => a.status === 'not_opened' && a.reason?.includes('max_depth')))
     limitations.push(`nested archives deeper than max_depth=${input.max_depth} were not opened`);
+  for (const a of archives) {
+    const flash = a.facts?.flash as Record<string, unknown> | undefined;
+    if (flash) limitations.push(...flashLimitations(flash, a.path || 'the artifact'));
+  }
   if (failure)
     limitations.push(
       'the extraction failed and was rolled back; entries lists what was read before the failure',

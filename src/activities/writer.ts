@@ -33,9 +33,12 @@ export const OPENABLE = new Set([
   'uimage',
   'cramfs',
   'ext',
+  'jffs2',
+  'ubi',
+  'ubifs',
 ]);
 /** Archives and file systems dossier names but has no reader for here. */
-export const KNOWN_UNREADABLE = new Set(['jffs2', 'ubi', 'zstd', 'lz4']);
+export const KNOWN_UNREADABLE = new Set(['zstd', 'lz4']);
 /** Bytes of an entry's start kept for naming its format (ISO 9660's magic is at 32,769). */
 export const HEAD_BYTES = 36 * 1024;
 

@@ -31,6 +31,7 @@ const USAGE = `usage: dossier <command>
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
   provision-temporal    find or build the Temporal CLI and the Temporal UI server; print their paths
   provision-analysis    make the angr provider's hash-locked virtualenv (cached); print angr's version
+  provision-unpackers   make the flash unpackers' hash-locked virtualenv (JFFS2, UBI; cached)
   version               print the version and whether the compiled build or the sources run
 
 Configuration: DOSSIER_* environment variables (see docs/operations.md).`;
@@ -72,6 +73,12 @@ async function main(argv: string[]) {
       const { provisionProvider } = await import('../analysis/venv.ts');
       const provider = await provisionProvider(loadConfig().analysis.python);
       console.log(`angr ${provider.version} in ${provider.venv}`);
+      return;
+    }
+    case 'provision-unpackers': {
+      const { flashUnpackers } = await import('../python/flash.ts');
+      const env = await flashUnpackers(loadConfig().analysis.python);
+      console.log(`${env.version} in ${env.venv}`);
       return;
     }
     case 'version':

@@ -17,6 +17,7 @@ import { startDevServer, type DevServer } from './devServer.ts';
 import { resolveTemporalCli, userCacheDir } from './temporalCli.ts';
 import { resolveUiServer, startUiServer } from './uiServer.ts';
 import { cachedProvider, provisionProvider } from '../analysis/venv.ts';
+import { cachedFlash, flashUnpackers } from '../python/flash.ts';
 import { devJsonPath, type DevJson } from './devJson.ts';
 
 export type { DevJson } from './devJson.ts';
@@ -116,6 +117,13 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         provisionProvider(config.analysis.python, { log }).catch((err: Error) =>
           log(
             `dossier: the angr provider could not be provisioned (${err.message}); analysis tools will fail until \`npm run provision:analysis\` succeeds.`,
+          ),
+        );
+      }
+      if (config.capabilities.includes('extract') && !cachedFlash(config.analysis.python)) {
+        flashUnpackers(config.analysis.python, log).catch((err: Error) =>
+          log(
+            `dossier: the flash unpackers could not be provisioned (${err.message}); JFFS2 and UBI extractions will try again.`,
           ),
         );
       }

@@ -18,6 +18,8 @@ export interface HelperRun {
   stdin?: Readable;
   timeoutMs: number;
   limits?: Limits;
+  /** Size of its private /tmp, when not the policy's (an unpacker that writes a whole tree there). */
+  tmpBytes?: number;
   env?: Record<string, string>;
   /** Network for the helper itself (a device bridge that talks to its local server); never a tool input. */
   network?: boolean;
@@ -44,6 +46,7 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
     cwd: '/tmp',
     mounts: run.mounts,
     limits: run.limits,
+    tmpBytes: run.tmpBytes,
     network: run.network,
     stdin: run.stdin ? 'pipe' : 'ignore',
   });

@@ -82,6 +82,8 @@ export interface SandboxRequest {
   mounts?: Mount[];
   network?: boolean;
   limits?: Limits;
+  /** Size of the private /tmp (default: the policy's tmpBytes). */
+  tmpBytes?: number;
   /** `none` runs without namespaces (the admin's escape): still unprivileged when the worker is root. */
   isolation?: 'sandbox' | 'none';
   stdin?: 'pipe' | 'ignore';
@@ -234,7 +236,14 @@ export class Sandbox {
         visible.push(extra);
       }
       bwrap.push('--proc', '/proc', '--dev', '/dev');
-      bwrap.push('--perms', '1777', '--size', String(this.policy.tmpBytes), '--tmpfs', '/tmp');
+      bwrap.push(
+        '--perms',
+        '1777',
+        '--size',
+        String(req.tmpBytes ?? this.policy.tmpBytes),
+        '--tmpfs',
+        '/tmp',
+      );
       for (const m of mounts) {
         const inside = m.inside ?? (typeof m.host === 'string' ? m.host : undefined);
         if (!inside) throw new Error('a mount of a file descriptor needs its inside path');

@@ -38,6 +38,9 @@ export const ARCHIVE_FORMATS = [
   'squashfs',
   'cramfs',
   'ext',
+  'jffs2',
+  'ubi',
+  'ubifs',
   'android-sparse',
   'uimage',
 ] as const;

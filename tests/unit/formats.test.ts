@@ -25,6 +25,8 @@ describe('sniff', () => {
     expect(sniff(hex('453dcd2800100000'))).toBe('cramfs');
     expect(sniff(hex('8519' + '01e0' + '00000000'))).toBe('jffs2');
     expect(sniff(Buffer.from('UBI#\x01\x00\x00\x00'))).toBe('ubi');
+    // UBIFS: the node magic, then a superblock node (type 6 at offset 20).
+    expect(sniff(Buffer.concat([hex('31181006'), Buffer.alloc(16), hex('06')]))).toBe('ubifs');
     expect(sniff(at(32769, Buffer.from('CD001')))).toBe('iso9660');
     expect(sniff(at(1080, hex('53ef')))).toBe('ext');
     expect(sniff(Buffer.from('hsqs'))).toBe('squashfs');
@@ -32,6 +34,8 @@ describe('sniff', () => {
 
   it('does not take a two-byte coincidence for JFFS2, or a short head for ISO or ext', () => {
     expect(sniff(hex('85190000ffffffff'))).not.toBe('jffs2');
+    // A UBIFS node that is not the superblock (a data node, type 1) is no image's start.
+    expect(sniff(Buffer.concat([hex('31181006'), Buffer.alloc(16), hex('01')]))).not.toBe('ubifs');
     expect(sniff(at(32769, Buffer.from('CD001')).subarray(0, 32770))).not.toBe('iso9660');
     expect(sniff(at(1080, hex('53ef')).subarray(0, 1081))).not.toBe('ext');
   });

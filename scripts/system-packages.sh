@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The Debian packages dossier needs, installed when missing.
+#   scripts/system-packages.sh runtime   what the workers' tools drive (npm start runs this)
+#   scripts/system-packages.sh test      that, plus what the tests build fixtures with (npm test runs this)
+# As root with apt-get it installs what is missing (apt-get update first); otherwise it names
+# what is missing and fails for `test`, warns for `runtime`. Nothing is done when all are present.
+set -euo pipefail
+kind="${1:-runtime}"
+
+runtime=(bubblewrap util-linux procps file binutils strace ltrace binwalk squashfs-tools-ng 7zip libarchive-tools bzip2 xz-utils python3 python3-venv adb qemu-user-static)
+tests=(zip unzip squashfs-tools cpio rpm xorriso android-sdk-libsparse-utils u-boot-tools e2fsprogs mtd-utils gcc openssh-server openssh-client postgresql)
+wanted=("${runtime[@]}")
+[ "$kind" = test ] && wanted+=("${tests[@]}")
+
+missing=()
+for p in "${wanted[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+
+# The emulated-device test runs an armhf busybox under qemu-user: Debian's armhf package, cached.
+fixture="$HOME/.cache/dossier/fixtures/busybox-static-armhf.deb"
+need_fixture=0
+[ "$kind" = test ] && [ ! -s "$fixture" ] && need_fixture=1
+
+[ ${#missing[@]} -eq 0 ] && [ $need_fixture -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+  msg="dossier: missing Debian packages: ${missing[*]:-none}; install them with: sudo apt-get install ${missing[*]:-}"
+  [ $need_fixture -eq 1 ] && msg="$msg (and run scripts/system-packages.sh test as root once for the armhf busybox fixture)"
+  echo "$msg" >&2
+  [ "$kind" = test ] && exit 1
+  exit 0
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "dossier: installing Debian packages ${missing[*]}" >&2
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ $need_fixture -eq 1 ]; then
+  echo "dossier: fetching busybox-static:armhf for the emulated-device test" >&2
+  dpkg --add-architecture armhf
+  apt-get update -qq || true # an armhf index of another suite may be mid-sync; the package comes from main
+  mkdir -p "$(dirname "$fixture")"
+  (cd "$(dirname "$fixture")" && apt-get download -qq busybox-static:armhf && mv busybox-static_*_armhf.deb "$fixture")
+fi

@@ -1,0 +1,28 @@
+// The unpackers for flash file systems (jefferson for JFFS2, ubi_reader for
+// UBI and UBIFS) and dossier's wrapper that runs them: a hash-locked venv of
+// wheels only, made once per worker host on first use (seconds).
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cachedEnv, provisionEnv, type PythonEnv, type PythonEnvSpec } from './venv.ts';
+
+export const FLASH: PythonEnvSpec = {
+  name: 'flash-unpackers',
+  cacheFolder: 'python',
+  dir: path.join(path.dirname(fileURLToPath(import.meta.url)), 'flash'),
+  installs: [{ lock: 'requirements.lock', flags: ['--only-binary', ':all:'] }],
+  scripts: ['unpack_flash.py'],
+  versionProbe:
+    "from importlib.metadata import version; print(f\"jefferson {version('jefferson')}, ubi_reader {version('ubi_reader')}\")",
+  cost: 'a few seconds and 70 MB',
+};
+
+export const cachedFlash = (interpreter: string) => cachedEnv(FLASH, interpreter);
+
+let provisioning: Promise<PythonEnv> | undefined;
+
+/** The unpackers' venv, made on first use (one install per process at a time; a failure is retried next time). */
+export function flashUnpackers(interpreter: string, log?: (line: string) => void): Promise<PythonEnv> {
+  provisioning ??= provisionEnv(FLASH, interpreter, { log });
+  provisioning.catch(() => (provisioning = undefined));
+  return provisioning;
+}
