@@ -15,8 +15,11 @@ export interface ArchiveEntry {
   name: string;
   type: EntryType;
   linkTarget: string | null;
-  /** The content of a file entry; must be consumed (or destroyed) before the next entry comes. */
-  content: Readable | null;
+  /**
+   * The content of a file entry; must be consumed before the next entry comes. A chunk is valid
+   * only until the next one is asked for: readers may reuse one buffer for every chunk.
+   */
+  content: AsyncIterable<Buffer> | null;
   /** Whether the archive marks the file executable (only this bit of its mode is kept). */
   executable?: boolean;
   /** For an `other` entry: what it is, as the format names it (e.g. "tar type S (SparseFile)"). */

@@ -36,6 +36,12 @@ export interface EffectContext {
   progress(facts: Record<string, unknown>): void;
 }
 
+/** What reading and writing an extraction needs of its launch (it runs in a worker thread). */
+export type ExtractionContext = Pick<
+  EffectContext,
+  'config' | 'caller' | 'sandbox' | 'workspace' | 'signal' | 'progress'
+>;
+
 export interface EffectResult {
   /** `succeeded` when the tool did its job (a non-zero exit is still an observation). */
   status: 'succeeded' | 'failed' | 'cancelled';

@@ -118,7 +118,11 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     );
   const opened = new Set(filesystems.map((f) => f.replace('squashfs-', '')));
   return {
-    status: failure ? 'failed' : 'succeeded',
+    status: !failure
+      ? 'succeeded'
+      : failure instanceof DossierError && failure.code === 'cancelled'
+        ? 'cancelled'
+        : 'failed',
     document: { artifact: input.artifact, limits: input.limits, ...summary },
     collections: {
       entries: out.rows,

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
 import type { ExtractInput } from '../tools/extract.ts';
 import { sniff, tooBig, tooDense, tooMany, type ArchiveEntry } from './archives.ts';
-import type { EffectContext } from './effect.ts';
+import type { ExtractionContext } from './effect.ts';
 
 /** What sniff() names that extract_artifact can open (with recursive: true, it does). */
 export const OPENABLE = new Set([
@@ -97,7 +97,7 @@ export const NESTED_SUFFIX = '.extracted';
 
 /** The bounded, checked writer every extraction feeds entries to; see the file comment. */
 export async function startExtraction(
-  ctx: EffectContext,
+  ctx: ExtractionContext,
   limits: ExtractInput['limits'],
   archiveBytes: number,
   timeoutMs: number,

@@ -74,9 +74,14 @@ export async function verifyArtifact(home: string, digest: string, copyTo?: stri
         )
       : undefined;
     try {
-      for await (const chunk of source.createReadStream({ autoClose: false, highWaterMark: 1024 * 1024 })) {
-        hash.update(chunk as Buffer);
-        if (out) await out.write(chunk as Buffer);
+      // One buffer for the whole file: a launch verifies hundreds of MB, and fresh buffers would
+      // make the garbage collector pause the gateway and workers over and over.
+      const buf = Buffer.allocUnsafe(1024 * 1024);
+      for (;;) {
+        const { bytesRead } = await source.read(buf, 0, buf.length, null);
+        if (bytesRead === 0) break;
+        hash.update(buf.subarray(0, bytesRead));
+        if (out) await out.write(buf, 0, bytesRead);
       }
     } finally {
       await out?.close();

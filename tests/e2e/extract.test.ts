@@ -268,3 +268,45 @@ describe('extract_firmware', () => {
     expect(existsSync(path.join(output, 'squashfs-0x1000/etc/shadow-link'))).toBe(false);
   });
 });
+
+describe('extraction runs in its own thread', () => {
+  it('cancel_launch stops an extraction mid-write and leaves nothing; the next extraction runs', async () => {
+    // 60,000 small files: seconds of creating files, so the cancel lands while the thread writes.
+    const big = path.join(work, 'many.tar');
+    execFileSync('python3', [
+      '-c',
+      'import io,sys,tarfile\nwith tarfile.open(sys.argv[1], "w") as t:\n  for i in range(60000):\n    data = b"x" * 100\n    info = tarfile.TarInfo(f"d{i % 100}/f{i}")\n    info.size = len(data)\n    t.addfile(info, io.BytesIO(data))',
+      big,
+    ]);
+    const registered = await call(client, 'register_artifact', { path: big });
+    const args = {
+      artifact: registered.artifact.digest,
+      detail: 'summary',
+      limits: { max_entries: 100_000 },
+      idempotency_key: 'cancel-mid-write',
+      wait_ms: 0,
+    };
+    const before = existsSync(extractions()) ? readdirSync(extractions()) : [];
+    const started = await call(client, 'extract_artifact', args);
+    expect(started.status).toBe('running');
+    // Wait until the thread has written something (progress comes from the thread through the activity).
+    for (let i = 0; i < 100; i++) {
+      const now = await call(client, 'get_launch', { idempotency_key: 'cancel-mid-write' });
+      if ((now.progress?.bytes ?? 0) > 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await call(client, 'cancel_launch', { idempotency_key: 'cancel-mid-write' });
+    const cancelled = await call(client, 'await_launch', {
+      idempotency_key: 'cancel-mid-write',
+      wait_ms: 30_000,
+    });
+    expect(cancelled.status, JSON.stringify(cancelled)).toBe('cancelled');
+    expect(cancelled.error?.code).toBe('cancelled');
+    // Nothing of it was published.
+    expect(existsSync(extractions()) ? readdirSync(extractions()) : []).toEqual(before);
+    const small = path.join(work, 'after-cancel.tar');
+    execFileSync('tar', ['-cf', small, '-C', '/usr/bin', 'true']);
+    const again = await extract(small);
+    expect(again.status, JSON.stringify(again.error)).toBe('succeeded');
+  });
+});
