@@ -23,7 +23,7 @@ export interface FlashRead {
   python: string;
   file: string;
   format: FlashFormat;
-  /** Bytes the unpacker may write to its scratch space (the extraction's bytes left, at most FLASH_SCRATCH_MAX). */
+  /** Bytes the unpacker may write to its scratch space (what the extraction may still write, at most FLASH_SCRATCH_MAX). */
   scratchBytes: number;
   timeoutMs: number;
   progress?: (facts: Record<string, unknown>) => void;
@@ -46,45 +46,57 @@ export async function readFlash(read: FlashRead, onEntry: OnEntry): Promise<Reco
     limits: { addressSpaceBytes: 4 * 1024 ** 3 },
     env: { PYTHONDONTWRITEBYTECODE: '1' },
   });
-  // The wrapper's last stderr line carries its facts; its last message says why it stopped.
+  // The wrapper's last stderr line carries its facts (at most a few hundred KB); its last message says why it stopped.
   let tail = '';
-  helper.stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-128 * 1024)));
+  helper.stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-1024 * 1024)));
+  const stderrEnded = new Promise((resolve) => helper.stderr.once('close', resolve));
   const lastLine = (prefix: string) =>
     tail
       .split('\n')
       .reverse()
       .find((line) => line.startsWith(prefix))
       ?.slice(prefix.length);
-  const done = helper.done.catch((err: Error) => {
+  const done = helper.done.catch(async (err: Error) => {
+    // A timeout or a failure to start keeps its own code; only the wrapper's own exits are mapped.
+    if (err instanceof DossierError) throw err;
+    await stderrEnded;
     const why = lastLine('unpack_flash: ') ?? err.message;
-    if (/\(exit 3\)/.test(err.message) || why.includes('scratch space')) {
+    if (err.message.startsWith(`${env.python} failed (exit ${SCRATCH_FULL})`)) {
       throw new DossierError(
         'resource_constraint',
         `The unpacked ${NAMES[format]} file system does not fit in the ${scratch}-byte scratch space it was given.`,
-        `Raise limits.max_total_bytes (the scratch space is the bytes left to the extraction, at most ${FLASH_SCRATCH_MAX}).`,
-        { format, scratch_bytes: scratch, exit: SCRATCH_FULL },
+        `The scratch space is what the extraction may still write (limits.max_total_bytes, and limits.max_ratio times the artifact's size), at most ${FLASH_SCRATCH_MAX} bytes: raise those limits if this image is expected to unpack this large.`,
+        { format, scratch_bytes: scratch },
       );
     }
     throw corrupt(NAMES[format], new Error(why), 'file system');
   });
   await readTar(checkedOutput({ ...helper, done }), NAMES[format], onEntry);
+  await stderrEnded;
   const facts = lastLine('dossier-facts ');
   return facts ? (JSON.parse(facts) as Record<string, unknown>) : {};
 }
 
-/** What a flash unpacker's facts leave the reader to know: files with data missing, its warnings. */
+/** What a flash unpacker's facts leave the reader to know: damaged files, entries not extracted, its warnings. */
 export function flashLimitations(facts: Record<string, unknown>, where: string): string[] {
   const out: string[] = [];
-  const incomplete =
-    (facts.incomplete as { path: string; covered: number; size: number }[] | undefined) ?? [];
-  if (incomplete.length)
+  const incomplete = Number(facts.incomplete_count ?? 0);
+  if (incomplete)
     out.push(
-      `${incomplete.length} files in ${where} lack data nodes for part of their size and were written as far as they go (see flash.incomplete; the image is cut short or damaged)`,
+      `${incomplete} files in ${where} lack data for part of their size or hold data that did not decode, and were written as far as they go (see flash.incomplete; the image is cut short or damaged)`,
+    );
+  const dropped = ['dropped_deleted', 'dropped_unreachable', 'dropped_bad_crc'].reduce(
+    (n, key) => n + Number(facts[key] ?? 0),
+    0,
+  );
+  if (dropped)
+    out.push(
+      `${dropped} JFFS2 directory entries were not extracted: deleted, unreachable from the root through directories (children of a link, orphans, cycles, a directory's second name), or failing their CRC (see flash.dropped_*)`,
     );
   const warnings = (facts.warnings as string[] | undefined) ?? [];
   if (warnings.length)
     out.push(
-      `the unpacker of ${where} warned ${warnings.length} times (see flash.warnings), e.g. ${warnings[0]}`,
+      `the unpacker of ${where} warned ${Number(facts.warning_count ?? warnings.length)} times (see flash.warnings), e.g. ${warnings[0]}`,
     );
   return out;
 }

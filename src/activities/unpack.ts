@@ -112,6 +112,8 @@ interface ReadPlan {
   /** Bounds left for this archive, for readers that check a listing before streaming (7z). */
   entriesLeft: number;
   bytesLeft: number;
+  /** Bytes left before the ratio bound (max_ratio × the artifact's size). */
+  ratioBytesLeft: number;
   archiveBytes: number;
   maxRatio: number;
   timeoutMs: number;
@@ -187,7 +189,7 @@ async function readArchive(ctx: ExtractionContext, plan: ReadPlan, onEntry: OnEn
             python: ctx.config.analysis.python,
             file,
             format,
-            scratchBytes: plan.bytesLeft,
+            scratchBytes: Math.min(plan.bytesLeft, plan.ratioBytesLeft),
             timeoutMs,
             progress: (facts) => ctx.progress(facts),
           },
@@ -262,6 +264,7 @@ export async function unpack(job: UnpackJob, ctx: ExtractionContext): Promise<Un
       name,
       entriesLeft: limits.max_entries - rows.length,
       bytesLeft: limits.max_total_bytes - total,
+      ratioBytesLeft: limits.max_ratio * Math.max(archiveBytes, 1) - total,
       archiveBytes,
       maxRatio: limits.max_ratio,
       timeoutMs: left(),

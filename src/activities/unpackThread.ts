@@ -32,11 +32,17 @@ interface Pending {
   progress(facts: Record<string, unknown>): void;
 }
 
-let thread: Worker | undefined;
-const pending = new Map<number, Pending>();
+interface Thread {
+  worker: Worker;
+  /** The jobs sent to this thread and not answered yet: a thread that dies fails exactly these. */
+  pending: Map<number, Pending>;
+}
+
+let thread: Thread | undefined;
 let nextId = 0;
 
-function start(): Worker {
+function start(): Thread {
+  const pending = new Map<number, Pending>();
   const worker = new Worker(new URL('./thread.mjs', import.meta.url), {
     workerData: { module: import.meta.url, role: 'unpack' },
   });
@@ -50,7 +56,7 @@ function start(): Worker {
   });
   // A thread that dies takes its extractions with it; the next one starts a new thread.
   const fail = (err: Error) => {
-    if (thread === worker) thread = undefined;
+    if (thread?.worker === worker) thread = undefined;
     for (const [id, waiting] of pending) {
       pending.delete(id);
       waiting.reject(err);
@@ -60,13 +66,13 @@ function start(): Worker {
   worker.on('exit', (code) => fail(new Error(`the extraction thread exited (code ${code})`)));
   // Held open only while it has work (last: a listener added after it would hold it again).
   worker.unref();
-  return worker;
+  return { worker, pending };
 }
 
 /** Runs an extraction in the extraction thread, relaying its progress and the launch's cancel. */
 export function unpackInThread(job: UnpackJob, ctx: EffectContext): Promise<UnpackOutcome> {
   thread ??= start();
-  const worker = thread;
+  const { worker, pending } = thread;
   const id = nextId++;
   return new Promise<UnpackOutcome>((resolve, reject) => {
     const abort = () => worker.postMessage({ id, abort: true } satisfies ToThread);

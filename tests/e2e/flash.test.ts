@@ -199,10 +199,48 @@ describe('flash file systems', () => {
     const [incomplete] = cut.summary.flash.incomplete;
     expect(incomplete).toMatchObject({ path: 'bin/big', size: 300_000 });
     expect(incomplete.covered).toBeLessThan(300_000);
-    expect(cut.limitations.join('\n')).toMatch(/1 files in the artifact lack data nodes/);
+    expect(cut.limitations.join('\n')).toMatch(/1 files in the artifact lack data for part of their size/);
     const row = (await entries(cut.evidence_id)).find((r) => r.path === 'bin/big')!;
     expect(row.size).toBeLessThan(300_000);
     // What was written is the file's true beginning, not filler.
     expect(row.sha256).toBe(sha(big.subarray(0, row.size)));
+  });
+
+  it('JFFS2 as a mounted file system shows it: the newest entry per name, no deleted names, nothing through a link', async () => {
+    const dir = path.join(work, 'hostile');
+    mkdirSync(dir);
+    run('python3', [path.resolve('tests/fixtures/hostile_jffs2.py'), dir]);
+    const content = async (image: string) => {
+      const reply = await extract(path.join(dir, image));
+      expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+      const rows = await entries(reply.evidence_id);
+      const files = Object.fromEntries(
+        rows
+          .filter((r) => r.type === 'file')
+          .map((r) => [r.path, readFileSync(path.join(reply.summary.output, r.path), 'utf8')]),
+      );
+      return { reply, rows, files };
+    };
+    // Replaced by rename, and a temporary name deleted.
+    const renamed = await content('renamed.jffs2');
+    expect(renamed.files).toEqual({ rcS: 'NEW\n' });
+    expect(renamed.reply.summary.flash.dropped_deleted).toBe(1);
+    // A file whose parent is the link evil -> etc never lands in etc/.
+    const linked = await content('through-link.jffs2');
+    expect(linked.files).toEqual({ 'etc/passwd': 'REAL\n' });
+    expect(linked.rows.find((r) => r.path === 'evil')).toMatchObject({ type: 'symlink', status: 'recorded' });
+    expect(linked.reply.summary.flash.dropped_unreachable).toBe(1);
+    expect(linked.reply.limitations.join('\n'), JSON.stringify(linked.reply)).toMatch(
+      /1 JFFS2 directory entries were not extracted/,
+    );
+    // Data that did not decode is written as the unpacker filled it, and said so.
+    const undecodable = await content('undecodable.jffs2');
+    expect(undecodable.reply.summary.flash.incomplete).toEqual([
+      { path: 'kernel.bin', covered: 4096, size: 4096, damaged_nodes: true },
+    ]);
+    expect(undecodable.reply.summary.flash.warnings.join('\n')).toMatch(/Decompression error/);
+    // A file name is not a message: this one is an ordinary file, not a full scratch space.
+    const named = await content('no-space-name.jffs2');
+    expect(named.files).toEqual({ 'No space left on device': 'hi\n' });
   });
 });

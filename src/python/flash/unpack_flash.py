@@ -28,41 +28,59 @@ SCRATCH_FULL = 3
 UNREADABLE = 2
 MAX_WARNINGS = 50
 
-# The tar goes to the real stdout; every print of the unpackers goes to stderr.
+# The tar goes to the real stdout; every message of the unpackers goes to stderr.
 TAR_OUT = os.fdopen(os.dup(1), "wb")
+ERR_FD = os.dup(2)
 os.dup2(2, 1)
 
 warnings = []
-scratch_full = False
+warning_count = 0
+# JFFS2 inodes with a node that did not decompress (jefferson writes zeros in its place).
+undecodable_inodes = set()
+# What the unpackers say when data is damaged or unread (jefferson prints, ubi_reader logs "X Warn: ...").
+WARNING = re.compile(
+    r"(\w+ (Warn|Error|Fatal):|OS error|Path traversal|unhandled|skipping|Decompression error|"
+    r"(node_crc|hdr_crc|data_crc) does not match|data length mismatch|compression not implemented|Unknown node type)"
+)
 
 
 class Messages:
-    """stdout for the unpackers: copies to stderr and keeps what matters, line by line."""
+    """sys.stdout and sys.stderr for the unpackers: copied to stderr, warnings kept, line by line."""
 
     def __init__(self):
         self.partial = ""
 
     def write(self, text):
-        sys.stderr.write(text)
+        os.write(ERR_FD, text.encode("utf-8", "replace"))
         lines = (self.partial + text).split("\n")
-        self.partial = lines.pop()
+        self.partial = lines.pop()[-4096:]
         for line in lines:
             self.take(line)
         return len(text)
 
     def take(self, line):
-        global scratch_full
-        if "No space left on device" in line or "Errno 28" in line:
-            scratch_full = True
-        elif re.match(r"(\w+ (Warn|Error|Fatal):|OS error|Path traversal|unhandled|skipping)", line):
+        global warning_count
+        undecodable = re.match(r"Decompression error on inode (\d+):", line)
+        if undecodable:
+            undecodable_inodes.add(int(undecodable.group(1)))
+        if WARNING.match(line):
+            warning_count += 1
             if len(warnings) < MAX_WARNINGS:
                 warnings.append(line.strip()[:300])
 
     def flush(self):
-        sys.stderr.flush()
+        pass
 
 
 sys.stdout = Messages()
+sys.stderr = Messages()
+
+
+def scratch_left():
+    """Bytes still free in the scratch space (/tmp): near zero means the unpacker ran out of it."""
+    st = os.statvfs("/tmp")
+    return st.f_bavail * st.f_frsize
+
 
 specials = {}
 
@@ -84,8 +102,7 @@ os.mkfifo = lambda path, mode=0o666, *args, **kwargs: record_special(path, stat.
 
 
 def fail(code, message):
-    sys.stderr.write(f"unpack_flash: {message}\n")
-    sys.stderr.flush()
+    os.write(ERR_FD, f"\nunpack_flash: {message}\n".encode("utf-8", "replace"))
     os._exit(code)
 
 
@@ -95,15 +112,57 @@ def safe_name(name, fallback):
     return name if name and "/" not in name and name not in (".", "..") else fallback
 
 
+def live_dirents(seen, inodes, facts):
+    """
+    The directory entries a mounted JFFS2 would show. jefferson keys entries by
+    inode number, so a file replaced by rename keeps its old content, a deleted
+    name comes back, and a child of a symlink lands where the link points. Here:
+    per (parent, name) only the newest entry counts; an entry for inode 0 is a
+    deletion; a directory has one name; and only what is reachable from the root
+    through directories is kept (no orphans, no children of links, no cycles).
+    """
+    newest = {}
+    for d in seen:
+        if not (d.node_crc_match and d.name_crc_match):
+            facts["dropped_bad_crc"] += 1
+            continue
+        key = (d.pino, bytes(d.name))
+        if key not in newest or d.version > newest[key].version:
+            newest[key] = d
+    live = [d for d in newest.values() if d.ino != 0]
+    facts["dropped_deleted"] = len(newest) - len(live)
+
+    def is_dir(ino):
+        nodes = inodes.get(ino)
+        return bool(nodes) and stat.S_ISDIR(max(nodes, key=lambda i: i.version).mode)
+
+    children = {}
+    for d in live:
+        children.setdefault(d.pino, []).append(d)
+    kept, visited, queue = {}, {1}, [1]
+    while queue:
+        parent = queue.pop()
+        for d in sorted(children.get(parent, []), key=lambda e: -e.version):
+            if is_dir(d.ino):
+                if d.ino in visited:
+                    continue  # a second name for a directory, or a cycle
+                visited.add(d.ino)
+                queue.append(d.ino)
+            kept[(d.pino, bytes(d.name))] = d
+    facts["dropped_unreachable"] = len(live) - len(kept)
+    return kept
+
+
 def missing_data(fs):
     """
-    JFFS2 files whose data nodes do not cover their size (nodes lost, or the
-    image cut short): jefferson writes what it has and says nothing. Holes are
-    nodes too in JFFS2, so a whole file is covered from 0 to its size.
+    JFFS2 files whose data nodes do not cover their size (nodes lost, the
+    image cut short, data that did not decompress to its stated length):
+    jefferson writes what it has and says nothing. Holes are nodes too in
+    JFFS2, so a whole file is covered from 0 to its size.
     """
     from jefferson.jffs2 import JFFS2_NODETYPE_DIRENT
 
-    dirents = {d.ino: d for d in fs[JFFS2_NODETYPE_DIRENT].values()}
+    dirents = {d.ino: d for d in fs[JFFS2_NODETYPE_DIRENT].values() if d.ino != 0}
     incomplete = []
     for dirent in fs[JFFS2_NODETYPE_DIRENT].values():
         nodes = getattr(dirent, "inodes", [])
@@ -111,11 +170,14 @@ def missing_data(fs):
             continue
         size = nodes[-1].isize
         covered = 0
+        damaged = dirent.ino in undecodable_inodes or any(
+            not n.data_crc_match or len(n.data) != n.dsize for n in nodes
+        )
         for node in sorted(nodes, key=lambda i: i.offset):
             if node.offset > covered:
                 break
-            covered = max(covered, node.offset + node.dsize)
-        if covered >= size:
+            covered = max(covered, node.offset + min(len(node.data), node.dsize))
+        if covered >= size and not damaged:
             continue
         names, parent = [dirent.name.decode("utf-8", "replace")], dirent.pino
         for _ in range(100):
@@ -123,7 +185,9 @@ def missing_data(fs):
                 break
             names.insert(0, dirents[parent].name.decode("utf-8", "replace"))
             parent = dirents[parent].pino
-        incomplete.append({"path": "/".join(names), "covered": min(covered, size), "size": size})
+        incomplete.append(
+            {"path": "/".join(names)[:512], "covered": min(covered, size), "size": size, "damaged_nodes": damaged}
+        )
     return incomplete
 
 
@@ -132,18 +196,31 @@ def unpack_jffs2(image, root):
 
     from jefferson import jffs2
 
-    found = {}
-    dump_fs = jffs2.dump_fs
+    facts = {"dropped_bad_crc": 0}
+    seen = []
+    parse_dirent, scan_fs, dump_fs = jffs2.parse_dirent, jffs2.scan_fs, jffs2.dump_fs
+
+    def parse_and_keep(data, offset):
+        dirent = parse_dirent(data, offset)
+        seen.append(dirent)
+        return dirent
+
+    def scan_and_resolve(content, endianness, verbose=False):
+        fs = scan_fs(content, endianness, verbose)
+        fs[jffs2.JFFS2_NODETYPE_DIRENT] = live_dirents(seen, fs[jffs2.JFFS2_NODETYPE_INODE], facts)
+        return fs
 
     def dump_and_check(fs, target):
         dump_fs(fs, target)
-        found["incomplete"] = missing_data(fs)
+        incomplete = missing_data(fs)
+        facts["incomplete_count"] = len(incomplete)
+        facts["incomplete"] = incomplete[:200]
 
-    jffs2.dump_fs = dump_and_check
+    jffs2.parse_dirent, jffs2.scan_fs, jffs2.dump_fs = parse_and_keep, scan_and_resolve, dump_and_check
     os.mkdir(root)
     if jffs2.extract_jffs2(Path(image), Path(root), 0) != 0:
         fail(UNREADABLE, "the JFFS2 image is empty")
-    return {"incomplete": found.get("incomplete", [])[:1000]}
+    return facts
 
 
 def unpack_ubifs_volume(ubifs_file, out):
@@ -176,10 +253,14 @@ def unpack_ubi(image, root, bare_ubifs):
     for image_index, ubi_img in enumerate(ubi_image.images):
         base = os.path.join(root, f"image-{ubi_img.image_seq}") if several else root
         os.makedirs(base, exist_ok=True)
+        taken = set()
         for number, name in enumerate(sorted(ubi_img.volumes)):
             volume = ubi_img.volumes[name]
             blocks = volume.get_blocks(ubi_image.blocks)
             out_name = safe_name(name, f"volume-{number}")
+            while out_name in taken:
+                out_name = f"{out_name}~"
+            taken.add(out_name)
             facts = {"name": out_name, "blocks": len(blocks)}
             if several:
                 facts["image_seq"] = ubi_img.image_seq
@@ -232,7 +313,7 @@ def write_tar(root):
                 info.type = tarfile.BLKTYPE
             else:
                 info.type = tarfile.FIFOTYPE
-            info.devmajor, info.devminor = os.major(device), os.minor(device)
+            info.devmajor, info.devminor = os.major(device or 0), os.minor(device or 0)
             counts["special"] += 1
             tar.addfile(info)
     TAR_OUT.flush()
@@ -257,12 +338,13 @@ def main():
         fail(UNREADABLE, f"{type(err).__name__}: {err}")
     except Exception as err:  # the unpackers raise plain exceptions on malformed input
         fail(UNREADABLE, f"{type(err).__name__}: {err}")
-    if scratch_full:
+    # The unpackers report a full disk as a warning and go on: the free space says it, not a message.
+    if scratch_left() < 64 * 1024:
         fail(SCRATCH_FULL, "the unpacked file system does not fit in the scratch space")
     facts["counts"] = write_tar(root)
+    facts["warning_count"] = warning_count
     facts["warnings"] = warnings
-    sys.stderr.write(f"dossier-facts {json.dumps(facts)}\n")
-    sys.stderr.flush()
+    os.write(ERR_FD, f"\ndossier-facts {json.dumps(facts)}\n".encode())
 
 
 main()
