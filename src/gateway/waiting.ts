@@ -1,5 +1,6 @@
 // Waiting for a workflow within one call's wait_ms, as launches and analyses
-// both do: a gRPC deadline on the result (no leaked long poll), with the run's
+// both do: a gRPC deadline on the result (so no long poll outlives the wait by
+// much) and a timer of our own (so the reply leaves on time), with the run's
 // progress read from the store about once a second for MCP progress
 // notifications.
 import type { Client } from '@temporalio/client';
@@ -33,13 +34,22 @@ export async function waitForWorkflow(
           .catch(() => undefined);
       }, PROGRESS_POLL_MS)
     : undefined;
+  let timer: NodeJS.Timeout | undefined;
   try {
     const handle = client.workflow.getHandle(workflowId, runId ?? undefined);
-    await client.connection.withDeadline(deadline, () => handle.result());
-    return { ended: true };
+    const result = client.connection.withDeadline(deadline, () => handle.result());
+    result.catch(() => undefined);
+    // The deadline alone did not always end the wait on time: under load, over the worker's
+    // native connection, a 500 ms wait was answered after 6-10 s. The timer does.
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()));
+    });
+    const first = await Promise.race([result.then(() => 'ended' as const), late]);
+    return { ended: first === 'ended' };
   } catch (error) {
     return Date.now() < deadline - 50 ? { ended: true, error } : { ended: false };
   } finally {
+    if (timer) clearTimeout(timer);
     if (ticker) clearInterval(ticker);
   }
 }
