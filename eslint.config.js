@@ -7,10 +7,11 @@ import tseslint from 'typescript-eslint';
 // itself); config.ts is composition but its types may be read anywhere.
 const LAYERS = [
   ['domain', ['domain']],
+  ['metrics', ['metrics']],
   ['tools', ['domain', 'tools']],
   ['temporal', ['domain', 'temporal']],
-  ['sandbox', ['domain', 'sandbox']],
-  ['store', ['domain', 'store']],
+  ['sandbox', ['domain', 'metrics', 'sandbox']],
+  ['store', ['domain', 'metrics', 'store']],
   ['python', ['domain', 'python']],
   ['analysis', ['domain', 'sandbox', 'python', 'analysis']],
   ['devices', ['domain', 'sandbox', 'temporal', 'devices']],
@@ -21,6 +22,7 @@ const LAYERS = [
     'activities',
     [
       'domain',
+      'metrics',
       'tools',
       'temporal',
       'sandbox',
@@ -37,6 +39,7 @@ const LAYERS = [
     'gateway',
     [
       'domain',
+      'metrics',
       'tools',
       'temporal',
       'sandbox',
@@ -49,10 +52,11 @@ const LAYERS = [
       'gateway',
     ],
   ],
-  ['mcp', ['domain', 'tools', 'temporal', 'store', 'gateway', 'mcp']],
+  ['mcp', ['domain', 'metrics', 'tools', 'temporal', 'store', 'gateway', 'mcp']],
 ];
 const ALL = [
   'domain',
+  'metrics',
   'tools',
   'temporal',
   'sandbox',

@@ -126,6 +126,15 @@ const schema = z.object({
       { error: 'expected id:base64 entries whose secret is 32 bytes, e.g. k1:<44 base64 characters>' },
     )
     .optional(),
+  /** The operator's bearer token for GET /metrics (gateways) and the workers' metrics listener; unset: off. */
+  DOSSIER_METRICS_TOKEN: z.string().min(16, { error: 'expected at least 16 characters' }).max(512).optional(),
+  /** A `dossier worker` serves GET /metrics on this port (on DOSSIER_HOST); unset: no listener. */
+  DOSSIER_WORKER_METRICS_PORT: z.coerce
+    .number({ error: 'expected a port number' })
+    .int()
+    .min(1)
+    .max(65535, { error: 'expected a port number' })
+    .optional(),
   /** The Temporal UI server binary for the embedded stack's audit UI (default: found or built with Go). */
   DOSSIER_TEMPORAL_UI_SERVER: z.string().min(1).optional(),
   /** The interpreter the angr provider's venv is made with (Debian's python3 with python3-venv). */
@@ -187,6 +196,7 @@ export interface Config {
   temporalUiServer: string | undefined;
   analysis: { python: string; timeBudgetS: number; memoryMb: number };
   deviceTurnMs: number;
+  metrics: { token: string | undefined; workerPort: number | undefined };
   /**
    * Process launches (captures) ask a human first: through the client's form
    * elicitation when it has one; when it has none, `withoutElicitation` decides.
@@ -299,6 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     payloadKeys: c.DOSSIER_PAYLOAD_KEYS ? parsePayloadKeys(c.DOSSIER_PAYLOAD_KEYS) : [],
     temporalUiServer: c.DOSSIER_TEMPORAL_UI_SERVER,
     deviceTurnMs: c.DOSSIER_DEVICE_TURN_MS,
+    metrics: { token: c.DOSSIER_METRICS_TOKEN, workerPort: c.DOSSIER_WORKER_METRICS_PORT },
     approval: {
       mode: c.DOSSIER_CAPTURE_APPROVAL,
       withoutElicitation: c.DOSSIER_APPROVAL_WITHOUT_ELICITATION,

@@ -22,6 +22,7 @@ import { MUTATING_DEVICE_TOOLS } from '../tools/devices.ts';
 import { unknownId } from '../domain/evidence.ts';
 import { createAnalysisActivities } from './analyses.ts';
 import type { Client } from '@temporalio/client';
+import { effectSeconds } from '../metrics/metrics.ts';
 import { Sandbox } from '../sandbox/sandbox.ts';
 import { payloadKeys } from '../temporal/codec.ts';
 import type {
@@ -97,6 +98,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
     // The first heartbeat goes after a second (well inside the 10 s heartbeat timeout): a launch
     // that ends sooner costs Temporal no heartbeat at all.
     let latest: Record<string, unknown> = { phase: 'starting' };
+    const ran = effectSeconds.startTimer({ tool: req.tool });
     const beat = setInterval(() => activity.heartbeat(latest), 1_000);
     const ctx: EffectContext = {
       config,
@@ -194,6 +196,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
         ).toToolError() as unknown as Record<string, unknown>,
       };
     }
+    ran({ status: outcome.status });
     const stored = await finishLaunch(req.workflowId, outcome);
     await finishWorkspace(workspace, config.workspaceRetentionMs);
     if (outcome.status === 'cancelled') throw new CancelledFailure('the launch was cancelled', [stored]);

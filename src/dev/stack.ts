@@ -18,6 +18,7 @@ import { resolveTemporalCli, userCacheDir } from './temporalCli.ts';
 import { resolveUiServer, startUiServer } from './uiServer.ts';
 import { cachedProvider, provisionProvider } from '../analysis/venv.ts';
 import { cachedFlash, flashUnpackers } from '../python/flash.ts';
+import { startMetricsListener } from '../mcp/metricsRoute.ts';
 import { devJsonPath, type DevJson } from './devJson.ts';
 
 export type { DevJson } from './devJson.ts';
@@ -129,6 +130,17 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
       }
     }
 
+    // A worker without a gateway in its process serves its metrics on a listener of its own.
+    if (workers && parts.gateway === false && config.metrics.workerPort) {
+      const listener = await startMetricsListener(
+        config.host,
+        config.metrics.workerPort,
+        config.metrics.token,
+      );
+      stoppers.push(() => new Promise<void>((resolve) => listener.close(() => resolve())));
+      log(`dossier: worker metrics on http://${config.host}:${config.metrics.workerPort}/metrics`);
+    }
+
     let http: HttpGateway | undefined;
     let gateway: Gateway | undefined;
     if (parts.gateway !== false) {
@@ -149,6 +161,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         allowedOrigins: config.allowedOrigins,
         codec: new TeamPayloadCodec(keys),
         uiOrigin: new URL(uiUrl).origin,
+        metricsToken: config.metrics.token,
         ...config.http,
       });
       stoppers.push(() => http!.close());

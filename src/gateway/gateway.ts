@@ -13,6 +13,7 @@ import { TaskService } from './tasks.ts';
 import type { Store } from '../store/store.ts';
 import type { Config } from '../config.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
+import { toolCalls } from '../metrics/metrics.ts';
 import { bindAll } from '../tools/registry.ts';
 import type { DeviceRegistry } from './devices.ts';
 import { GATEWAY_HANDLERS, type HandlerContext } from './handlers.ts';
@@ -100,6 +101,19 @@ export class Gateway {
     name: string,
     args: unknown,
     opts: CallOptions = {},
+  ): Promise<CallResult> {
+    const result = await this.answer(caller, name, args, opts);
+    // Only catalog names become label values: a caller cannot grow the metric without bound.
+    const tool = TOOLS_BY_NAME.has(name) ? name : 'unknown';
+    toolCalls.inc({ tool, outcome: result.ok ? 'ok' : result.error.code });
+    return result;
+  }
+
+  private async answer(
+    caller: Principal,
+    name: string,
+    args: unknown,
+    opts: CallOptions,
   ): Promise<CallResult> {
     try {
       const limited = this.throttle(caller);

@@ -22,6 +22,7 @@ import type { ToolContract } from '../tools/contract.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
+import { launchCalls, launchWaitSeconds } from '../metrics/metrics.ts';
 import { waitForWorkflow, type WaitOptions } from './waiting.ts';
 
 export type { WaitOptions };
@@ -87,8 +88,11 @@ export class LaunchService {
           workflowId,
           investigation,
         });
-    if (record.tool !== contract.name || record.bodyDigest !== digest)
+    if (record.tool !== contract.name || record.bodyDigest !== digest) {
+      launchCalls.inc({ tool: contract.name, kind: 'key_reused' });
       throw keyReused(record, contract.name, digest);
+    }
+    launchCalls.inc({ tool: contract.name, kind: created ? 'new' : 'attached' });
     if (isFinished(record.status)) return this.reply(record, true);
     const runId = record.runId ?? (await this.ensureStarted(record, contract));
     return this.wait({ ...record, runId }, !created, wait);
@@ -278,6 +282,7 @@ export class LaunchService {
 
   private async wait(record: LaunchRecord, attached: boolean, wait: WaitOptions): Promise<LaunchReply> {
     const { launches, client } = this.deps;
+    const end = launchWaitSeconds.startTimer({ tool: record.tool });
     const waited = await waitForWorkflow(
       client,
       record.workflowId,
@@ -285,6 +290,7 @@ export class LaunchService {
       wait,
       async () => (await launches.byWorkflowId(record.workflowId))?.progress ?? null,
     );
+    end({ ended: String(waited.ended) });
     if (waited.error) await this.settleAbnormalEnd(record, waited.error);
     const fresh = (await launches.byWorkflowId(record.workflowId)) ?? record;
     return this.reply(fresh, attached);

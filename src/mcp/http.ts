@@ -13,6 +13,7 @@ import type { Gateway } from '../gateway/gateway.ts';
 import type { TeamPayloadCodec } from '../temporal/codec.ts';
 import { CODEC_COOKIE, codecCors, codecToken, decodeForTeam, LOGIN_FORM, signedIn } from './codecEndpoint.ts';
 import { createMcpServer } from './server.ts';
+import { serveMetrics } from './metricsRoute.ts';
 import { isRestRoute, sendJson, serveRest } from './rest.ts';
 
 export interface HttpOptions {
@@ -36,6 +37,8 @@ export interface HttpOptions {
   codec?: TeamPayloadCodec;
   /** The Temporal UI's origin, allowed to call the codec endpoint with credentials. */
   uiOrigin?: string;
+  /** The operator's token for GET /metrics (unset: the route is off). */
+  metricsToken?: string;
 }
 
 interface Session {
@@ -127,6 +130,11 @@ export async function startHttpGateway(
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://gateway');
     if (url.pathname === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true });
+    if (url.pathname === '/metrics' && req.method === 'GET') {
+      if (!allowedHost(req.headers.host))
+        return rpcError(res, 403, -32000, `Host ${req.headers.host} is not allowed`);
+      return serveMetrics(req, res, opts.metricsToken);
+    }
     const codecRoute = opts.codec && (url.pathname === '/codec/decode' || url.pathname === '/codec/login');
     if (url.pathname !== '/mcp' && !isRestRoute(url.pathname) && !codecRoute) {
       return sendJson(res, 404, {

@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { DossierError } from '../domain/errors.ts';
+import { sandboxRefusals } from '../metrics/metrics.ts';
 import { IdentityPool, type Identity, type UidRange } from './identities.ts';
 import {
   childrenOf,
@@ -140,6 +141,7 @@ export class Sandbox {
   /** Refuses what the policy does not allow a tool input to ask for, before anything runs. */
   check(req: Pick<SandboxRequest, 'network' | 'isolation'>) {
     if (req.network && !this.policy.allowNetwork) {
+      sandboxRefusals.inc({ reason: 'network' });
       throw new DossierError(
         'policy_denied',
         'This cluster gives sandboxed programs no network.',
@@ -147,6 +149,7 @@ export class Sandbox {
       );
     }
     if (req.isolation === 'none' && !this.policy.allowUnsandboxed) {
+      sandboxRefusals.inc({ reason: 'isolation' });
       throw new DossierError(
         'policy_denied',
         'isolation "none" is disabled on this cluster: programs always run in the sandbox.',

@@ -4,6 +4,17 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { statementKind, storeSeconds } from '../metrics/metrics.ts';
+
+/** Runs one statement, timing it for dossier_store_query_seconds. */
+async function timed<T>(backend: 'sqlite' | 'postgres', sql: string, fn: () => T | Promise<T>): Promise<T> {
+  const end = storeSeconds.startTimer({ backend, kind: statementKind(sql) });
+  try {
+    return await fn();
+  } finally {
+    end();
+  }
+}
 
 export interface SqlExecutor {
   all<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
@@ -46,12 +57,12 @@ export class SqliteDriver implements SqlDriver {
   }
 
   private readonly direct: SqlExecutor = {
-    all: async <T>(sql: string, params: unknown[] = []) => this.statement(sql).all(...params) as T[],
-    get: async <T>(sql: string, params: unknown[] = []) =>
-      this.statement(sql).get(...params) as T | undefined,
-    run: async (sql: string, params: unknown[] = []) => ({
-      changes: this.statement(sql).run(...params).changes,
-    }),
+    all: <T>(sql: string, params: unknown[] = []) =>
+      timed('sqlite', sql, () => this.statement(sql).all(...params) as T[]),
+    get: <T>(sql: string, params: unknown[] = []) =>
+      timed('sqlite', sql, () => this.statement(sql).get(...params) as T | undefined),
+    run: (sql: string, params: unknown[] = []) =>
+      timed('sqlite', sql, () => ({ changes: this.statement(sql).run(...params).changes })),
   };
 
   private locked<T>(fn: () => Promise<T>): Promise<T> {
@@ -110,13 +121,14 @@ export class PostgresDriver implements SqlDriver {
   }
 
   private executor(client: pg.Pool | pg.PoolClient): SqlExecutor {
+    const query = (sql: string, params: unknown[]) =>
+      timed('postgres', sql, () => client.query(numbered(sql), params));
     return {
-      all: async <T>(sql: string, params: unknown[] = []) =>
-        (await client.query(numbered(sql), params)).rows as T[],
+      all: async <T>(sql: string, params: unknown[] = []) => (await query(sql, params)).rows as T[],
       get: async <T>(sql: string, params: unknown[] = []) =>
-        (await client.query(numbered(sql), params)).rows[0] as T | undefined,
+        (await query(sql, params)).rows[0] as T | undefined,
       run: async (sql: string, params: unknown[] = []) => ({
-        changes: (await client.query(numbered(sql), params)).rowCount ?? 0,
+        changes: (await query(sql, params)).rowCount ?? 0,
       }),
     };
   }
