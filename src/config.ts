@@ -135,6 +135,11 @@ const schema = z.object({
     .min(1)
     .max(65535, { error: 'expected a port number' })
     .optional(),
+  /** host:port where the Temporal SDK's own Prometheus exporter listens in worker processes; unset: off. */
+  DOSSIER_SDK_METRICS_ADDRESS: z
+    .string()
+    .regex(/^[\w.-]+:\d{1,5}$/, { error: 'expected host:port, e.g. 127.0.0.1:9464' })
+    .optional(),
   /** The Temporal UI server binary for the embedded stack's audit UI (default: found or built with Go). */
   DOSSIER_TEMPORAL_UI_SERVER: z.string().min(1).optional(),
   /** The interpreter the angr provider's venv is made with (Debian's python3 with python3-venv). */
@@ -196,7 +201,7 @@ export interface Config {
   temporalUiServer: string | undefined;
   analysis: { python: string; timeBudgetS: number; memoryMb: number };
   deviceTurnMs: number;
-  metrics: { token: string | undefined; workerPort: number | undefined };
+  metrics: { token: string | undefined; workerPort: number | undefined; sdkAddress: string | undefined };
   /**
    * Process launches (captures) ask a human first: through the client's form
    * elicitation when it has one; when it has none, `withoutElicitation` decides.
@@ -309,7 +314,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     payloadKeys: c.DOSSIER_PAYLOAD_KEYS ? parsePayloadKeys(c.DOSSIER_PAYLOAD_KEYS) : [],
     temporalUiServer: c.DOSSIER_TEMPORAL_UI_SERVER,
     deviceTurnMs: c.DOSSIER_DEVICE_TURN_MS,
-    metrics: { token: c.DOSSIER_METRICS_TOKEN, workerPort: c.DOSSIER_WORKER_METRICS_PORT },
+    metrics: {
+      token: c.DOSSIER_METRICS_TOKEN,
+      workerPort: c.DOSSIER_WORKER_METRICS_PORT,
+      sdkAddress: c.DOSSIER_SDK_METRICS_ADDRESS,
+    },
     approval: {
       mode: c.DOSSIER_CAPTURE_APPROVAL,
       withoutElicitation: c.DOSSIER_APPROVAL_WITHOUT_ELICITATION,

@@ -83,11 +83,16 @@ const quietLogger = {
 };
 
 let runtimeInstalled = false;
-function installRuntime() {
+function installRuntime(config: Config) {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
+  const sdkMetrics = config.metrics.sdkAddress;
   try {
-    Runtime.install({ logger: quietLogger as never });
+    Runtime.install({
+      logger: quietLogger as never,
+      // The Temporal SDK's own metrics (polls, task latencies, slots) on an exporter of its own.
+      ...(sdkMetrics ? { telemetryOptions: { metrics: { prometheus: { bindAddress: sdkMetrics } } } } : {}),
+    });
   } catch {
     // Already installed by the host process (tests); keep theirs.
   }
@@ -99,7 +104,7 @@ export async function startWorkers(deps: {
   address: string;
   bundle: WorkflowBundleWithSourceMap;
 }): Promise<RunningWorkers> {
-  installRuntime();
+  installRuntime(deps.config);
   const { config, store } = deps;
   const connection = await NativeConnection.connect({ address: deps.address });
   const converter = dataConverter(payloadKeys(config.payloadKeys, config.home));

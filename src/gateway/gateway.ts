@@ -13,7 +13,7 @@ import { TaskService } from './tasks.ts';
 import type { Store } from '../store/store.ts';
 import type { Config } from '../config.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
-import { toolCalls } from '../metrics/metrics.ts';
+import { addBacklogSource, toolCalls } from '../metrics/metrics.ts';
 import { bindAll } from '../tools/registry.ts';
 import type { DeviceRegistry } from './devices.ts';
 import { GATEWAY_HANDLERS, type HandlerContext } from './handlers.ts';
@@ -91,7 +91,12 @@ export class Gateway {
         .finally(() => (busy = false));
     }, everyMs);
     this.resumer.unref();
-    return () => clearInterval(this.resumer);
+    // The queues' backlogs are asked of Temporal when metrics are scraped, while this gateway runs.
+    const removeBacklog = addBacklogSource(() => this.deps.launches.backlog());
+    return () => {
+      clearInterval(this.resumer);
+      removeBacklog();
+    };
   }
   /** Every gateway-side contract bound to its handler, checked when the gateway is built. */
   private readonly handlers = bindAll('gateway', CATALOG, GATEWAY_HANDLERS, (c) => c.runsOn === 'gateway');

@@ -19,10 +19,12 @@ import {
 import type { LaunchRequest } from '../launches/protocol.ts';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import type { ToolContract } from '../tools/contract.ts';
-import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
+import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
-import { launchCalls, launchWaitSeconds } from '../metrics/metrics.ts';
+import { launchCalls, launchWaitSeconds, type Backlog } from '../metrics/metrics.ts';
+import proto from '@temporalio/proto';
+import { CAPABILITIES } from '../domain/types.ts';
 import { waitForWorkflow, type WaitOptions } from './waiting.ts';
 
 export type { WaitOptions };
@@ -196,6 +198,33 @@ export class LaunchService {
       }
     }
     return started;
+  }
+
+  /** Each task queue's approximate backlog, as Temporal reports it (for dossier_task_queue_backlog). */
+  async backlog(): Promise<Backlog[]> {
+    const { client, namespace } = this.deps;
+    const { TaskQueueType } = proto.temporal.api.enums.v1;
+    const queues: [string, Backlog['type']][] = [
+      [WORKFLOW_TASK_QUEUE, 'workflow'],
+      [WORKFLOW_TASK_QUEUE, 'activity'],
+      ...CAPABILITIES.map((c): [string, Backlog['type']] => [capabilityQueue(c), 'activity']),
+    ];
+    return Promise.all(
+      queues.map(async ([queue, type]) => {
+        const res = await client.connection.withDeadline(Date.now() + 2_000, () =>
+          client.workflowService.describeTaskQueue({
+            namespace,
+            taskQueue: { name: queue },
+            taskQueueType:
+              type === 'workflow'
+                ? TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+                : TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+            reportStats: true,
+          }),
+        );
+        return { queue, type, backlog: Number(res.stats?.approximateBacklogCount ?? 0) };
+      }),
+    );
   }
 
   async list(caller: Principal, filter: LaunchFilter): Promise<Page<LaunchReply>> {

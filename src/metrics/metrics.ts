@@ -3,7 +3,7 @@
 // team, a principal, a key or a target, so a scrape shows one team nothing of
 // another's work beyond the cluster's totals (and a scrape needs the
 // operator's DOSSIER_METRICS_TOKEN, not a team token).
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
@@ -57,6 +57,34 @@ export const sandboxRefusals = new Counter({
   labelNames: ['reason'] as const,
   registers: [registry],
 });
+
+export interface Backlog {
+  queue: string;
+  type: 'workflow' | 'activity';
+  backlog: number;
+}
+const backlogSources = new Set<() => Promise<Backlog[]>>();
+
+/** Each task queue's backlog, asked of Temporal when scraped (a gateway adds the source). */
+export const queueBacklog = new Gauge({
+  name: 'dossier_task_queue_backlog',
+  help: "Tasks waiting in each task queue (Temporal's approximate backlog), by queue and type; read when scraped.",
+  labelNames: ['queue', 'type'] as const,
+  registers: [registry],
+  async collect() {
+    this.reset();
+    for (const source of backlogSources) {
+      for (const row of await source().catch(() => []))
+        this.set({ queue: row.queue, type: row.type }, row.backlog);
+    }
+  },
+});
+
+/** Adds a source of queue backlogs; returns its removal. */
+export function addBacklogSource(source: () => Promise<Backlog[]>): () => void {
+  backlogSources.add(source);
+  return () => backlogSources.delete(source);
+}
 
 /** The statement's kind, from its first word: bounded label values whatever the SQL. */
 export function statementKind(sql: string): string {

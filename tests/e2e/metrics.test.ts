@@ -13,9 +13,14 @@ import { startTestStack, type TestStack } from '../helpers/stack.ts';
 const TOKEN = randomBytes(24).toString('hex');
 let t: TestStack;
 let client: Client;
+let sdkMetrics: string;
 
 beforeAll(async () => {
-  t = await startTestStack({ env: { DOSSIER_METRICS_TOKEN: TOKEN } });
+  // The first stack of this test process installs the SDK's runtime, with its exporter.
+  sdkMetrics = `127.0.0.1:${await freePort()}`;
+  t = await startTestStack({
+    env: { DOSSIER_METRICS_TOKEN: TOKEN, DOSSIER_SDK_METRICS_ADDRESS: sdkMetrics },
+  });
   client = await t.connect();
 }, 120_000);
 afterAll(async () => {
@@ -84,6 +89,12 @@ describe('GET /metrics', () => {
       sample(text, 'dossier_store_query_seconds_count', { backend: 'sqlite', kind: 'select' }),
     ).toBeGreaterThan(0);
     expect(sample(text, 'dossier_sandbox_refusals_total', { reason: 'network' })).toBe(1);
+    // Every task queue's backlog, asked of Temporal at the scrape (nothing waits now).
+    for (const queue of ['dossier-capture', 'dossier-extract', 'dossier-device', 'dossier-analysis'])
+      expect(text).toMatch(
+        new RegExp(`^dossier_task_queue_backlog\\{queue="${queue}",type="activity"\\} 0$`, 'm'),
+      );
+    expect(text).toMatch(/^dossier_task_queue_backlog\{queue="dossier",type="workflow"\} 0$/m);
     // The process's own metrics come with them.
     expect(text).toMatch(/^process_cpu_seconds_total /m);
     // No label names who did it.
@@ -99,6 +110,13 @@ describe('GET /metrics', () => {
       sample(text, 'dossier_tool_calls_total', { tool: 'unknown', outcome: 'invalid_params' }) +
         sample(text, 'dossier_tool_calls_total', { tool: 'unknown', outcome: 'not_found' }),
     ).toBe(3);
+  });
+
+  it("the Temporal SDK's own metrics are on DOSSIER_SDK_METRICS_ADDRESS", async () => {
+    const text = await (await fetch(`http://${sdkMetrics}/metrics`)).text();
+    // Polls and task latencies of this process's workers, by task queue.
+    expect(text).toMatch(/^temporal_\w+/m);
+    expect(text).toMatch(/task_queue="dossier-capture"/);
   });
 
   it("a worker's own listener serves GET /metrics with the same token, and nothing else", async () => {
