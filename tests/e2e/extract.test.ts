@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, type Reply } from '../helpers/mcp.ts';
+import { allRows, call, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-archives-'));
@@ -49,18 +49,7 @@ async function extract(file: string, extra: Record<string, unknown> = {}): Promi
   });
 }
 
-async function entries(evidenceId: string): Promise<Reply[]> {
-  const out: Reply[] = [];
-  for (let offset = 0; ;) {
-    const page = await call(client, 'inspect_analysis_view', {
-      evidence_id: evidenceId,
-      view: { kind: 'page', collection: 'entries', offset, limit: 256 },
-    });
-    out.push(...page.rows.map((r: Reply) => r.row));
-    if (page.coverage.exhausted) return out;
-    offset = page.coverage.next_offset;
-  }
-}
+const entries = (evidenceId: string) => allRows(client, evidenceId);
 
 const extractions = () => path.join(t.home, 'extractions', 'local');
 

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, type Reply } from '../helpers/mcp.ts';
+import { allRows, call, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-flash-'));
@@ -82,18 +82,7 @@ async function extract(file: string, extra: Record<string, unknown> = {}): Promi
   });
 }
 
-async function entries(evidenceId: string): Promise<Reply[]> {
-  const out: Reply[] = [];
-  for (let offset = 0; ;) {
-    const p = await call(client, 'inspect_analysis_view', {
-      evidence_id: evidenceId,
-      view: { kind: 'page', collection: 'entries', offset, limit: 256 },
-    });
-    out.push(...p.rows.map((r: Reply) => r.row));
-    if (p.coverage.exhausted) return out;
-    offset = p.coverage.next_offset;
-  }
-}
+const entries = (evidenceId: string) => allRows(client, evidenceId);
 
 /** Every fixture file under `prefix` written with its digest, the link recorded, the device refused. */
 function holdsRootfs(rows: Reply[], prefix = '') {

@@ -14,7 +14,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/domain/canonical.ts';
 import { buildEvidence } from '../../src/domain/evidence.ts';
-import { call, type Reply } from '../helpers/mcp.ts';
+import { allRows, call, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-formats-'));
@@ -61,18 +61,7 @@ async function extract(file: string, extra: Record<string, unknown> = {}): Promi
   });
 }
 
-async function page(evidenceId: string, collection = 'entries'): Promise<Reply[]> {
-  const out: Reply[] = [];
-  for (let offset = 0; ;) {
-    const p = await call(client, 'inspect_analysis_view', {
-      evidence_id: evidenceId,
-      view: { kind: 'page', collection, offset, limit: 256 },
-    });
-    out.push(...p.rows.map((r: Reply) => r.row));
-    if (p.coverage.exhausted) return out;
-    offset = p.coverage.next_offset;
-  }
-}
+const page = (evidenceId: string, collection = 'entries') => allRows(client, evidenceId, collection);
 
 const written = (rows: Reply[]) =>
   Object.fromEntries(rows.filter((r) => r.status === 'written' && r.type === 'file').map((r) => [r.path, r]));

@@ -11,6 +11,20 @@ export async function call(client: Client, name: string, args: Record<string, un
   return { ...(result.structuredContent as Reply), _isError: result.isError === true };
 }
 
+/** Every row of one collection of an Evidence record, paged 256 at a time through inspect_analysis_view. */
+export async function allRows(client: Client, evidenceId: string, collection = 'entries'): Promise<Reply[]> {
+  const out: Reply[] = [];
+  for (let offset = 0; ;) {
+    const page = await call(client, 'inspect_analysis_view', {
+      evidence_id: evidenceId,
+      view: { kind: 'page', collection, offset, limit: 256 },
+    });
+    out.push(...page.rows.map((r: Reply) => r.row));
+    if (page.coverage.exhausted) return out;
+    offset = page.coverage.next_offset;
+  }
+}
+
 /**
  * An effect counter that dossier cannot fake: each launch of `launch()` makes
  * its program write a marker file into its own workspace (every dispatch gets
