@@ -2,6 +2,7 @@
 // at start-up. A bad value stops the process with one line per problem that
 // names the variable, what was given and what is accepted.
 import os from 'node:os';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { CAPABILITIES, type Capability } from './domain/types.ts';
@@ -138,7 +139,14 @@ const schema = z.object({
   /** host:port where the Temporal SDK's own Prometheus exporter listens in worker processes; unset: off. */
   DOSSIER_SDK_METRICS_ADDRESS: z
     .string()
-    .regex(/^[\w.-]+:\d{1,5}$/, { error: 'expected host:port, e.g. 127.0.0.1:9464' })
+    .refine(
+      (v) => {
+        const at = v.lastIndexOf(':');
+        const port = Number(v.slice(at + 1));
+        return at > 0 && isIP(v.slice(0, at).replace(/^\[|\]$/g, '')) !== 0 && port >= 1 && port <= 65535;
+      },
+      { error: 'expected an IP address and port, e.g. 127.0.0.1:9464 (the SDK takes no host names)' },
+    )
     .optional(),
   /** The Temporal UI server binary for the embedded stack's audit UI (default: found or built with Go). */
   DOSSIER_TEMPORAL_UI_SERVER: z.string().min(1).optional(),

@@ -93,8 +93,10 @@ function installRuntime(config: Config) {
       // The Temporal SDK's own metrics (polls, task latencies, slots) on an exporter of its own.
       ...(sdkMetrics ? { telemetryOptions: { metrics: { prometheus: { bindAddress: sdkMetrics } } } } : {}),
     });
-  } catch {
-    // Already installed by the host process (tests); keep theirs.
+  } catch (err) {
+    // Already installed by the host process (tests): keep theirs. Anything else (an exporter
+    // address in use) must not pass silently.
+    if (!/already (been )?(installed|instantiated)/i.test((err as Error).message)) throw err;
   }
 }
 

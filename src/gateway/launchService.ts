@@ -25,7 +25,7 @@ import { errorOutcome } from '../launches/outcomes.ts';
 import { launchCalls, launchWaitSeconds, type Backlog } from '../metrics/metrics.ts';
 import proto from '@temporalio/proto';
 import { CAPABILITIES } from '../domain/types.ts';
-import { waitForWorkflow, type WaitOptions } from './waiting.ts';
+import { grpcCode, waitForWorkflow, type WaitOptions } from './waiting.ts';
 
 export type { WaitOptions };
 
@@ -222,9 +222,9 @@ export class LaunchService {
             reportStats: true,
           }),
         );
-        return { queue, type, backlog: Number(res.stats?.approximateBacklogCount ?? 0) };
+        return res.stats ? [{ queue, type, backlog: Number(res.stats.approximateBacklogCount ?? 0) }] : [];
       }),
-    );
+    ).then((rows) => rows.flat());
   }
 
   async list(caller: Principal, filter: LaunchFilter): Promise<Page<LaunchReply>> {
@@ -311,7 +311,7 @@ export class LaunchService {
 
   private async wait(record: LaunchRecord, attached: boolean, wait: WaitOptions): Promise<LaunchReply> {
     const { launches, client } = this.deps;
-    const end = launchWaitSeconds.startTimer({ tool: record.tool });
+    const end = wait.waitMs > 0 ? launchWaitSeconds.startTimer({ tool: record.tool }) : undefined;
     const waited = await waitForWorkflow(
       client,
       record.workflowId,
@@ -319,7 +319,7 @@ export class LaunchService {
       wait,
       async () => (await launches.byWorkflowId(record.workflowId))?.progress ?? null,
     );
-    end({ ended: String(waited.ended) });
+    end?.({ ended: String(waited.ended) });
     if (waited.error) await this.settleAbnormalEnd(record, waited.error);
     const fresh = (await launches.byWorkflowId(record.workflowId)) ?? record;
     return this.reply(fresh, attached);
@@ -387,15 +387,6 @@ function keyReused(first: LaunchRecord, tool: string, digest: string): DossierEr
       workflow_id: first.workflowId,
     },
   );
-}
-
-/** The gRPC status code somewhere in an error's causes (Temporal's client wraps them). */
-function grpcCode(err: unknown): number | undefined {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
-    if (typeof e.code === 'number') return e.code;
-    e = e.cause as typeof e;
-  }
-  return undefined;
 }
 
 function unavailable(err: unknown, what: 'start' | 'cancel' = 'start'): DossierError {

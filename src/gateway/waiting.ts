@@ -1,9 +1,9 @@
 // Waiting for a workflow within one call's wait_ms, as launches and analyses
-// both do: a gRPC deadline on the result (so no long poll outlives the wait by
-// much) and a timer of our own (so the reply leaves on time), with the run's
-// progress read from the store about once a second for MCP progress
-// notifications.
-import type { Client } from '@temporalio/client';
+// both do. All the calls waiting on one run share one long poll of its result
+// (so a client looping short waits never piles up polls), and each call
+// answers at its own deadline by a timer; the run's progress is read from the
+// store about once a second for MCP progress notifications.
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 
 export interface WaitOptions {
   waitMs: number;
@@ -35,21 +35,57 @@ export async function waitForWorkflow(
       }, PROGRESS_POLL_MS)
     : undefined;
   let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()));
+  });
   try {
-    const handle = client.workflow.getHandle(workflowId, runId ?? undefined);
-    const result = client.connection.withDeadline(deadline, () => handle.result());
-    result.catch(() => undefined);
-    // The deadline alone did not always end the wait on time: under load, over the worker's
-    // native connection, a 500 ms wait was answered after 6-10 s. The timer does.
-    const late = new Promise<'late'>((resolve) => {
-      timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()));
-    });
-    const first = await Promise.race([result.then(() => 'ended' as const), late]);
-    return { ended: first === 'ended' };
-  } catch (error) {
-    return Date.now() < deadline - 50 ? { ended: true, error } : { ended: false };
+    while (Date.now() < deadline) {
+      try {
+        const first = await Promise.race([
+          sharedResult(client, workflowId, runId).then(() => 'ended' as const),
+          late,
+        ]);
+        return { ended: first === 'ended' };
+      } catch (error) {
+        // Only the run's own end (failed, terminated, timed out, cancelled) is an end; a poll that
+        // ran out of time or a Temporal that did not answer leaves it running, as far as we know.
+        if (error instanceof WorkflowFailedError) return { ended: true, error };
+        if (grpcCode(error) !== GRPC_DEADLINE_EXCEEDED) return { ended: false };
+      }
+    }
+    return { ended: false };
   } finally {
     if (timer) clearTimeout(timer);
     if (ticker) clearInterval(ticker);
   }
+}
+
+const GRPC_DEADLINE_EXCEEDED = 4;
+/** How long one shared poll of a run's result lasts before the next waiter starts another. */
+const SHARED_POLL_MS = 60_000;
+const polls = new Map<string, Promise<unknown>>();
+
+/** The result of a run, from one poll shared by every call waiting on it in this process. */
+function sharedResult(client: Client, workflowId: string, runId: string | null): Promise<unknown> {
+  const key = `${workflowId}\n${runId ?? ''}`;
+  let poll = polls.get(key);
+  if (!poll) {
+    const handle = client.workflow.getHandle(workflowId, runId ?? undefined);
+    poll = client.connection.withDeadline(Date.now() + SHARED_POLL_MS, () => handle.result());
+    polls.set(key, poll);
+    const forget = () => {
+      if (polls.get(key) === poll) polls.delete(key);
+    };
+    poll.then(forget, forget);
+  }
+  return poll;
+}
+
+/** The gRPC status code somewhere in an error's causes (Temporal's client wraps them). */
+export function grpcCode(err: unknown): number | undefined {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (typeof e.code === 'number') return e.code;
+    e = e.cause as typeof e;
+  }
+  return undefined;
 }

@@ -3,10 +3,12 @@
 // team, a principal, a key or a target, so a scrape shows one team nothing of
 // another's work beyond the cluster's totals (and a scrape needs the
 // operator's DOSSIER_METRICS_TOKEN, not a team token).
+import { isMainThread } from 'node:worker_threads';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export const registry = new Registry();
-collectDefaultMetrics({ register: registry });
+// The process's own metrics belong to its main thread (a worker thread's would never be scraped).
+if (isMainThread) collectDefaultMetrics({ register: registry });
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
@@ -64,20 +66,48 @@ export interface Backlog {
   backlog: number;
 }
 const backlogSources = new Set<() => Promise<Backlog[]>>();
+/** Backlogs are asked of Temporal at most this often, and a scrape waits for them at most this long. */
+const BACKLOG_TTL_MS = 15_000;
+const BACKLOG_WAIT_MS = 2_000;
+let backlogs: { at: number; rows: Promise<Backlog[]> } | undefined;
 
-/** Each task queue's backlog, asked of Temporal when scraped (a gateway adds the source). */
+/** Every source's backlogs, shared by the scrapes of BACKLOG_TTL_MS (one round of questions at a time). */
+function currentBacklogs(): Promise<Backlog[]> {
+  if (!backlogs || Date.now() - backlogs.at > BACKLOG_TTL_MS) {
+    const rows = Promise.all([...backlogSources].map((source) => source().catch(() => []))).then((all) =>
+      all.flat(),
+    );
+    backlogs = { at: Date.now(), rows };
+  }
+  return backlogs.rows;
+}
+
+/**
+ * Each task queue's backlog (Temporal's approximate count), asked when scraped and cached for
+ * 15 s. Every gateway reports the same cluster-wide queues: aggregate with max, not sum. A scrape
+ * that Temporal does not answer within 2 s shows none (and dossier_task_queue_backlog_up 0).
+ */
 export const queueBacklog = new Gauge({
   name: 'dossier_task_queue_backlog',
-  help: "Tasks waiting in each task queue (Temporal's approximate backlog), by queue and type; read when scraped.",
+  help: "Tasks waiting in each task queue (Temporal's approximate backlog; the same on every gateway: aggregate with max).",
   labelNames: ['queue', 'type'] as const,
   registers: [registry],
   async collect() {
     this.reset();
-    for (const source of backlogSources) {
-      for (const row of await source().catch(() => []))
-        this.set({ queue: row.queue, type: row.type }, row.backlog);
-    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), BACKLOG_WAIT_MS);
+    });
+    const rows = await Promise.race([currentBacklogs(), late]).finally(() => clearTimeout(timer));
+    backlogUp.set(rows?.length ? 1 : 0);
+    for (const row of rows ?? []) this.set({ queue: row.queue, type: row.type }, row.backlog);
   },
+});
+
+const backlogUp = new Gauge({
+  name: 'dossier_task_queue_backlog_up',
+  help: "Whether the last scrape got the task queues' backlogs from Temporal (1) or not (0).",
+  registers: [registry],
 });
 
 /** Adds a source of queue backlogs; returns its removal. */
