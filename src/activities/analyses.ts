@@ -147,12 +147,9 @@ export function createAnalysisActivities(deps: {
 }) {
   const { store, config, sandbox, client } = deps;
   const bindings = bindAll('worker', CATALOG, ANALYSIS_BINDINGS, isAnalysisTool);
-  let provisioning: Promise<AnalysisProvider> | undefined;
-  const provider = () => {
-    provisioning ??= provisionProvider(config.analysis.python, { log: (line) => console.error(line) });
-    provisioning.catch(() => (provisioning = undefined));
-    return provisioning;
-  };
+  // One install per process at a time (provisionEnv shares it), then the cached provider.
+  const provider = (): Promise<AnalysisProvider> =>
+    provisionProvider(config.analysis.python, { log: (line) => console.error(line) });
 
   /** Keeps an activity alive while `work` runs, with the latest progress as details. */
   async function beating<T>(

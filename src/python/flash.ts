@@ -18,11 +18,6 @@ export const FLASH: PythonEnvSpec = {
 
 export const cachedFlash = (interpreter: string) => cachedEnv(FLASH, interpreter);
 
-let provisioning: Promise<PythonEnv> | undefined;
-
-/** The unpackers' venv, made on first use (one install per process at a time; a failure is retried next time). */
-export function flashUnpackers(interpreter: string, log?: (line: string) => void): Promise<PythonEnv> {
-  provisioning ??= provisionEnv(FLASH, interpreter, { log });
-  provisioning.catch(() => (provisioning = undefined));
-  return provisioning;
-}
+/** The unpackers' venv, made on first use. */
+export const flashUnpackers = (interpreter: string, log?: (line: string) => void): Promise<PythonEnv> =>
+  provisionEnv(FLASH, interpreter, { log });

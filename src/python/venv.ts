@@ -42,11 +42,20 @@ function cacheRoot(spec: PythonEnvSpec, env: NodeJS.ProcessEnv): string {
   return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'dossier', spec.cacheFolder);
 }
 
-/** The venv folder for these locks and this interpreter. */
+const dirs = new Map<string, string>();
+
+/** The venv folder for these locks and this interpreter (the locks are read once per process). */
 function venvDir(spec: PythonEnvSpec, interpreter: string, env: NodeJS.ProcessEnv = process.env) {
-  const hash = createHash('sha256').update(interpreter);
-  for (const { lock } of spec.installs) hash.update(readFileSync(path.join(spec.dir, lock)));
-  return path.join(cacheRoot(spec, env), `${spec.name}-${hash.digest('hex').slice(0, 16)}`);
+  const root = cacheRoot(spec, env);
+  const key = `${spec.name}\n${interpreter}\n${root}`;
+  let dir = dirs.get(key);
+  if (!dir) {
+    const hash = createHash('sha256').update(interpreter);
+    for (const { lock } of spec.installs) hash.update(readFileSync(path.join(spec.dir, lock)));
+    dir = path.join(root, `${spec.name}-${hash.digest('hex').slice(0, 16)}`);
+    dirs.set(key, dir);
+  }
+  return dir;
 }
 
 /** The provisioned environment, or undefined when it is not (yet) installed. */
@@ -84,15 +93,41 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv, onLine: (l
   });
 }
 
+const inFlight = new Map<string, Promise<PythonEnv>>();
+
+/**
+ * The environment, made once: the callers of one process share one install
+ * (a failure is tried again by the next call), and processes share it through
+ * the cache folder and its lock file.
+ */
+export function provisionEnv(
+  spec: PythonEnvSpec,
+  interpreter: string,
+  opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void } = {},
+): Promise<PythonEnv> {
+  const env = opts.env ?? process.env;
+  const cached = cachedEnv(spec, interpreter, env);
+  if (cached) return Promise.resolve(cached);
+  const key = venvDir(spec, interpreter, env);
+  let install = inFlight.get(key);
+  if (!install) {
+    install = provisionOnce(spec, interpreter, opts);
+    inFlight.set(key, install);
+    const forget = () => inFlight.delete(key);
+    install.then(forget, forget);
+  }
+  return install;
+}
+
 /**
  * Makes the venv once, showing progress every 15 s: `python -m venv`, then
  * each lock with --require-hashes and --no-deps, then the version probe. One
  * provisioner at a time per venv (a lock file); others wait for its result.
  */
-export async function provisionEnv(
+async function provisionOnce(
   spec: PythonEnvSpec,
   interpreter: string,
-  opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void } = {},
+  opts: { env?: NodeJS.ProcessEnv; log?: (line: string) => void },
 ): Promise<PythonEnv> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? ((line: string) => console.error(line));
