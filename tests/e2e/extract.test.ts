@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allRows, call, type Reply } from '../helpers/mcp.ts';
+import { allRows, call, registerAndExtract } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-archives-'));
@@ -38,16 +38,8 @@ afterAll(async () => {
   await t?.stop(true);
 });
 
-async function extract(file: string, extra: Record<string, unknown> = {}): Promise<Reply> {
-  const registered = await call(client, 'register_artifact', { path: file });
-  expect(registered.error).toBeUndefined();
-  return call(client, 'extract_artifact', {
-    artifact: registered.artifact.digest,
-    detail: 'summary',
-    idempotency_key: `extract-${++n}`,
-    ...extra,
-  });
-}
+const extract = (file: string, extra: Record<string, unknown> = {}) =>
+  registerAndExtract(client, file, `extract-${++n}`, extra);
 
 const entries = (evidenceId: string) => allRows(client, evidenceId);
 

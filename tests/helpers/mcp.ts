@@ -2,6 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { expect } from 'vitest';
 
 export type Reply = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -9,6 +10,23 @@ export type Reply = Record<string, any>; // eslint-disable-line @typescript-esli
 export async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<Reply> {
   const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 130_000 });
   return { ...(result.structuredContent as Reply), _isError: result.isError === true };
+}
+
+/** Registers a file by path, then extracts it as a launch of key `key` (detail summary); the reply. */
+export async function registerAndExtract(
+  client: Client,
+  file: string,
+  key: string,
+  extra: Record<string, unknown> = {},
+): Promise<Reply> {
+  const registered = await call(client, 'register_artifact', { path: file });
+  expect(registered.error).toBeUndefined();
+  return call(client, 'extract_artifact', {
+    artifact: registered.artifact.digest,
+    detail: 'summary',
+    idempotency_key: key,
+    ...extra,
+  });
 }
 
 /** Every row of one collection of an Evidence record, paged 256 at a time through inspect_analysis_view. */
