@@ -113,7 +113,7 @@ export async function benchEvidence(): Promise<string[]> {
     await measure(pgStore, 'PostgreSQL', lines);
     await pgStore.close();
   } finally {
-    postgres.stop();
+    await postgres.stop();
   }
   return lines;
 }

@@ -41,6 +41,8 @@ const schema = z.object({
   DOSSIER_UI_URL: z.url({ error: 'expected an http(s) URL' }).optional(),
   DOSSIER_NAMESPACE: name('dossier'),
   DOSSIER_TEMPORAL_CLI: z.string().min(1).optional(),
+  /** A folder holding a Temporal server build (`server`) and temporal-sql-tool (`sql`) for `dossier cluster up`. */
+  DOSSIER_TEMPORAL_SERVER_BIN: z.string().min(1).optional(),
   /** A SQLite file path (relative paths resolve under DOSSIER_HOME) or a postgres:// URL. */
   DOSSIER_STORE: z.string().min(1).default('dossier.db'),
   DOSSIER_ALLOWED_ROOTS: z
@@ -179,6 +181,7 @@ export interface Config {
   uiUrl: string | undefined;
   namespace: string;
   temporalCli: string | undefined;
+  temporalServerBin: string | undefined;
   /** The SQLite file, or the PostgreSQL URL, of the evidence store. */
   store: string;
   allowedRoots: string[];
@@ -295,6 +298,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uiUrl: c.DOSSIER_UI_URL,
     namespace: c.DOSSIER_NAMESPACE,
     temporalCli: c.DOSSIER_TEMPORAL_CLI,
+    temporalServerBin: c.DOSSIER_TEMPORAL_SERVER_BIN,
     store: /^postgres(ql)?:\/\//.test(c.DOSSIER_STORE)
       ? c.DOSSIER_STORE
       : path.resolve(home, c.DOSSIER_STORE),

@@ -65,8 +65,10 @@ export async function workflowBundle(cacheDir: string): Promise<WorkflowBundleWi
     logger: quietLogger,
   });
   mkdirSync(cacheDir, { recursive: true });
-  writeFileSync(`${file}.tmp`, bundle.code);
-  renameSync(`${file}.tmp`, file);
+  // A temp file of its own: processes that bundle at once each rename a whole file into place.
+  const temp = `${file}.${process.pid}.tmp`;
+  writeFileSync(temp, bundle.code);
+  renameSync(temp, file);
   return bundle;
 }
 

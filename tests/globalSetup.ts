@@ -1,6 +1,7 @@
 // Starts one real Temporal dev server (the provisioned CLI, not a download) for
 // the whole test run, one PostgreSQL cluster (Debian's binaries) for the
-// store suites, and bundles the workflow code once.
+// store suites and the process cluster, bundles the workflow code once, and
+// makes sure the real Temporal server is built (the cluster test runs it).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../src/dev/devServer.ts';
 import { resolveTemporalCli } from '../src/dev/temporalCli.ts';
 import { resolveUiServer } from '../src/dev/uiServer.ts';
+import { resolveTemporalServer } from '../src/dev/temporalServer.ts';
 import { provisionProvider } from '../src/analysis/venv.ts';
 import { flashUnpackers } from '../src/python/flash.ts';
 import { workflowBundle } from '../src/worker.ts';
@@ -61,11 +63,13 @@ export async function setup(project: TestProject) {
   await provisionProvider(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3');
   // And the flash unpackers, so the first JFFS2 or UBI extraction measures the extraction.
   await flashUnpackers(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3');
+  // Built once with Go (about 10 minutes on a fresh machine), then cached.
+  await resolveTemporalServer(process.env.DOSSIER_TEMPORAL_SERVER_BIN);
   project.provide('bundleCacheDir', bundleCacheDir);
 }
 
 export async function teardown() {
   await server?.stop();
-  postgres?.stop();
+  await postgres?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 }

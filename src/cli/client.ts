@@ -9,11 +9,14 @@ import https from 'node:https';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, type Config } from '../config.ts';
-import { devJsonPath, type DevJson } from '../dev/devJson.ts';
+import { clusterJsonPath, devJsonPath, type ClusterJson, type DevJson } from '../dev/devJson.ts';
 
 type Reply = Record<string, unknown> & { status?: string; launch?: Record<string, unknown>; error?: unknown };
 
-/** The gateway's MCP endpoint and a token: DOSSIER_URL and DOSSIER_TOKEN, else the embedded stack's dev.json. */
+/**
+ * The gateway's MCP endpoint and a token: DOSSIER_URL and DOSSIER_TOKEN, else
+ * the embedded stack's dev.json, else the first gateway of `dossier cluster up`.
+ */
 function endpoint(config: Config): { url: string; token: string } {
   let url = process.env.DOSSIER_URL;
   let token = process.env.DOSSIER_TOKEN;
@@ -21,10 +24,16 @@ function endpoint(config: Config): { url: string; token: string } {
     const dev = JSON.parse(readFileSync(devJsonPath(config), 'utf8')) as DevJson;
     url ??= dev.mcp_url;
     token ??= dev.token;
+  } else if ((!url || !token) && existsSync(clusterJsonPath(config))) {
+    const cluster = JSON.parse(readFileSync(clusterJsonPath(config), 'utf8')) as ClusterJson;
+    url ??= cluster.mcp_urls[0];
+    token ??= cluster.token;
   }
   if (!url || !token) {
     throw new ConfigError(
-      [`set DOSSIER_URL and DOSSIER_TOKEN, or run \`npm start\` so ${devJsonPath(config)} exists`],
+      [
+        `set DOSSIER_URL and DOSSIER_TOKEN, or run \`npm start\` (or \`dossier cluster up\`) with this DOSSIER_HOME`,
+      ],
       'No gateway to talk to',
     );
   }

@@ -18,6 +18,10 @@ const USAGE = `usage: dossier <command>
   start                 run the embedded stack: Temporal dev server, worker, gateway (npm start)
   gateway               run only the gateway (needs DOSSIER_TEMPORAL_ADDRESS)
   worker                run only a worker for DOSSIER_WORKER_CAPABILITIES (needs DOSSIER_TEMPORAL_ADDRESS)
+  cluster up [--gateways N] [--workers N] [--postgres URL] [--postgres-port P]
+                        run the team cluster as processes: PostgreSQL, a real Temporal server on it,
+                        the audit UI, N gateways (default 2) and N workers (default 3) on the
+                        PostgreSQL store; connection details in DOSSIER_HOME/cluster.json
   token create --principal NAME --team TEAM [--role viewer|operator|admin]
                         make an API token (printed once; only its hash is kept)
   token list [--team TEAM] / token revoke ID
@@ -29,7 +33,9 @@ const USAGE = `usage: dossier <command>
   upload FILE [--name NAME]
                         upload a file as an artifact (POST /artifacts); prints its digest and record
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
-  provision-temporal    find or build the Temporal CLI and the Temporal UI server; print their paths
+  provision-temporal [--server]
+                        find or build the Temporal CLI and the Temporal UI server (with --server also
+                        the Temporal server and temporal-sql-tool for \`cluster up\`); print their paths
   provision-analysis    make the angr provider's hash-locked virtualenv (cached); print angr's version
   provision-unpackers   make the flash unpackers' hash-locked virtualenv (JFFS2, UBI; cached)
   version               print the version and whether the compiled build or the sources run
@@ -45,6 +51,8 @@ async function main(argv: string[]) {
       return runStack(requireTemporal(loadConfig()), { temporal: false, workers: false }, false);
     case 'worker':
       return runStack(requireTemporal(loadConfig()), { temporal: false, gateway: false }, false);
+    case 'cluster':
+      return cluster(rest);
     case 'token':
       return token(rest);
     case 'call':
@@ -67,6 +75,12 @@ async function main(argv: string[]) {
       const cli = await resolveTemporalCli({ configured: config.temporalCli });
       console.log(cli.kind === 'path' ? cli.path : 'sdk-download');
       console.log(await resolveUiServer(config.temporalUiServer));
+      if (rest.includes('--server')) {
+        const { resolveTemporalServer } = await import('../dev/temporalServer.ts');
+        const server = await resolveTemporalServer(config.temporalServerBin);
+        console.log(server.server);
+        console.log(server.sqlTool);
+      }
       return;
     }
     case 'provision-analysis': {
@@ -141,6 +155,62 @@ async function runStack(config: Config, parts: StackParts, embedded: boolean) {
       `dossier: worker ready in ${seconds}s, serving ${config.capabilities.join(', ')} on ${stack.devJson.temporal_address}`,
     );
   }
+}
+
+async function cluster(args: string[]) {
+  const [sub, ...rest] = args;
+  if (sub !== 'up') {
+    console.error(
+      'usage: dossier cluster up [--gateways N] [--workers N] [--postgres URL] [--postgres-port P]',
+    );
+    process.exitCode = 2;
+    return;
+  }
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      gateways: { type: 'string' },
+      workers: { type: 'string' },
+      postgres: { type: 'string' },
+      'postgres-port': { type: 'string' },
+    },
+  });
+  const number = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+  const config = loadConfig();
+  const t0 = performance.now();
+  const { startCluster } = await import('../dev/cluster.ts');
+  const running = await startCluster(process.env, {
+    gateways: number(values.gateways),
+    workers: number(values.workers),
+    postgresUrl: values.postgres,
+    postgresPort: number(values['postgres-port']),
+  });
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.error(`\ndossier: ${signal} received, stopping the cluster…`);
+    running.stop().then(
+      () => process.exit(0),
+      (err) => {
+        console.error(`dossier: stop failed: ${err}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  const { info } = running;
+  console.log(`dossier cluster is ready (${((performance.now() - t0) / 1000).toFixed(1)}s)
+
+  MCP endpoints  ${info.mcp_urls.join('  ')}
+  token          ${info.token}
+  Temporal       ${info.temporal_address} (namespace ${info.namespace}; server metrics ${info.temporal_metrics_url})
+  Temporal UI    ${info.ui_url}
+  workers        ${running.workers.length} (logs in ${path.join(config.home, 'cluster', 'logs')})
+  details        ${path.join(config.home, 'cluster.json')}
+
+Press Ctrl-C to stop.`);
 }
 
 function printReady(dev: DevJson, seconds: string, home: string | undefined, inbox: string) {

@@ -4,10 +4,10 @@
 // them too) and the gateway's codec endpoint configured, which decodes a
 // payload only for its own team. The CLI dev server's built-in UI cannot
 // disable writes, so the dev server runs headless.
-import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildWithGo, cachedTool, isExecutable, type GoTool } from './goTools.ts';
-import { spawnOwned, stopChild, waitForPort } from './devServer.ts';
+import { startOwned, waitForPort } from './owned.ts';
 
 export const UI_SERVER: GoTool = {
   name: 'temporal-ui',
@@ -82,36 +82,13 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
   const configDir = path.join(opts.dir, 'config');
   mkdirSync(configDir, { recursive: true });
   writeFileSync(path.join(configDir, 'dossier.yaml'), uiConfig(opts));
-  const log = createWriteStream(path.join(opts.dir, 'ui.log'), { flags: 'a' });
-  const child = spawnOwned(opts.binary, [
-    '--root',
-    opts.dir,
-    '--config',
-    'config',
-    '--env',
-    'dossier',
-    'start',
-  ]);
-  let tail = '';
-  const keep = (chunk: Buffer) => {
-    log.write(chunk);
-    tail = (tail + chunk.toString()).slice(-2_000);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const ready = await Promise.race([
-    waitForPort(opts.host, opts.port, 30_000).then(() => true),
-    exited.then(() => false),
-  ]);
-  if (!ready) {
-    log.end();
-    throw new Error(
-      `The Temporal UI server exited during start-up (is port ${opts.port} in use? set DOSSIER_UI_PORT). Its last output:\n${tail}`,
-    );
-  }
-  return {
-    url: `http://${opts.host}:${opts.port}`,
-    stop: () => stopChild(child, exited).finally(() => log.end()),
-  };
+  const proc = await startOwned({
+    name: 'The Temporal UI server',
+    command: opts.binary,
+    args: ['--root', opts.dir, '--config', 'config', '--env', 'dossier', 'start'],
+    logFile: path.join(opts.dir, 'ui.log'),
+    hint: `is port ${opts.port} in use? set DOSSIER_UI_PORT`,
+    ready: () => waitForPort(opts.host, opts.port, 30_000),
+  });
+  return { url: `http://${opts.host}:${opts.port}`, stop: () => proc.stop() };
 }

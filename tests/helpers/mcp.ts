@@ -1,10 +1,22 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 
 export type Reply = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** An MCP client connected to `url` as the holder of `token`, as agents connect. */
+export async function connectMcp(url: string, token: string): Promise<Client> {
+  const client = new Client({ name: 'dossier-test', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  return client;
+}
 
 /** Calls a tool and returns its structured content, with isError folded in as `_isError`. */
 export async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<Reply> {

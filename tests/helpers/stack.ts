@@ -1,8 +1,7 @@
 // A real dossier stack for one test file: its own DOSSIER_HOME (SQLite store,
 // workspaces), its own Temporal namespace on the shared dev server, a worker and
 // the HTTP gateway on a free port. MCP clients connect as agents do.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -11,6 +10,7 @@ import { inject } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { startStack, type Stack, type StackParts } from '../../src/dev/stack.ts';
 import type { Role } from '../../src/domain/types.ts';
+import { connectMcp } from './mcp.ts';
 
 export interface TestStack {
   stack: Stack;
@@ -63,12 +63,7 @@ export async function startTestStack(
       return stack.devJson.mcp_url;
     },
     async connect(token = stack.devJson.token) {
-      const client = new Client({ name: 'dossier-test', version: '1.0.0' });
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(stack.devJson.mcp_url), {
-          requestInit: { headers: { Authorization: `Bearer ${token}` } },
-        }),
-      );
+      const client = await connectMcp(stack.devJson.mcp_url, token);
       clients.push(client);
       return client;
     },

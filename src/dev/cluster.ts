@@ -1,0 +1,364 @@
+// `dossier cluster up`: the team cluster as processes on one machine, without
+// containers. PostgreSQL (Debian's, or an existing server), a real Temporal
+// server on it (not the dev server), the read-only audit UI, and dossier's
+// gateways and workers as separate `dossier gateway` / `dossier worker`
+// processes on the PostgreSQL store, each restarted if it dies, like a
+// container with `restart: unless-stopped`. Developers and CI get the
+// cluster's failure modes (a worker, a gateway or Temporal dying) on a laptop.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Config } from '../config.ts';
+import { openStore } from '../store/store.ts';
+import { payloadKeys } from '../temporal/codec.ts';
+import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
+import { workflowBundle } from '../worker.ts';
+import { clusterJsonPath, type ClusterJson } from './devJson.ts';
+import { userCacheDir } from './goTools.ts';
+import { startLocalPostgres, type LocalPostgres } from './postgres.ts';
+import { startOwned, waitForPort, type OwnedProcess } from './owned.ts';
+import {
+  resolveTemporalServer,
+  serverPorts,
+  startTemporalServer,
+  visibilityDatabase,
+  type PostgresTarget,
+  type TemporalServer,
+} from './temporalServer.ts';
+import { resolveUiServer, startUiServer, type UiServer } from './uiServer.ts';
+
+export const CLUSTER_LIMITS = { gateways: { default: 2, max: 8 }, workers: { default: 3, max: 16 } } as const;
+
+export interface ClusterOptions {
+  gateways?: number;
+  workers?: number;
+  /** A PostgreSQL superuser URL to use instead of starting Debian's PostgreSQL. */
+  postgresUrl?: string;
+  /** Port of the PostgreSQL the cluster starts (default 7432). */
+  postgresPort?: number;
+  /** `false` (tests): PostgreSQL without fsync. Default true. */
+  durable?: boolean;
+  /** Restart a gateway or worker that dies (default true). */
+  restart?: boolean;
+  /** Start the audit UI (default true). */
+  ui?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface Member {
+  name: string;
+  /** The gateway's MCP endpoint; undefined for a worker. */
+  url?: string;
+  readonly process: OwnedProcess;
+  /** Kills the process with `signal`; with `restart: false` it stays down until `start()`. */
+  kill(signal?: NodeJS.Signals, opts?: { restart?: boolean }): Promise<void>;
+  /** Starts it again after a kill without restart. */
+  start(): Promise<void>;
+}
+
+export interface Cluster {
+  info: ClusterJson;
+  gateways: Member[];
+  workers: Member[];
+  temporal: TemporalServer;
+  /** Stops the Temporal server (SIGKILL unless `graceful`) and starts it again on the same database. */
+  restartTemporal(opts?: { graceful?: boolean; downMs?: number }): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const BIN = fileURLToPath(new URL('../../bin/dossier.js', import.meta.url));
+
+function count(value: number | undefined, limit: { default: number; max: number }, what: string) {
+  const n = value ?? limit.default;
+  if (!Number.isInteger(n) || n < 1 || n > limit.max)
+    throw new Error(`--${what}: expected a whole number from 1 to ${limit.max}, got ${value}`);
+  return n;
+}
+
+/** Where the cluster's own PostgreSQL keeps its data: the `postgres` user must reach it when dossier runs as root. */
+function postgresDir(config: Config): string {
+  if (process.getuid?.() !== 0) return path.join(config.home, 'cluster', 'postgres');
+  const tag = createHash('sha256').update(path.resolve(config.home)).digest('hex').slice(0, 12);
+  return path.join('/var/lib/postgresql', `dossier-${tag}`);
+}
+
+async function databasesOn(url: string, names: string[]): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const name of names) {
+      const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      if (found.rowCount === 0) await client.query(`CREATE DATABASE "${name}"`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+/** Starts the cluster configured by `env` (DOSSIER_* variables), which every member inherits. */
+export async function startCluster(
+  env: NodeJS.ProcessEnv = process.env,
+  opts: ClusterOptions = {},
+): Promise<Cluster> {
+  const config = loadConfig(env);
+  const log = opts.log ?? ((line: string) => console.error(line));
+  const gatewayCount = count(opts.gateways, CLUSTER_LIMITS.gateways, 'gateways');
+  const workerCount = count(opts.workers, CLUSTER_LIMITS.workers, 'workers');
+  if (config.temporalAddress)
+    throw new Error(
+      'dossier cluster up starts its own Temporal server; unset DOSSIER_TEMPORAL_ADDRESS (or run `dossier gateway` / `dossier worker` against that server instead).',
+    );
+  mkdirSync(config.home, { recursive: true, mode: 0o700 });
+  const clusterDir = path.join(config.home, 'cluster');
+  mkdirSync(path.join(clusterDir, 'logs'), { recursive: true, mode: 0o700 });
+  // Made once here, so the members, which share this home, never race to make it.
+  payloadKeys(config.payloadKeys, config.home);
+
+  const stoppers: (() => Promise<void>)[] = [];
+  let stopping = false;
+  const stop = async () => {
+    stopping = true;
+    for (const s of stoppers.reverse()) await s().catch((err) => log(`dossier: while stopping: ${err}`));
+    stoppers.length = 0;
+  };
+  try {
+    const bundleCache = path.join(userCacheDir(), 'workflow-bundles');
+    const [binaries, uiBinary] = await Promise.all([
+      resolveTemporalServer(config.temporalServerBin, log),
+      opts.ui === false
+        ? undefined
+        : resolveUiServer(config.temporalUiServer, log).catch((err: Error) => {
+            log(`dossier: the audit UI will not start: ${err.message}`);
+            return undefined;
+          }),
+      // Bundled once before the workers start, so they all find it cached.
+      workflowBundle(bundleCache),
+    ]);
+
+    let postgres: LocalPostgres | undefined;
+    let superuserUrl = opts.postgresUrl;
+    if (!superuserUrl) {
+      postgres = await startLocalPostgres({
+        dir: postgresDir(config),
+        port: opts.postgresPort ?? 7432,
+        durable: opts.durable,
+        maxConnections: 300,
+      });
+      stoppers.push(() => postgres!.stop());
+      superuserUrl = postgres.url;
+    }
+    const base = new URL(superuserUrl);
+    const temporalDb = `${config.namespace.replace(/[^a-z0-9_]/g, '_')}_temporal`;
+    const pgTarget: PostgresTarget = {
+      host: base.hostname,
+      port: Number(base.port || 5432),
+      user: decodeURIComponent(base.username),
+      password: decodeURIComponent(base.password),
+      database: temporalDb,
+    };
+    const storeDb = `${config.namespace.replace(/[^a-z0-9_]/g, '_')}_store`;
+    await databasesOn(superuserUrl, [temporalDb, visibilityDatabase(pgTarget), storeDb]);
+    const storeUrl = withDatabase(superuserUrl, storeDb);
+
+    const host = config.host;
+    const ports = serverPorts(config.temporalPort);
+    const temporalOpts = {
+      binaries,
+      dir: path.join(clusterDir, 'temporal'),
+      host,
+      ports,
+      pg: pgTarget,
+    };
+    let temporal = await startTemporalServer(temporalOpts);
+    stoppers.push(() => temporal.stop());
+    const address = temporal.address;
+    const connection = await connectWhenReady(address);
+    await ensureNamespace(connection, config.namespace, config.retentionDays);
+    await connection.close();
+    log(`dossier: Temporal ${address} on PostgreSQL ${pgTarget.host}:${pgTarget.port}`);
+
+    const uiUrl = config.uiUrl ?? `http://${host}:${config.uiPort}`;
+    const gatewayUrl = (i: number) => `http://${host}:${config.port + i}/mcp`;
+    const memberEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...env,
+      DOSSIER_HOME: config.home,
+      DOSSIER_TEMPORAL_ADDRESS: address,
+      DOSSIER_STORE: storeUrl,
+      DOSSIER_UI_URL: uiUrl,
+      DOSSIER_NAMESPACE: config.namespace,
+    };
+    // One exporter address cannot serve several processes.
+    delete memberEnv.DOSSIER_SDK_METRICS_ADDRESS;
+
+    const member = (name: string, command: 'gateway' | 'worker', env: NodeJS.ProcessEnv, url?: string) => {
+      let proc: OwnedProcess | undefined;
+      let wanted = true;
+      const launch = async () => {
+        proc = await startOwned({
+          name: `dossier ${name}`,
+          command: process.execPath,
+          args: [BIN, command],
+          env,
+          logFile: path.join(clusterDir, 'logs', `${name}.log`),
+          ready: (p) =>
+            new Promise<void>((resolve, reject) => {
+              const timer = setTimeout(() => reject(new Error('not ready within 120 s')), 120_000);
+              const check = () => {
+                if (/dossier is ready|worker ready/.test(p.tail())) {
+                  clearTimeout(timer);
+                  p.child.stdout?.off('data', check);
+                  p.child.stderr?.off('data', check);
+                  resolve();
+                }
+              };
+              p.child.stdout?.on('data', check);
+              p.child.stderr?.on('data', check);
+              check();
+            }),
+        });
+        const mine = proc;
+        void mine.exited.then((code) => {
+          if (stopping || !wanted || proc !== mine) return;
+          log(`dossier: ${name} exited (${code ?? mine.child.signalCode}); restarting it in 1 s`);
+          setTimeout(() => {
+            if (!stopping && wanted && proc === mine)
+              launch().catch((err: Error) => log(`dossier: ${name} did not restart: ${err.message}`));
+          }, 1_000);
+        });
+      };
+      const m: Member = {
+        name,
+        url,
+        get process() {
+          return proc!;
+        },
+        async kill(signal = 'SIGKILL', killOpts = {}) {
+          wanted = killOpts.restart ?? opts.restart ?? true;
+          const current = proc!;
+          current.child.kill(signal);
+          await current.exited;
+        },
+        async start() {
+          wanted = true;
+          await launch();
+        },
+      };
+      return { m, launch };
+    };
+
+    const workers = Array.from({ length: workerCount }, (_, i) =>
+      member(`worker-${i + 1}`, 'worker', {
+        ...memberEnv,
+        ...(config.metrics.workerPort
+          ? { DOSSIER_WORKER_METRICS_PORT: String(config.metrics.workerPort + i) }
+          : {}),
+      }),
+    );
+    const gateways = Array.from({ length: gatewayCount }, (_, i) =>
+      member(
+        `gateway-${i + 1}`,
+        'gateway',
+        {
+          ...memberEnv,
+          DOSSIER_PORT: String(config.port + i),
+          // A client or load balancer may address any replica by its own port.
+          DOSSIER_ALLOWED_HOSTS: [
+            ...config.allowedHosts,
+            ...Array.from({ length: gatewayCount }, (_, j) => `${host}:${config.port + j}`),
+          ]
+            .filter(Boolean)
+            .join(','),
+        },
+        gatewayUrl(i),
+      ),
+    );
+    stoppers.push(async () => {
+      await Promise.all(
+        [...gateways, ...workers].map(({ m }) =>
+          m.process ? m.process.stop(config.shutdownGraceMs + 5_000) : undefined,
+        ),
+      );
+    });
+    // Members start one at a time: each loads the same code, and two cores load it faster in turn.
+    for (const w of [...workers, ...gateways]) await w.launch();
+
+    let ui: UiServer | undefined;
+    if (uiBinary) {
+      ui = await startUiServer({
+        binary: uiBinary,
+        dir: path.join(clusterDir, 'ui'),
+        temporalAddress: address,
+        host: new URL(uiUrl).hostname,
+        port: Number(new URL(uiUrl).port),
+        namespace: config.namespace,
+        codecEndpoint: gatewayUrl(0).replace(/\/mcp$/, '/codec'),
+      });
+      stoppers.push(() => ui!.stop());
+    }
+
+    const info: ClusterJson = {
+      mcp_urls: gateways.map(({ m }) => m.url!),
+      token: await clusterToken(config, storeUrl),
+      temporal_address: address,
+      temporal_metrics_url: temporal.metricsUrl,
+      ui_url: uiUrl,
+      namespace: config.namespace,
+      store: storeUrl,
+    };
+    writeFileSync(clusterJsonPath(config), `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+
+    return {
+      info,
+      gateways: gateways.map(({ m }) => m),
+      workers: workers.map(({ m }) => m),
+      get temporal() {
+        return temporal;
+      },
+      async restartTemporal(restartOpts = {}) {
+        if (restartOpts.graceful) await temporal.stop();
+        else {
+          temporal.process.child.kill('SIGKILL');
+          await temporal.process.exited;
+        }
+        await new Promise((r) => setTimeout(r, restartOpts.downMs ?? 0));
+        temporal = await startTemporalServer(temporalOpts);
+        await waitForPort(host, ports.frontend, 60_000);
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The local principal's admin token for the cluster: kept in cluster.json and reused while it resolves. */
+async function clusterToken(config: Config, storeUrl: string): Promise<string> {
+  const store = await openStore(storeUrl);
+  try {
+    const file = clusterJsonPath(config);
+    if (existsSync(file)) {
+      try {
+        const previous = JSON.parse(readFileSync(file, 'utf8')) as Partial<ClusterJson>;
+        if (previous.token && (await store.tokens.resolve(previous.token))) return previous.token;
+      } catch {
+        // unreadable cluster.json: make a new token below
+      }
+    }
+    return await store.tokens.create(
+      { principal: config.principal, team: config.team, role: 'admin' },
+      'dossier cluster up local token',
+    );
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,194 @@
+// The team cluster as `dossier cluster up` runs it: a real Temporal server
+// (built with Go, not the dev server) on PostgreSQL, two gateway processes and
+// three worker processes on the PostgreSQL store. What the key contract
+// promises must hold when the parts of a cluster fail: a storm over both
+// gateways, a worker killed, Temporal restarted, a gateway replica lost.
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startCluster, type Cluster } from '../../src/dev/cluster.ts';
+import { serverPorts } from '../../src/dev/temporalServer.ts';
+import { signalGroup } from '../../src/sandbox/processes.ts';
+import { allRows, call, connectMcp, effectCounter, registerAndExtract, slowEffect } from '../helpers/mcp.ts';
+import { freeLowPorts, freePort } from '../helpers/ports.ts';
+import { eventually, processesRunning } from '../helpers/wait.ts';
+
+const METRICS_TOKEN = `metrics-${randomUUID()}`;
+let home: string;
+let cluster: Cluster;
+const clients: Client[] = [];
+const leftovers: number[] = [];
+
+async function client(gateway: number): Promise<Client> {
+  const c = await connectMcp(cluster.gateways[gateway]!.url!, cluster.info.token);
+  clients.push(c);
+  return c;
+}
+
+/** The parent of a process, from /proc. */
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+beforeAll(async () => {
+  home = mkdtempSync(path.join(os.tmpdir(), 'dossier-cluster-'));
+  const frontend = await freeLowPorts(
+    Object.values(serverPorts(10_000))
+      .flat()
+      .map((p) => p - 10_000),
+  );
+  const gateways = await freeLowPorts([0, 1]);
+  cluster = await startCluster(
+    {
+      DOSSIER_HOME: home,
+      DOSSIER_NAMESPACE: `c${randomUUID().slice(0, 8)}`,
+      DOSSIER_TEMPORAL_PORT: String(frontend),
+      DOSSIER_PORT: String(gateways),
+      DOSSIER_UI_PORT: String(await freePort()),
+      DOSSIER_TEMPORAL_UI_SERVER: inject('uiServer'),
+      DOSSIER_METRICS_TOKEN: METRICS_TOKEN,
+      DOSSIER_SHUTDOWN_GRACE_MS: '1500',
+      DOSSIER_WORKER_CONCURRENCY: '32',
+    },
+    { postgresUrl: inject('postgresUrl'), gateways: 2, workers: 3, log: () => undefined },
+  );
+}, 300_000);
+
+afterAll(async () => {
+  for (const pid of leftovers) signalGroup(pid, 'SIGKILL');
+  await Promise.allSettled(clients.splice(0).map((c) => c.close()));
+  await cluster?.stop();
+  rmSync(home, { recursive: true, force: true });
+}, 120_000);
+
+describe('the process cluster on a real Temporal server and PostgreSQL', () => {
+  it('runs on the Temporal server it built, not the dev server, with the store on PostgreSQL', async () => {
+    expect(cluster.info.store).toMatch(/^postgres:\/\//);
+    const version = execFileSync(cluster.temporal.binary, ['--version']).toString();
+    expect(version).toContain('1.29.1');
+    // Its own Prometheus endpoint, with the PostgreSQL persistence it talks to.
+    const metrics = await fetch(cluster.info.temporal_metrics_url).then((r) => r.text());
+    expect(metrics).toMatch(/^persistence_requests\{.*\} \d+/m);
+  });
+
+  it('a 64-client storm of identical calls spread over both gateways: one effect, one launch, 63 attached', async () => {
+    const effect = effectCounter(home);
+    const args = { ...effect.launch(), idempotency_key: 'storm-64' };
+    const callers = await Promise.all(Array.from({ length: 64 }, (_, i) => client(i % 2)));
+    const replies = await Promise.all(callers.map((c) => call(c, 'capture_process_scenario', args)));
+    expect(replies.map((r) => r.status)).toEqual(Array(64).fill('succeeded'));
+    expect(new Set(replies.map((r) => r.evidence_id)).size).toBe(1);
+    expect(new Set(replies.map((r) => r.launch.run_id)).size).toBe(1);
+    expect(replies.filter((r) => r.launch.attached === false)).toHaveLength(1);
+    expect(effect.count()).toBe(1);
+    await Promise.allSettled(callers.map((c) => c.close()));
+  });
+
+  it('a worker process killed mid-launch: that launch ends interrupted and never re-runs; others go on', async () => {
+    const c = await client(0);
+    const effect = effectCounter(home);
+    const args = { ...slowEffect(effect, 120), idempotency_key: 'worker-killed', wait_ms: 0 };
+    await call(c, 'capture_process_scenario', args);
+    const target = await eventually('the target to start', () => processesRunning(effect.marker)[0] ?? 0);
+    leftovers.push(target);
+    // The worker that supervises it: the member whose pid is among the target's ancestors.
+    const ancestors = new Set<number>();
+    for (let p: number | undefined = target; p && p > 1; p = parentOf(p)) ancestors.add(p);
+    const victim = cluster.workers.find((w) => ancestors.has(w.process.pid!));
+    expect(victim).toBeDefined();
+
+    await victim!.kill('SIGKILL'); // restarted by the cluster a second later, like a container
+    await eventually('the target to end with its worker', () => processesRunning(effect.marker).length === 0);
+    // The other workers serve new launches at once.
+    const other = await call(c, 'capture_process_scenario', {
+      executable: '/usr/bin/true',
+      idempotency_key: 'while-a-worker-is-down',
+    });
+    expect(other.status).toBe('succeeded');
+    const outcome = await call(c, 'await_launch', { idempotency_key: 'worker-killed', wait_ms: 90_000 });
+    expect(outcome.status).toBe('interrupted');
+    expect(outcome.error.code).toBe('interrupted');
+    const retry = await call(await client(1), 'capture_process_scenario', { ...args, wait_ms: 1_000 });
+    expect(retry).toMatchObject({ status: 'interrupted', launch: { attached: true } });
+    expect(effect.count()).toBe(1);
+    // A member's process is replaced only once the restarted one is ready.
+    await eventually(
+      'the cluster to restart the killed worker',
+      () => victim!.process.child.exitCode === null && victim!.process.child.signalCode === null,
+      60_000,
+    );
+  }, 180_000);
+
+  it('the Temporal server killed and restarted mid-wait: the outcome is not lost, the retry attaches', async () => {
+    const c = await client(1);
+    const effect = effectCounter(home);
+    const args = { ...slowEffect(effect, 4), idempotency_key: 'temporal-restart' };
+    const waiting = call(c, 'capture_process_scenario', { ...args, wait_ms: 30_000 }).catch(
+      (err: Error) => err,
+    );
+    await eventually('the effect to begin', () => effect.count() === 1);
+    await cluster.restartTemporal({ downMs: 1_000 });
+    const first = await waiting;
+    // The wait may end in the outcome or in an error while Temporal was away; either way nothing is lost.
+    if (!(first instanceof Error) && first.status !== 'running') expect(first.status).toBe('succeeded');
+    const retry = await call(c, 'capture_process_scenario', { ...args, wait_ms: 60_000 });
+    expect(retry).toMatchObject({ status: 'succeeded', launch: { attached: true } });
+    expect(retry.summary.exit_code).toBe(0);
+    expect(effect.count()).toBe(1);
+  }, 180_000);
+
+  it('a gateway replica killed: its client continues on the other replica with the same key and launch', async () => {
+    const effect = effectCounter(home);
+    const args = { ...slowEffect(effect, 3), idempotency_key: 'gateway-killed' };
+    const before = await call(await client(0), 'capture_process_scenario', { ...args, wait_ms: 300 });
+    expect(before.status).toBe('running');
+    await cluster.gateways[0]!.kill('SIGKILL', { restart: false });
+    try {
+      const retry = await call(await client(1), 'capture_process_scenario', { ...args, wait_ms: 30_000 });
+      expect(retry).toMatchObject({
+        status: 'succeeded',
+        launch: { attached: true, run_id: before.launch.run_id },
+      });
+      expect(effect.count()).toBe(1);
+    } finally {
+      await cluster.gateways[0]!.start();
+    }
+  }, 120_000);
+
+  it('an artifact registered through gateway 1 is extracted by a worker and paged through gateway 2', async () => {
+    const inbox = path.join(home, 'inbox', 'local');
+    mkdirSync(path.join(inbox, 'tree'), { recursive: true });
+    for (let i = 0; i < 300; i++) writeFileSync(path.join(inbox, 'tree', `f${i}.txt`), `file ${i}\n`);
+    execFileSync('tar', ['-czf', path.join(inbox, 'tree.tar.gz'), '-C', inbox, 'tree']);
+    const extracted = await registerAndExtract(await client(0), path.join(inbox, 'tree.tar.gz'), 'tree-1');
+    expect(extracted.status).toBe('succeeded');
+    const rows = await allRows(await client(1), extracted.evidence_id);
+    expect(rows.filter((r) => r.type === 'file')).toHaveLength(300);
+  });
+
+  it('/metrics on each gateway counts the launches it answered', async () => {
+    const scrape = (i: number) =>
+      fetch(cluster.gateways[i]!.url!.replace(/\/mcp$/, '/metrics'), {
+        headers: { Authorization: `Bearer ${METRICS_TOKEN}` },
+      }).then((r) => r.text());
+    const texts = await Promise.all([scrape(0), scrape(1)]);
+    const attached = texts.map((t) =>
+      Number(
+        t.match(
+          /^dossier_launch_calls_total\{tool="capture_process_scenario",kind="attached"\} (\d+)/m,
+        )?.[1] ?? 0,
+      ),
+    );
+    // Gateway 1 was restarted above; gateway 2 still counts its 32 storm replies (at most one of them new).
+    expect(attached[1]).toBeGreaterThanOrEqual(31);
+  });
+});
