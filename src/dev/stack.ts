@@ -162,6 +162,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         codec: new TeamPayloadCodec(keys),
         uiOrigin: new URL(uiUrl).origin,
         metricsToken: config.metrics.token,
+        sessionStore: store.sessions,
         ...config.http,
       });
       stoppers.push(() => http!.close());

@@ -41,11 +41,13 @@ export class Gateway {
       rateLimitPerMinute?: number;
       /** The approval gate of process launches (default: off). */
       approval?: Config['approval'];
-      /** Where MCP tasks and the launches behind them are kept. */
-      store: Pick<Store, 'tasks' | 'launches'>;
+      /** Where MCP tasks and the launches behind them are kept, and the rate buckets replicas share. */
+      store: Pick<Store, 'tasks' | 'launches' | 'rateBuckets'>;
     },
   ) {
-    this.limiter = deps.rateLimitPerMinute ? new RateLimiter(deps.rateLimitPerMinute) : undefined;
+    this.limiter = deps.rateLimitPerMinute
+      ? new RateLimiter(deps.rateLimitPerMinute, deps.store.rateBuckets)
+      : undefined;
     this.tasks = new TaskService({
       tasks: deps.store.tasks,
       launches: deps.store.launches,
@@ -121,7 +123,7 @@ export class Gateway {
     opts: CallOptions,
   ): Promise<CallResult> {
     try {
-      const limited = this.throttle(caller);
+      const limited = await this.throttle(caller);
       if (limited) {
         throw new DossierError(
           'resource_constraint',
@@ -151,8 +153,10 @@ export class Gateway {
    * Counts one request of `caller` against its rate (tool calls, sessions,
    * completion, prompts, resources alike); what to tell it when it is over.
    */
-  throttle(caller: Principal): { message: string; retry_after_ms: number; limit_per_minute: number } | null {
-    const wait = this.limiter?.take(`${caller.team}/${caller.principal}`) ?? 0;
+  async throttle(
+    caller: Principal,
+  ): Promise<{ message: string; retry_after_ms: number; limit_per_minute: number } | null> {
+    const wait = (await this.limiter?.take(`${caller.team}/${caller.principal}`)) ?? 0;
     if (wait <= 0) return null;
     return {
       message: `Too many requests from ${caller.principal}: the limit is ${this.deps.rateLimitPerMinute} a minute.`,

@@ -1,18 +1,17 @@
 // Streamable HTTP transport for the gateway. Checks, in order: route, Host and
 // Origin (DNS-rebinding protection), bearer token, body size; then hands the
 // request to the MCP session it belongs to.
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { randomUUID } from 'node:crypto';
 import { toToolError } from '../domain/errors.ts';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TokenStore } from '../store/tokens.ts';
+import type { SessionStore } from '../store/sessions.ts';
 import type { Principal } from '../domain/types.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import type { TeamPayloadCodec } from '../temporal/codec.ts';
 import { CODEC_COOKIE, codecCors, codecToken, decodeForTeam, LOGIN_FORM, signedIn } from './codecEndpoint.ts';
-import { createMcpServer } from './server.ts';
+import { Sessions } from './sessions.ts';
 import { serveMetrics } from './metricsRoute.ts';
 import { isRestRoute, sendJson, serveRest } from './rest.ts';
 
@@ -39,13 +38,13 @@ export interface HttpOptions {
   uiOrigin?: string;
   /** The operator's token for GET /metrics (unset: the route is off). */
   metricsToken?: string;
-}
-
-interface Session {
-  transport: StreamableHTTPServerTransport;
-  server: ReturnType<typeof createMcpServer>;
-  principal: Principal;
-  lastSeen: number;
+  /**
+   * Where sessions are recorded, so that another replica (or this one after a
+   * restart) resumes them and the per-principal cap counts every replica's.
+   * Every request marks its session seen there (one statement, as the token
+   * lookup is), so a session closed by another replica ends here at once.
+   */
+  sessionStore?: SessionStore;
 }
 
 export interface HttpGateway {
@@ -62,56 +61,14 @@ export async function startHttpGateway(
   tokens: TokenStore,
   opts: HttpOptions,
 ): Promise<HttpGateway> {
-  const sessions = new Map<string, Session>();
-  const idleMs = opts.sessionIdleMs ?? 30 * 60_000;
-  const maxSessions = opts.maxSessions ?? 10_000;
-  const perPrincipal = opts.maxSessionsPerPrincipal ?? 64;
+  const sessions = new Sessions(gateway, {
+    idleMs: opts.sessionIdleMs ?? 30 * 60_000,
+    maxSessions: opts.maxSessions ?? 10_000,
+    perPrincipal: opts.maxSessionsPerPrincipal ?? 64,
+    store: opts.sessionStore,
+  });
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? 30_000;
   let boundPort = opts.port;
-  const who = (p: Principal) => `${p.team}/${p.principal}`;
-
-  /** Closes a session (its client must initialize again). */
-  const evict = (id: string) => {
-    const s = sessions.get(id);
-    if (!s) return;
-    sessions.delete(id);
-    s.transport.close().catch(() => undefined);
-  };
-
-  /**
-   * Makes room for a new session of `p`: a principal at its cap loses its least
-   * recently used session; a full gateway takes one from the principal that
-   * holds the most. No principal's sessions can crowd out another's.
-   */
-  // Sessions being opened count from the moment they are admitted: a burst of
-  // initialize requests cannot pass the caps before any of them is recorded.
-  const opening = new Map<string, number>();
-  const totalOpening = () => [...opening.values()].reduce((a, b) => a + b, 0);
-  const makeRoom = (p: Principal) => {
-    const mine = [...sessions]
-      .filter(([, s]) => who(s.principal) === who(p))
-      .sort((a, b) => a[1].lastSeen - b[1].lastSeen);
-    while (mine.length > 0 && mine.length + (opening.get(who(p)) ?? 0) >= perPrincipal)
-      evict(mine.shift()![0]);
-    while (sessions.size > 0 && sessions.size + totalOpening() >= maxSessions) {
-      const held = new Map<string, [string, Session][]>();
-      for (const entry of sessions) {
-        const k = who(entry[1].principal);
-        held.set(k, [...(held.get(k) ?? []), entry]);
-      }
-      const heaviest = [...held.values()].sort((a, b) => b.length - a.length)[0]!;
-      evict(heaviest.sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0]![0]);
-    }
-    const mineOpening = opening.get(who(p)) ?? 0;
-    if (mineOpening >= perPrincipal || totalOpening() >= maxSessions) return false;
-    opening.set(who(p), mineOpening + 1);
-    return true;
-  };
-  const opened = (p: Principal) => {
-    const n = (opening.get(who(p)) ?? 1) - 1;
-    if (n > 0) opening.set(who(p), n);
-    else opening.delete(who(p));
-  };
 
   // A loopback name with any port is no rebinding risk: the attack needs a foreign hostname.
   const LOOPBACK = /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/;
@@ -201,14 +158,8 @@ export async function startHttpGateway(
 
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
-      const session = sessions.get(sessionId);
-      if (
-        !session ||
-        session.principal.principal !== principal.principal ||
-        session.principal.team !== principal.team
-      ) {
-        return rpcError(res, 404, -32001, 'Session not found; initialize a new session');
-      }
+      const session = await sessions.find(sessionId, principal);
+      if (!session) return rpcError(res, 404, -32001, 'Session not found; initialize a new session');
       session.lastSeen = Date.now();
       return session.transport.handleRequest(req, res, body);
     }
@@ -221,7 +172,7 @@ export async function startHttpGateway(
       );
     }
     // Opening sessions is a call like any other: it counts against the principal's rate.
-    const wait = gateway.throttle(principal);
+    const wait = await gateway.throttle(principal);
     if (wait) {
       res.setHeader('Retry-After', String(Math.ceil(wait.retry_after_ms / 1000)));
       return sendJson(res, 429, {
@@ -230,25 +181,15 @@ export async function startHttpGateway(
         id: null,
       });
     }
-    if (!makeRoom(principal)) {
+    if (!sessions.admit(principal)) {
       res.setHeader('Retry-After', '1');
       return rpcError(res, 503, -32000, 'Too many sessions are being opened at once; retry in a moment');
     }
     try {
-      const server = createMcpServer(gateway, (extra) => extra?.principal as Principal | undefined);
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, { transport, server, principal, lastSeen: Date.now() });
-        },
-      });
-      transport.onclose = () => {
-        if (transport.sessionId) sessions.delete(transport.sessionId);
-      };
-      await server.connect(transport);
-      await transport.handleRequest(req, res, body);
+      const session = await sessions.open(principal, (body as { params?: unknown }).params);
+      await session.transport.handleRequest(req, res, body);
     } finally {
-      opened(principal);
+      sessions.done(principal);
     }
   }
 
@@ -306,15 +247,7 @@ export async function startHttpGateway(
   httpServer.headersTimeout = 66_000;
   httpServer.requestTimeout = 0; // launch waits may hold a request for up to 110 s
 
-  const reaper = setInterval(() => {
-    const cutoff = Date.now() - idleMs;
-    for (const [id, s] of sessions) {
-      if (s.lastSeen < cutoff) {
-        sessions.delete(id);
-        s.transport.close().catch(() => undefined);
-      }
-    }
-  }, 60_000);
+  const reaper = setInterval(() => sessions.reap(), 60_000);
   reaper.unref();
 
   await new Promise<void>((resolve, reject) => {
@@ -328,12 +261,11 @@ export async function startHttpGateway(
     port: boundPort,
     sessions: () => sessions.size,
     async notifyPromptsChanged() {
-      await Promise.allSettled([...sessions.values()].map((s) => s.server.sendPromptListChanged()));
+      await Promise.allSettled(sessions.all().map((s) => s.server.sendPromptListChanged()));
     },
     async close() {
       clearInterval(reaper);
-      await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
-      sessions.clear();
+      await sessions.closeAll();
       httpServer.closeAllConnections();
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     },

@@ -58,7 +58,7 @@ export async function serveRest(
   url: URL,
   opts: RestOptions,
 ) {
-  const limited = gateway.throttle(principal);
+  const limited = await gateway.throttle(principal);
   if (limited) {
     res.setHeader('Retry-After', String(Math.ceil(limited.retry_after_ms / 1000)));
     return refuse(req, res, 429, limited as unknown as ToolError);

@@ -103,10 +103,10 @@ export function createMcpServer(
       'dossier runs reverse-engineering tools on a shared cluster. Tools with effects need an idempotency_key: retry with the same key after any failure to reach the same launch. Results are retained as Evidence and referenced by evidence_id.',
   });
   /** The caller of a request, counted against its rate; over it, an error whose data says when to retry. */
-  const admit = (authExtra: Record<string, unknown> | undefined): Principal => {
+  const admit = async (authExtra: Record<string, unknown> | undefined): Promise<Principal> => {
     const caller = resolveCaller(authExtra);
     if (!caller) throw new McpError(ErrorCode.InvalidRequest, 'unauthenticated');
-    const limited = gateway.throttle(caller);
+    const limited = await gateway.throttle(caller);
     if (limited)
       throw new McpError(RESOURCE_CONSTRAINT, limited.message, { code: 'resource_constraint', ...limited });
     return caller;
@@ -115,7 +115,7 @@ export function createMcpServer(
   server.setRequestHandler(
     ListPromptsRequestSchema,
     async (_request, extra) => (
-      admit(extra.authInfo?.extra),
+      await admit(extra.authInfo?.extra),
       {
         prompts: PROMPTS.map((p) => ({
           name: p.name,
@@ -131,7 +131,7 @@ export function createMcpServer(
     ),
   );
   server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
-    admit(extra.authInfo?.extra);
+    await admit(extra.authInfo?.extra);
     const spec = PROMPTS_BY_NAME.get(request.params.name);
     if (!spec)
       throw new McpError(
@@ -179,7 +179,7 @@ export function createMcpServer(
     };
   });
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async (_request, extra) => {
-    admit(extra.authInfo?.extra);
+    await admit(extra.authInfo?.extra);
     return {
       resourceTemplates: [
         {
@@ -212,7 +212,7 @@ export function createMcpServer(
     };
   });
   server.setRequestHandler(CompleteRequestSchema, async (request, extra) => {
-    const caller = admit(extra.authInfo?.extra);
+    const caller = await admit(extra.authInfo?.extra);
     const { ref, argument } = request.params;
     if (ref.type !== 'ref/prompt') return { completion: { values: [], total: 0, hasMore: false } };
     const context = request.params.context?.arguments ?? {};

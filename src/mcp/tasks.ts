@@ -112,7 +112,7 @@ export function askHumanVia(
 export function installTaskHandlers(
   server: Server,
   gateway: Gateway,
-  admit: (authExtra: Record<string, unknown> | undefined) => Principal,
+  admit: (authExtra: Record<string, unknown> | undefined) => Promise<Principal>,
   fail: (err: unknown) => never,
 ) {
   const run = async <T>(fn: () => Promise<T>): Promise<T> => {
@@ -123,11 +123,11 @@ export function installTaskHandlers(
     }
   };
   server.setRequestHandler(GetTaskRequestSchema, async (request, extra) => {
-    const caller = admit(extra.authInfo?.extra);
+    const caller = await admit(extra.authInfo?.extra);
     return run(() => gateway.tasks.get(caller, request.params.taskId));
   });
   server.setRequestHandler(GetTaskPayloadRequestSchema, async (request, extra) => {
-    const caller = admit(extra.authInfo?.extra);
+    const caller = await admit(extra.authInfo?.extra);
     const result = await run(() => gateway.tasks.result(caller, request.params.taskId, extra.signal));
     return {
       ...toCallToolResult(result),
@@ -135,11 +135,11 @@ export function installTaskHandlers(
     };
   });
   server.setRequestHandler(ListTasksRequestSchema, async (request, extra) => {
-    const caller = admit(extra.authInfo?.extra);
+    const caller = await admit(extra.authInfo?.extra);
     return run(() => gateway.tasks.list(caller, request.params?.cursor));
   });
   server.setRequestHandler(CancelTaskRequestSchema, async (request, extra) => {
-    const caller = admit(extra.authInfo?.extra);
+    const caller = await admit(extra.authInfo?.extra);
     return run(() => gateway.tasks.cancel(caller, request.params.taskId));
   });
 }

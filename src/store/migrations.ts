@@ -275,4 +275,24 @@ ALTER TABLE artifacts ADD COLUMN parent_evidence TEXT;
 ALTER TABLE artifacts ADD COLUMN parent_path TEXT;
 `,
   },
+  {
+    version: 8,
+    name: 'MCP sessions and rate buckets shared by gateway replicas',
+    sql: `
+CREATE TABLE mcp_sessions (
+  id TEXT PRIMARY KEY,
+  team TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  init TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  last_seen_at BIGINT NOT NULL
+);
+CREATE INDEX mcp_sessions_by_owner ON mcp_sessions (team, principal, last_seen_at);
+CREATE TABLE rate_buckets (
+  key TEXT PRIMARY KEY,
+  tokens DOUBLE PRECISION NOT NULL,
+  at_ms BIGINT NOT NULL
+);
+`,
+  },
 ];

@@ -11,6 +11,7 @@ import { MIGRATIONS } from './migrations.ts';
 import { now, type Row } from './rows.ts';
 import { PostgresDriver, SqliteDriver, type SqlDriver } from './sql.ts';
 import { TaskStore } from './tasks.ts';
+import { RateBucketStore, SessionStore } from './sessions.ts';
 import { TokenStore } from './tokens.ts';
 import { UnknownStore } from './unknowns.ts';
 
@@ -25,6 +26,8 @@ export interface Store {
   readonly devices: DeviceStore;
   readonly candidates: CandidateStore;
   readonly tasks: TaskStore;
+  readonly sessions: SessionStore;
+  readonly rateBuckets: RateBucketStore;
   close(): Promise<void>;
 }
 
@@ -47,6 +50,8 @@ export async function openStore(location: string): Promise<Store> {
     devices: new DeviceStore(db),
     candidates: new CandidateStore(db),
     tasks: new TaskStore(db),
+    sessions: new SessionStore(db),
+    rateBuckets: new RateBucketStore(db),
     close: () => db.close(),
   };
 }

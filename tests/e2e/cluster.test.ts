@@ -3,7 +3,9 @@
 // three worker processes on the PostgreSQL store. What the key contract
 // promises must hold when the parts of a cluster fail: a storm over both
 // gateways, a worker killed, Temporal restarted, a gateway replica lost.
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,6 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startCluster, type Cluster } from '../../src/dev/cluster.ts';
+import { leaseSize } from '../../src/gateway/rateLimit.ts';
+import { openStore } from '../../src/store/store.ts';
 import { serverPorts } from '../../src/dev/temporalServer.ts';
 import { signalGroup } from '../../src/sandbox/processes.ts';
 import { allRows, call, connectMcp, effectCounter, registerAndExtract, slowEffect } from '../helpers/mcp.ts';
@@ -18,6 +22,7 @@ import { freeLowPorts, freePort } from '../helpers/ports.ts';
 import { eventually, processesRunning } from '../helpers/wait.ts';
 
 const METRICS_TOKEN = `metrics-${randomUUID()}`;
+const RATE_PER_MINUTE = 900;
 let home: string;
 let cluster: Cluster;
 const clients: Client[] = [];
@@ -27,6 +32,27 @@ async function client(gateway: number): Promise<Client> {
   const c = await connectMcp(cluster.gateways[gateway]!.url!, cluster.info.token);
   clients.push(c);
   return c;
+}
+
+/** A token of another principal, made in the cluster's store as `dossier token create` would. */
+async function tokenFor(principal: string): Promise<string> {
+  const store = await openStore(cluster.info.store);
+  try {
+    return await store.tokens.create({ principal, team: 'local', role: 'operator' });
+  } finally {
+    await store.close();
+  }
+}
+
+/** An agent whose client can show its human the approval form; it approves, and counts the questions. */
+function approvingAgent(asked: string[]): Client {
+  const agent = new Client({ name: 'agent', version: '1' }, { capabilities: { elicitation: { form: {} } } });
+  agent.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push((request.params as { message: string }).message);
+    return { action: 'accept' as const, content: { approve: true } };
+  });
+  clients.push(agent);
+  return agent;
 }
 
 /** The parent of a process, from /proc. */
@@ -58,6 +84,7 @@ beforeAll(async () => {
       DOSSIER_METRICS_TOKEN: METRICS_TOKEN,
       DOSSIER_SHUTDOWN_GRACE_MS: '1500',
       DOSSIER_WORKER_CONCURRENCY: '32',
+      DOSSIER_RATE_LIMIT_PER_MINUTE: String(RATE_PER_MINUTE),
     },
     { postgresUrl: inject('postgresUrl'), gateways: 2, workers: 3, log: () => undefined },
   );
@@ -162,6 +189,91 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
     } finally {
       await cluster.gateways[0]!.start();
     }
+  }, 120_000);
+
+  it('a session opened on gateway 1 continues on gateway 2 when gateway 1 dies, its human still reachable', async () => {
+    const auth = { requestInit: { headers: { Authorization: `Bearer ${cluster.info.token}` } } };
+    const asked: string[] = [];
+    const first = approvingAgent(asked);
+    const toFirst = new StreamableHTTPClientTransport(new URL(cluster.gateways[0]!.url!), auth);
+    await first.connect(toFirst);
+    const sessionId = toFirst.sessionId!;
+    expect((await call(first, 'whoami')).principal).toBe('local');
+    await cluster.gateways[0]!.kill('SIGKILL', { restart: false });
+    try {
+      // What a load balancer does when a replica goes: the same session, now sent to the other one.
+      const second = approvingAgent(asked);
+      await second.connect(
+        new StreamableHTTPClientTransport(new URL(cluster.gateways[1]!.url!), { ...auth, sessionId }),
+      );
+      const reply = await call(second, 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        idempotency_key: 'resumed-session',
+      });
+      expect(reply.status).toBe('succeeded');
+      // The approval form reached the human through the resumed session: its capabilities came with it.
+      expect(asked).toHaveLength(1);
+      expect(asked[0]).toContain('/usr/bin/true');
+      // A session id is no key to another principal's session.
+      const stranger = await connectMcp(cluster.gateways[1]!.url!, await tokenFor('stranger'));
+      clients.push(stranger);
+      const hijack = new Client({ name: 'hijack', version: '1' });
+      await hijack.connect(
+        new StreamableHTTPClientTransport(new URL(cluster.gateways[1]!.url!), {
+          requestInit: { headers: { Authorization: `Bearer ${await tokenFor('stranger')}` } },
+          sessionId,
+        }),
+      );
+      await expect(call(hijack, 'whoami')).rejects.toThrow(/Session not found|404/);
+    } finally {
+      await cluster.gateways[0]!.start();
+    }
+  }, 120_000);
+
+  it('a principal’s session cap holds across both gateways: the least recently used session goes', async () => {
+    const token = await tokenFor('many-sessions');
+    const opened: Client[] = [];
+    for (let i = 0; i < 65; i++) {
+      const c = await connectMcp(cluster.gateways[i % 2]!.url!, token);
+      clients.push(c);
+      opened.push(c);
+    }
+    // The cap is 64 (DOSSIER_MAX_SESSIONS_PER_PRINCIPAL's default), counted over both gateways: the
+    // 65th session closed the first, the 66th the second, wherever each was opened.
+    const c66 = await connectMcp(cluster.gateways[1]!.url!, token);
+    clients.push(c66);
+    await expect(call(opened[0]!, 'whoami')).rejects.toThrow(/Session not found|404/);
+    await expect(call(opened[1]!, 'whoami')).rejects.toThrow(/Session not found|404/);
+    const replies = await Promise.all([...opened.slice(2), c66].map((c) => call(c, 'whoami')));
+    expect(replies.every((r) => r.principal === 'many-sessions')).toBe(true);
+  }, 120_000);
+
+  it('a principal’s rate limit holds across both gateways, not once per replica', async () => {
+    const token = await tokenFor('rate-limited');
+    const started = Date.now();
+    const callers = await Promise.all([0, 1, 0, 1].map((g) => connectMcp(cluster.gateways[g]!.url!, token)));
+    clients.push(...callers);
+    const perCaller = 400;
+    const outcomes = await Promise.all(
+      callers.map(async (c) => {
+        let allowed = 0;
+        for (let i = 0; i < perCaller; i++) {
+          const reply = await call(c, 'whoami');
+          if (reply.principal === 'rate-limited') allowed++;
+          else expect(reply.error.code).toBe('resource_constraint');
+        }
+        return allowed;
+      }),
+    );
+    const seconds = (Date.now() - started) / 1000;
+    const allowed = outcomes.reduce((n, a) => n + a, 0) + callers.length; // the initializes count too
+    // A burst of 900, refilled at 15/s while the test ran; each replica may run ahead by under one lease.
+    const ceiling =
+      RATE_PER_MINUTE + Math.ceil((seconds * RATE_PER_MINUTE) / 60) + 2 * leaseSize(RATE_PER_MINUTE);
+    expect(allowed).toBeGreaterThanOrEqual(RATE_PER_MINUTE - 10);
+    expect(allowed).toBeLessThanOrEqual(ceiling);
+    // A limit per replica would have let every one of the 1,604 requests through.
+    expect(allowed).toBeLessThan(callers.length * (perCaller + 1));
   }, 120_000);
 
   it('an artifact registered through gateway 1 is extracted by a worker and paged through gateway 2', async () => {

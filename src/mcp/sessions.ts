@@ -1,0 +1,224 @@
+// The MCP sessions of one gateway replica. Each is recorded in the store with
+// its client's initialize request, so another replica (or this one after a
+// restart) resumes it by replaying that request, and a principal's session cap
+// counts every replica's sessions. Every request marks its session seen in the
+// store (one statement, as the token lookup is), so a session closed by
+// another replica (its principal's cap, DELETE) or expired ends here too.
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../domain/types.ts';
+import type { Gateway } from '../gateway/gateway.ts';
+import type { SessionRecord, SessionStore } from '../store/sessions.ts';
+import { createMcpServer } from './server.ts';
+
+export interface Session {
+  transport: StreamableHTTPServerTransport;
+  server: ReturnType<typeof createMcpServer>;
+  principal: Principal;
+  lastSeen: number;
+}
+
+export interface SessionLimits {
+  /** Sessions idle this long are closed. */
+  idleMs: number;
+  /** Sessions open at once on this replica. */
+  maxSessions: number;
+  /** Sessions one principal holds; the least recently used one goes first. */
+  perPrincipal: number;
+  store?: SessionStore;
+}
+
+const who = (p: Principal) => `${p.team}/${p.principal}`;
+
+export class Sessions {
+  private readonly held = new Map<string, Session>();
+  // Sessions being opened count from the moment they are admitted: a burst of
+  // initialize requests cannot pass the caps before any of them is recorded.
+  private readonly opening = new Map<string, number>();
+
+  constructor(
+    private readonly gateway: Gateway,
+    private readonly limits: SessionLimits,
+  ) {}
+
+  get size(): number {
+    return this.held.size;
+  }
+
+  all(): Session[] {
+    return [...this.held.values()];
+  }
+
+  /**
+   * Makes room for a session of `p`: without a store, a principal at its cap
+   * loses its least recently used session here (with one, the store's cap
+   * does, over every replica); a full replica takes one from the principal
+   * that holds the most. No principal's sessions can crowd out another's.
+   * False when too many are being opened at once; else call `done` after.
+   */
+  admit(p: Principal, isNew = true): boolean {
+    const { perPrincipal, maxSessions } = this.limits;
+    const mine = [...this.held]
+      .filter(([, s]) => who(s.principal) === who(p))
+      .sort((a, b) => a[1].lastSeen - b[1].lastSeen);
+    while (
+      isNew &&
+      !this.limits.store &&
+      mine.length > 0 &&
+      mine.length + (this.opening.get(who(p)) ?? 0) >= perPrincipal
+    )
+      this.evict(mine.shift()![0]);
+    while (this.held.size > 0 && this.held.size + this.totalOpening() >= maxSessions) {
+      const byPrincipal = new Map<string, [string, Session][]>();
+      for (const entry of this.held) {
+        const k = who(entry[1].principal);
+        byPrincipal.set(k, [...(byPrincipal.get(k) ?? []), entry]);
+      }
+      const heaviest = [...byPrincipal.values()].sort((a, b) => b.length - a.length)[0]!;
+      this.evict(heaviest.sort((a, b) => a[1].lastSeen - b[1].lastSeen)[0]![0]);
+    }
+    const mineOpening = this.opening.get(who(p)) ?? 0;
+    if (mineOpening >= perPrincipal || this.totalOpening() >= maxSessions) return false;
+    this.opening.set(who(p), mineOpening + 1);
+    return true;
+  }
+
+  done(p: Principal) {
+    const n = (this.opening.get(who(p)) ?? 1) - 1;
+    if (n > 0) this.opening.set(who(p), n);
+    else this.opening.delete(who(p));
+  }
+
+  /** A new session of `p` for an initialize request with these params; recorded once it has its id. */
+  open(p: Principal, initParams: unknown): Promise<Session> {
+    const init = JSON.stringify(initParams ?? {});
+    return this.make(p, undefined, async (id) => {
+      if (!this.limits.store) return;
+      const closed = await this.limits.store.open(
+        { id, team: p.team, principal: p.principal, init },
+        this.limits.perPrincipal,
+        Date.now() - this.limits.idleMs,
+      );
+      for (const old of closed) this.evict(old, false);
+    });
+  }
+
+  /** The session `id` of `p`: held here, or recorded by another replica and resumed here. */
+  async find(id: string, p: Principal): Promise<Session | undefined> {
+    const held = this.held.get(id);
+    if (held && who(held.principal) !== who(p)) return undefined;
+    if (!this.limits.store) return held;
+    const row = await this.limits.store.touch(id, p, Date.now() - this.limits.idleMs);
+    if (!row) {
+      if (held) this.evict(id, false);
+      return undefined;
+    }
+    return held ?? this.resume(row, p);
+  }
+
+  /** Closes a session here and, unless it was closed elsewhere already, in the store (its client must initialize again). */
+  evict(id: string, inStoreToo = true) {
+    if (inStoreToo) this.limits.store?.close(id).catch(() => undefined);
+    const s = this.held.get(id);
+    if (!s) return;
+    this.held.delete(id);
+    s.transport.close().catch(() => undefined);
+  }
+
+  /** Closes what has been idle here; the store forgets what no replica has seen within the idle time. */
+  reap() {
+    const cutoff = Date.now() - this.limits.idleMs;
+    // Idle here is not idle everywhere: its client may have moved to another replica.
+    for (const [id, s] of this.held) if (s.lastSeen < cutoff) this.evict(id, false);
+    this.limits.store?.sweep(cutoff).catch(() => undefined);
+  }
+
+  /** Closes every session here, keeping them in the store for another replica, or this one restarted. */
+  async closeAll() {
+    await Promise.allSettled(this.all().map((s) => s.transport.close()));
+    this.held.clear();
+  }
+
+  private totalOpening() {
+    let n = 0;
+    for (const v of this.opening.values()) n += v;
+    return n;
+  }
+
+  private async make(
+    p: Principal,
+    id: string | undefined,
+    recorded: (id: string) => Promise<void>,
+  ): Promise<Session> {
+    const server = createMcpServer(this.gateway, (extra) => extra?.principal as Principal | undefined);
+    const session: Session = {
+      transport: new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => id ?? randomUUID(),
+        onsessioninitialized: async (sid) => {
+          this.held.set(sid, session);
+          await recorded(sid);
+        },
+        // DELETE /mcp: the client ends the session everywhere.
+        onsessionclosed: (sid) => this.evict(sid),
+      }),
+      server,
+      principal: p,
+      lastSeen: Date.now(),
+    };
+    session.transport.onclose = () => {
+      const sid = session.transport.sessionId;
+      if (sid && this.held.get(sid) === session) this.held.delete(sid);
+    };
+    await server.connect(session.transport);
+    return session;
+  }
+
+  /** Rebuilds a recorded session here by replaying its client's initialize request to a new server. */
+  private async resume(row: SessionRecord, p: Principal): Promise<Session | undefined> {
+    if (!this.admit(p, false)) return undefined;
+    try {
+      const session = await this.make(p, row.id, async () => undefined);
+      // The SDK's Node transport wraps a web-standard one, which takes a Request directly.
+      const inner = (
+        session.transport as unknown as { _webStandardTransport?: WebStandardStreamableHTTPServerTransport }
+      )._webStandardTransport;
+      const init = JSON.parse(row.init) as { protocolVersion?: string };
+      const replay = async (message: Record<string, unknown>, headers: Record<string, string> = {}) => {
+        const response = await inner!.handleRequest(
+          new Request('http://gateway/mcp', {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              ...headers,
+            },
+            body: JSON.stringify(message),
+          }),
+          { parsedBody: message },
+        );
+        await response.text();
+        return response.status;
+      };
+      const resumed =
+        inner !== undefined &&
+        (await replay({ jsonrpc: '2.0', id: `resume-${row.id}`, method: 'initialize', params: init })) ===
+          200 &&
+        this.held.get(row.id) === session;
+      if (!resumed) {
+        await session.transport.close();
+        return undefined;
+      }
+      await replay(
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        {
+          'mcp-session-id': row.id,
+          ...(init.protocolVersion ? { 'mcp-protocol-version': init.protocolVersion } : {}),
+        },
+      );
+      return session;
+    } finally {
+      this.done(p);
+    }
+  }
+}

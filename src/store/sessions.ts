@@ -1,0 +1,128 @@
+// What gateway replicas share about their callers: MCP sessions (so a client
+// whose replica went away continues on another with the same session, and a
+// principal's session cap holds across replicas) and rate buckets (so a
+// principal's rate holds across replicas). Times are epoch milliseconds.
+import type { Row } from './rows.ts';
+import type { SqlDriver, SqlExecutor } from './sql.ts';
+
+export interface SessionRecord {
+  id: string;
+  team: string;
+  principal: string;
+  /** The client's initialize request params (protocol version, capabilities, client info), as JSON. */
+  init: string;
+  created_at: number;
+  last_seen_at: number;
+}
+
+export interface Owner {
+  team: string;
+  principal: string;
+}
+
+/** Serializes writers of one principal's rows across processes (SQLite serializes all writers already). */
+async function lockOwner(db: SqlDriver, tx: SqlExecutor, key: string) {
+  if (db.dialect === 'postgres') await tx.run('SELECT pg_advisory_xact_lock(hashtext(?))', [key]);
+}
+
+export class SessionStore {
+  constructor(private readonly db: SqlDriver) {}
+
+  /**
+   * Records a new session of `owner` and closes its least recently used ones
+   * beyond `cap` (live ones: seen since `liveSince`); returns the ids closed,
+   * wherever they were opened.
+   */
+  async open(
+    s: Owner & { id: string; init: string },
+    cap: number,
+    liveSince: number,
+    at = Date.now(),
+  ): Promise<string[]> {
+    return this.db.transaction(async (tx) => {
+      await lockOwner(this.db, tx, `session:${s.team}/${s.principal}`);
+      await tx.run(
+        `INSERT INTO mcp_sessions (id, team, principal, init, created_at, last_seen_at)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+        [s.id, s.team, s.principal, s.init, at, at],
+      );
+      const live = await tx.all<Row>(
+        `SELECT id FROM mcp_sessions WHERE team = ? AND principal = ? AND last_seen_at >= ?
+         ORDER BY last_seen_at DESC, created_at DESC, id`,
+        [s.team, s.principal, liveSince],
+      );
+      const over = live.slice(cap).map((r) => r.id as string);
+      for (const id of over) await tx.run('DELETE FROM mcp_sessions WHERE id = ?', [id]);
+      return over;
+    });
+  }
+
+  /** The live session `id` of `owner`, marked seen now; undefined if it was closed, expired or is another's. */
+  async touch(
+    id: string,
+    owner: Owner,
+    liveSince: number,
+    at = Date.now(),
+  ): Promise<SessionRecord | undefined> {
+    const row = await this.db.get<Row>(
+      `UPDATE mcp_sessions SET last_seen_at = ?
+       WHERE id = ? AND team = ? AND principal = ? AND last_seen_at >= ?
+       RETURNING *`,
+      [at, id, owner.team, owner.principal, liveSince],
+    );
+    return row && toSession(row);
+  }
+
+  async close(id: string): Promise<void> {
+    await this.db.run('DELETE FROM mcp_sessions WHERE id = ?', [id]);
+  }
+
+  /** Forgets sessions not seen since `liveSince`; how many. */
+  async sweep(liveSince: number): Promise<number> {
+    return (await this.db.run('DELETE FROM mcp_sessions WHERE last_seen_at < ?', [liveSince])).changes;
+  }
+}
+
+function toSession(r: Row): SessionRecord {
+  return {
+    id: r.id as string,
+    team: r.team as string,
+    principal: r.principal as string,
+    init: r.init as string,
+    created_at: Number(r.created_at),
+    last_seen_at: Number(r.last_seen_at),
+  };
+}
+
+export class RateBucketStore {
+  constructor(private readonly db: SqlDriver) {}
+
+  /**
+   * Takes up to `want` calls from the shared bucket `key`, which refills at
+   * `perMinute` a minute up to `perMinute`. Returns how many were granted
+   * (0 to `want`) and, when none was, how long until one is.
+   */
+  async take(
+    key: string,
+    want: number,
+    perMinute: number,
+    at = Date.now(),
+  ): Promise<{ granted: number; waitMs: number }> {
+    const rate = perMinute / 60_000;
+    return this.db.transaction(async (tx) => {
+      await lockOwner(this.db, tx, `rate:${key}`);
+      const row = await tx.get<Row>('SELECT tokens, at_ms FROM rate_buckets WHERE key = ?', [key]);
+      const before = row ? Number(row.tokens) : perMinute;
+      const since = row ? Math.max(0, at - Number(row.at_ms)) : 0;
+      const available = Math.min(perMinute, before + since * rate);
+      const granted = Math.max(0, Math.min(want, Math.floor(available)));
+      await tx.run(
+        `INSERT INTO rate_buckets (key, tokens, at_ms) VALUES (?, ?, ?)
+         ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, at_ms = excluded.at_ms`,
+        // Never back in time: replicas' clocks differ a little.
+        [key, available - granted, Math.max(at, row ? Number(row.at_ms) : at)],
+      );
+      return { granted, waitMs: granted > 0 ? 0 : Math.ceil((1 - available) / rate) };
+    });
+  }
+}
