@@ -12,6 +12,7 @@ import { Sandbox } from './sandbox/sandbox.ts';
 import type { Store } from './store/store.ts';
 import { payloadKeys } from './temporal/codec.ts';
 import { dataConverter } from './temporal/dataConverter.ts';
+import { tracing } from './metrics/tracing.ts';
 
 /** The application behind every transport (HTTP here, stdio in `dossier mcp --stdio`). */
 export function buildGateway(
@@ -25,6 +26,8 @@ export function buildGateway(
     connection,
     namespace: config.namespace,
     dataConverter: dataConverter(payloadKeys(config.payloadKeys, config.home)),
+    // With tracing on, the workflow start carries the MCP call's trace context.
+    interceptors: { workflow: tracing()?.clientInterceptors ?? [] },
   });
   const launches = new LaunchService({
     launches: store.launches,

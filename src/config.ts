@@ -139,6 +139,8 @@ const schema = z.object({
     .max(65535, { error: 'expected a port number' })
     .optional(),
   /** host:port where the Temporal SDK's own Prometheus exporter listens in worker processes; unset: off. */
+  /** OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces); unset: no traces. */
+  DOSSIER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).optional(),
   DOSSIER_SDK_METRICS_ADDRESS: z
     .string()
     .refine(
@@ -213,6 +215,8 @@ export interface Config {
   analysis: { python: string; timeBudgetS: number; memoryMb: number };
   deviceTurnMs: number;
   metrics: { token: string | undefined; workerPort: number | undefined; sdkAddress: string | undefined };
+  /** Where OpenTelemetry traces go (OTLP/HTTP); undefined: nowhere, and no spans are made. */
+  tracesEndpoint: string | undefined;
   /**
    * Process launches (captures) ask a human first: through the client's form
    * elicitation when it has one; when it has none, `withoutElicitation` decides.
@@ -331,6 +335,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workerPort: c.DOSSIER_WORKER_METRICS_PORT,
       sdkAddress: c.DOSSIER_SDK_METRICS_ADDRESS,
     },
+    tracesEndpoint: c.DOSSIER_OTLP_TRACES_ENDPOINT,
     approval: {
       mode: c.DOSSIER_CAPTURE_APPROVAL,
       withoutElicitation: c.DOSSIER_APPROVAL_WITHOUT_ELICITATION,

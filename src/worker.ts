@@ -20,6 +20,7 @@ import type { Store } from './store/store.ts';
 import { payloadKeys } from './temporal/codec.ts';
 import { dataConverter, FAILURE_CONVERTER_PATH } from './temporal/dataConverter.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from './temporal/queues.ts';
+import { tracing } from './metrics/tracing.ts';
 
 const HERE = fileURLToPath(import.meta.url);
 const SRC = path.dirname(HERE);
@@ -55,12 +56,22 @@ function sourceFingerprint(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-/** Bundles the workflow code once per source version; later starts reuse the file. */
-export async function workflowBundle(cacheDir: string): Promise<WorkflowBundleWithSourceMap> {
-  const file = path.join(cacheDir, `workflows-${sourceFingerprint()}.js`);
+/**
+ * Bundles the workflow code once per source version (and set of workflow
+ * interceptor modules: tracing adds one); later starts reuse the file.
+ */
+export async function workflowBundle(
+  cacheDir: string,
+  interceptorModules: string[] = [],
+): Promise<WorkflowBundleWithSourceMap> {
+  const variant = interceptorModules.length
+    ? `-${createHash('sha256').update(interceptorModules.join('\n')).digest('hex').slice(0, 8)}`
+    : '';
+  const file = path.join(cacheDir, `workflows-${sourceFingerprint()}${variant}.js`);
   if (existsSync(file)) return { code: readFileSync(file, 'utf8') } as WorkflowBundleWithSourceMap;
   const bundle = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: interceptorModules,
     failureConverterPath: FAILURE_CONVERTER_PATH,
     logger: quietLogger,
   });
@@ -114,11 +125,18 @@ export async function startWorkers(deps: {
   const converter = dataConverter(payloadKeys(config.payloadKeys, config.home));
   // Analysis bookkeeping starts (or attaches to) database builds: it needs a client of its own.
   const clientConnection = await Connection.connect({ address: deps.address });
+  const traced = tracing();
   const client = new Client({
     connection: clientConnection,
     namespace: config.namespace,
     dataConverter: converter,
+    interceptors: { workflow: traced?.clientInterceptors ?? [] },
   });
+  // With tracing on: activity spans, and the sink that takes workflow spans out of the sandbox
+  // (the workflow interceptors themselves are in the bundle).
+  const tracingOptions = traced
+    ? { interceptors: { activity: traced.activityInterceptors }, sinks: traced.sinks }
+    : {};
   const { effects, bookkeeping, analysis, maintain } = createActivities({ store, config, client });
   // Housekeeping now and hourly: reclaim workspaces past their retention, and what dead workers left.
   void maintain();
@@ -132,6 +150,7 @@ export async function startWorkers(deps: {
       workflowBundle: deps.bundle,
       dataConverter: converter,
       activities: bookkeeping,
+      ...tracingOptions,
     }),
   ];
   for (const capability of config.capabilities) {
@@ -148,6 +167,7 @@ export async function startWorkers(deps: {
         maxHeartbeatThrottleInterval: '1 second',
         // A stopping worker lets running launches finish this long, then ends them (recorded interrupted).
         shutdownGraceTime: config.shutdownGraceMs,
+        ...tracingOptions,
       }),
     );
   }

@@ -19,6 +19,7 @@ import { resolveUiServer, startUiServer } from './uiServer.ts';
 import { cachedProvider, provisionProvider } from '../analysis/venv.ts';
 import { cachedFlash, flashUnpackers } from '../python/flash.ts';
 import { startMetricsListener } from '../mcp/metricsRoute.ts';
+import { startTracing } from '../metrics/tracing.ts';
 import { devJsonPath, type DevJson } from './devJson.ts';
 
 export type { DevJson } from './devJson.ts';
@@ -63,10 +64,16 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     stoppers.length = 0;
   };
   try {
+    // Before anything that makes spans or Temporal clients: they pick tracing up when it is on.
+    const traced = await startTracing(config.tracesEndpoint);
+    if (traced) stoppers.push(() => traced.flush());
     const bundling =
       parts.workers === false
         ? undefined
-        : workflowBundle(parts.bundleCacheDir ?? path.join(userCacheDir(), 'workflow-bundles'));
+        : workflowBundle(
+            parts.bundleCacheDir ?? path.join(userCacheDir(), 'workflow-bundles'),
+            traced ? [traced.workflowModule] : [],
+          );
     bundling?.catch(() => undefined);
 
     let temporal: DevServer | undefined;

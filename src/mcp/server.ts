@@ -29,6 +29,7 @@ import {
 } from './tasks.ts';
 import { isLaunchTool, type ToolContract } from '../tools/contract.ts';
 import { inputJsonSchema, outputJsonSchema } from '../tools/outputs.ts';
+import { inRequestSpan } from '../metrics/tracing.ts';
 
 export const SERVER_INFO = { name: 'dossier', version: '0.1.0' };
 
@@ -223,39 +224,63 @@ export function createMcpServer(
   server.setRequestHandler(CallToolWithKeySchema, async (request, extra) => {
     const caller = resolveCaller(extra.authInfo?.extra);
     if (!caller) throw new Error('unauthenticated request reached the MCP server');
-    const { name, idempotencyKey, task } = request.params;
-    const contract = TOOLS_BY_NAME.get(name);
-    let args: Record<string, unknown>;
-    try {
-      args = withProtocolKey(request.params.arguments, idempotencyKey, !!contract && isLaunchTool(contract));
-    } catch (err) {
-      if (task) throw toMcpError(toToolError(err));
-      return toCallToolResult({ ok: false, error: toToolError(err) });
-    }
-    const askHuman = askHumanVia(server, extra.sendRequest as never);
-    if (task) {
-      // A task-augmented call: claim (or attach to) the launch, answer with its task at once.
+    const tool = TOOLS_BY_NAME.has(request.params.name) ? request.params.name : 'unknown';
+    // The trace's root: the workflow start, the workflow and its activities hang below it.
+    const answer = async () => {
+      const { name, idempotencyKey, task } = request.params;
+      const contract = TOOLS_BY_NAME.get(name);
+      let args: Record<string, unknown>;
       try {
-        return { task: await gateway.createTask(caller, name, args, task.ttl, { askHuman }) };
+        args = withProtocolKey(
+          request.params.arguments,
+          idempotencyKey,
+          !!contract && isLaunchTool(contract),
+        );
       } catch (err) {
-        throw toMcpError(toToolError(err));
+        if (task) throw toMcpError(toToolError(err));
+        return toCallToolResult({ ok: false, error: toToolError(err) });
       }
-    }
-    const progressToken = request.params._meta?.progressToken;
-    const onProgress =
-      progressToken === undefined
-        ? undefined
-        : async (elapsedMs: number, facts: Record<string, unknown> | null) => {
-            await extra.sendNotification({
-              method: 'notifications/progress',
-              params: {
-                progressToken,
-                progress: elapsedMs,
-                message: facts ? `running: ${JSON.stringify(facts)}` : 'running',
-              },
-            });
-          };
-    return toCallToolResult(await gateway.callTool(caller, name, args, { onProgress, askHuman }));
+      const askHuman = askHumanVia(server, extra.sendRequest as never);
+      if (task) {
+        // A task-augmented call: claim (or attach to) the launch, answer with its task at once.
+        try {
+          return { task: await gateway.createTask(caller, name, args, task.ttl, { askHuman }) };
+        } catch (err) {
+          throw toMcpError(toToolError(err));
+        }
+      }
+      const progressToken = request.params._meta?.progressToken;
+      const onProgress =
+        progressToken === undefined
+          ? undefined
+          : async (elapsedMs: number, facts: Record<string, unknown> | null) => {
+              await extra.sendNotification({
+                method: 'notifications/progress',
+                params: {
+                  progressToken,
+                  progress: elapsedMs,
+                  message: facts ? `running: ${JSON.stringify(facts)}` : 'running',
+                },
+              });
+            };
+      return toCallToolResult(await gateway.callTool(caller, name, args, { onProgress, askHuman }));
+    };
+    return inRequestSpan(
+      `tools/call ${tool}`,
+      { 'mcp.method.name': 'tools/call', 'dossier.tool': tool, 'dossier.team': caller.team },
+      async (span) => {
+        const reply = await answer();
+        const outcome =
+          'task' in reply
+            ? 'task'
+            : (reply.structuredContent as { error?: { code?: string }; status?: string });
+        span.setAttribute(
+          'dossier.outcome',
+          typeof outcome === 'string' ? outcome : (outcome.error?.code ?? outcome.status ?? 'ok'),
+        );
+        return reply;
+      },
+    );
   });
   installTaskHandlers(server, gateway, admit, (err) => {
     throw toMcpError(toToolError(err));
