@@ -3,7 +3,8 @@
 // workflow history (task waits and runs, the activity), then the way back
 // (the result long-poll, the store read, the reply). Times of history events
 // come from the Temporal server, on the same machine's clock.
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import proto from '@temporalio/proto';
@@ -75,7 +76,7 @@ function eventMs(t: { seconds?: unknown; nanos?: number | null } | null | undefi
 /** Median of each phase over the samples, as table rows. */
 export async function breakdown(stack: Running, samples: Sample[]): Promise<string[]> {
   const connection = await Connection.connect({ address: stack.devJson.temporal_address });
-  const client = new Client({ connection, namespace: stack.devJson.namespace });
+  const client = new TemporalClient({ connection, namespace: stack.devJson.namespace });
   const phases = PHASES.map(() => [] as number[]);
   try {
     for (const s of samples) {
@@ -138,9 +139,20 @@ function cpu(pid: number): { own: number; children: number } {
 /** `callers` clients launching back to back for `seconds`; throughput, latency and CPU per launch. */
 export async function sustained(stack: Running, callers: number, seconds: number, prefix: string) {
   const clients = await Promise.all(Array.from({ length: callers }, () => connect(stack)));
+  return sustainedOn(clients, seconds, prefix, { pid: stack.pid, temporalPid: stack.temporalPid });
+}
+
+/** Launches of /usr/bin/true back to back from each of `clients` for `seconds`; with `pids`, CPU per launch. */
+export async function sustainedOn(
+  clients: Client[],
+  seconds: number,
+  prefix: string,
+  pids?: { pid: number; temporalPid: number | undefined },
+) {
   const latencies: number[] = [];
   let n = 0;
-  const { pid, temporalPid } = stack;
+  const pid = pids?.pid ?? process.pid;
+  const temporalPid = pids?.temporalPid;
   const before = { self: cpu(pid), temporal: temporalPid ? cpu(temporalPid) : undefined };
   const t0 = performance.now();
   const deadline = t0 + seconds * 1000;

@@ -10,6 +10,7 @@ import { benchGateway } from './gateway.ts';
 import { benchLaunches } from './launches.ts';
 import { benchOverhead } from './breakdown.ts';
 import { benchCalls } from './calls.ts';
+import { benchCluster } from './cluster.ts';
 import { benchStart } from './start.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
@@ -23,6 +24,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   overhead: benchOverhead,
   calls: benchCalls,
   start: benchStart,
+  cluster: benchCluster,
 };
 const only = process.argv.slice(2);
 

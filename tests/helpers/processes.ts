@@ -7,13 +7,13 @@ export interface Proc {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Runs `dossier <command>` and resolves once its output contains `readyText`. */
+/** Runs `dossier <command…>` and resolves once its output contains `readyText`. */
 export async function spawnDossier(
-  command: string,
+  command: string | string[],
   env: Record<string, string>,
   readyText: string,
 ): Promise<Proc> {
-  const child = spawn(process.execPath, ['bin/dossier.js', command], {
+  const child = spawn(process.execPath, ['bin/dossier.js', ...[command].flat()], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
