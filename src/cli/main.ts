@@ -175,15 +175,30 @@ async function cluster(args: string[]) {
       'postgres-port': { type: 'string' },
     },
   });
-  const number = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+  const number = (flag: string, v: string | undefined) => {
+    if (v === undefined) return undefined;
+    if (!/^\d+$/.test(v))
+      throw new ConfigError(
+        [`--${flag}: expected a whole number, got ${JSON.stringify(v)}`],
+        'Invalid arguments',
+      );
+    return Number(v);
+  };
+  if (values.postgres !== undefined && !/^postgres(ql)?:\/\/[^\s]+$/.test(values.postgres))
+    throw new ConfigError(
+      [
+        `--postgres: expected a postgres:// URL of a user that may create databases, got ${JSON.stringify(values.postgres)}`,
+      ],
+      'Invalid arguments',
+    );
   const config = loadConfig();
   const t0 = performance.now();
   const { startCluster } = await import('../dev/cluster.ts');
   const running = await startCluster(process.env, {
-    gateways: number(values.gateways),
-    workers: number(values.workers),
+    gateways: number('gateways', values.gateways),
+    workers: number('workers', values.workers),
     postgresUrl: values.postgres,
-    postgresPort: number(values['postgres-port']),
+    postgresPort: number('postgres-port', values['postgres-port']),
   });
   let stopping = false;
   const shutdown = (signal: string) => {

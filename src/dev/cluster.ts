@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, type Config } from '../config.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { openStore } from '../store/store.ts';
 import { payloadKeys } from '../temporal/codec.ts';
 import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
@@ -72,7 +72,10 @@ const BIN = fileURLToPath(new URL('../../bin/dossier.js', import.meta.url));
 function count(value: number | undefined, limit: { default: number; max: number }, what: string) {
   const n = value ?? limit.default;
   if (!Number.isInteger(n) || n < 1 || n > limit.max)
-    throw new Error(`--${what}: expected a whole number from 1 to ${limit.max}, got ${value}`);
+    throw new ConfigError(
+      [`--${what}: expected a whole number from 1 to ${limit.max}, got ${value}`],
+      'Invalid arguments',
+    );
   return n;
 }
 
@@ -112,10 +115,15 @@ export async function startCluster(
   const log = opts.log ?? ((line: string) => console.error(line));
   const gatewayCount = count(opts.gateways, CLUSTER_LIMITS.gateways, 'gateways');
   const workerCount = count(opts.workers, CLUSTER_LIMITS.workers, 'workers');
+  if (config.port < 1 || config.port + gatewayCount - 1 > 65_535)
+    throw new ConfigError([
+      `dossier cluster up puts its gateways on DOSSIER_PORT, DOSSIER_PORT+1, …; DOSSIER_PORT=${config.port} does not leave room for ${gatewayCount}. Pick a port from 1 to ${65_536 - gatewayCount}.`,
+    ]);
   if (config.temporalAddress)
-    throw new Error(
-      'dossier cluster up starts its own Temporal server; unset DOSSIER_TEMPORAL_ADDRESS (or run `dossier gateway` / `dossier worker` against that server instead).',
-    );
+    throw new ConfigError([
+      'DOSSIER_TEMPORAL_ADDRESS: dossier cluster up starts its own Temporal server; unset it (or run `dossier gateway` / `dossier worker` against that server instead).',
+    ]);
+  const ports = serverPorts(config.temporalPort);
   mkdirSync(config.home, { recursive: true, mode: 0o700 });
   const clusterDir = path.join(config.home, 'cluster');
   mkdirSync(path.join(clusterDir, 'logs'), { recursive: true, mode: 0o700 });
@@ -169,11 +177,12 @@ export async function startCluster(
     const storeUrl = withDatabase(superuserUrl, storeDb);
 
     const host = config.host;
-    const ports = serverPorts(config.temporalPort);
+    // Temporal's services announce the address they bind to each other: a wildcard cannot be one.
+    const temporalHost = ['0.0.0.0', '::'].includes(host) ? '127.0.0.1' : host;
     const temporalOpts = {
       binaries,
       dir: path.join(clusterDir, 'temporal'),
-      host,
+      host: temporalHost,
       ports,
       pg: pgTarget,
     };
@@ -331,7 +340,7 @@ export async function startCluster(
         }
         await new Promise((r) => setTimeout(r, restartOpts.downMs ?? 0));
         temporal = await startTemporalServer(temporalOpts);
-        await waitForPort(host, ports.frontend, 60_000);
+        await waitForPort(temporalHost, ports.frontend, 60_000);
       },
       stop,
     };

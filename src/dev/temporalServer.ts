@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { ConfigError } from '../config.ts';
 import { buildWithGo, cachedTool, isExecutable, type GoTool } from './goTools.ts';
 import { startOwned, waitForPort, type OwnedProcess } from './owned.ts';
 
@@ -133,9 +134,9 @@ export function serverPorts(frontend: number): ServerPorts {
   };
   const all = [...Object.values(ports).flat()] as number[];
   if (all.some((p) => p < 1024 || p > 32767))
-    throw new Error(
+    throw new ConfigError([
       `DOSSIER_TEMPORAL_PORT=${frontend} puts the server's ports at ${Math.min(...all)}–${Math.max(...all)}; they must stay within 1024–32767 (Temporal stores membership ports as smallint). Pick a frontend port between 1324 and 32000.`,
-    );
+    ]);
   return ports;
 }
 
