@@ -194,18 +194,19 @@ async function cluster(args: string[]) {
   const config = loadConfig();
   const t0 = performance.now();
   const { startCluster } = await import('../dev/cluster.ts');
-  const running = await startCluster(process.env, {
-    gateways: number('gateways', values.gateways),
-    workers: number('workers', values.workers),
-    postgresUrl: values.postgres,
-    postgresPort: number('postgres-port', values['postgres-port']),
-  });
+  // Until the cluster is up there is nothing to stop in order: everything it started dies with
+  // this process (the parent-death signal), so a Ctrl-C during start-up just exits.
+  const up: { cluster?: Awaited<ReturnType<typeof startCluster>> } = {};
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    if (!up.cluster) {
+      console.error(`\ndossier: ${signal} received during start-up; stopping.`);
+      process.exit(130);
+    }
     console.error(`\ndossier: ${signal} received, stopping the cluster…`);
-    running.stop().then(
+    up.cluster.stop().then(
       () => process.exit(0),
       (err) => {
         console.error(`dossier: stop failed: ${err}`);
@@ -215,6 +216,12 @@ async function cluster(args: string[]) {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  const running = (up.cluster = await startCluster(process.env, {
+    gateways: number('gateways', values.gateways),
+    workers: number('workers', values.workers),
+    postgresUrl: values.postgres,
+    postgresPort: number('postgres-port', values['postgres-port']),
+  }));
   const { info } = running;
   console.log(`dossier cluster is ready (${((performance.now() - t0) / 1000).toFixed(1)}s)
 

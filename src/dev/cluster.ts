@@ -209,40 +209,66 @@ export async function startCluster(
     delete memberEnv.DOSSIER_SDK_METRICS_ADDRESS;
 
     const member = (name: string, command: 'gateway' | 'worker', env: NodeJS.ProcessEnv, url?: string) => {
-      let proc: OwnedProcess | undefined;
-      let wanted = true;
-      const launch = async () => {
-        proc = await startOwned({
-          name: `dossier ${name}`,
-          command: process.execPath,
-          args: [BIN, command],
-          env,
-          logFile: path.join(clusterDir, 'logs', `${name}.log`),
-          ready: (p) =>
-            new Promise<void>((resolve, reject) => {
-              const timer = setTimeout(() => reject(new Error('not ready within 120 s')), 120_000);
-              const check = () => {
-                if (/dossier is ready|worker ready/.test(p.tail())) {
+      let proc: OwnedProcess | undefined; // the current process, once it is ready
+      let launching: Promise<void> | undefined;
+      let retry: NodeJS.Timeout | undefined;
+      let held = false; // killed without restart: down until start()
+      let failures = 0;
+      const down = () => stopping || held;
+      /** Starts again after `failures` quick deaths: 1 s, 2 s, 4 s … at most 30 s. */
+      const restartLater = () => {
+        const delay = Math.min(30_000, 1_000 * 2 ** Math.min(failures - 1, 5));
+        retry = setTimeout(() => {
+          retry = undefined;
+          if (down()) return;
+          launch().catch((err: Error) => {
+            failures++;
+            log(`dossier: ${name} did not start (${err.message.split('\n')[0]}); trying again`);
+            restartLater();
+          });
+        }, delay);
+      };
+      const launch = (): Promise<void> => {
+        launching = (async () => {
+          const p = await startOwned({
+            name: `dossier ${name}`,
+            command: process.execPath,
+            args: [BIN, command],
+            env,
+            logFile: path.join(clusterDir, 'logs', `${name}.log`),
+            ready: (started) =>
+              new Promise<void>((resolve, reject) => {
+                const check = () => {
+                  if (!/dossier is ready|worker ready/.test(started.tail())) return;
                   clearTimeout(timer);
-                  p.child.stdout?.off('data', check);
-                  p.child.stderr?.off('data', check);
+                  started.child.stdout?.off('data', check);
+                  started.child.stderr?.off('data', check);
                   resolve();
-                }
-              };
-              p.child.stdout?.on('data', check);
-              p.child.stderr?.on('data', check);
-              check();
-            }),
+                };
+                const timer = setTimeout(() => reject(new Error('not ready within 120 s')), 120_000);
+                void started.exited.then(() => clearTimeout(timer));
+                started.child.stdout?.on('data', check);
+                started.child.stderr?.on('data', check);
+                check();
+              }),
+          });
+          proc = p;
+          const upAt = Date.now();
+          void p.exited.then((code) => {
+            if (down() || proc !== p) return;
+            if (!(opts.restart ?? true)) {
+              log(`dossier: ${name} exited (${code ?? p.child.signalCode}); not restarting it`);
+              return;
+            }
+            // A member that stayed up a minute starts over at 1 s; one that keeps dying backs off.
+            failures = Date.now() - upAt > 60_000 ? 1 : failures + 1;
+            log(`dossier: ${name} exited (${code ?? p.child.signalCode}); restarting it`);
+            restartLater();
+          });
+        })().finally(() => {
+          launching = undefined;
         });
-        const mine = proc;
-        void mine.exited.then((code) => {
-          if (stopping || !wanted || proc !== mine) return;
-          log(`dossier: ${name} exited (${code ?? mine.child.signalCode}); restarting it in 1 s`);
-          setTimeout(() => {
-            if (!stopping && wanted && proc === mine)
-              launch().catch((err: Error) => log(`dossier: ${name} did not restart: ${err.message}`));
-          }, 1_000);
-        });
+        return launching;
       };
       const m: Member = {
         name,
@@ -251,17 +277,28 @@ export async function startCluster(
           return proc!;
         },
         async kill(signal = 'SIGKILL', killOpts = {}) {
-          wanted = killOpts.restart ?? opts.restart ?? true;
+          if (killOpts.restart === false) {
+            held = true;
+            clearTimeout(retry);
+          }
           const current = proc!;
           current.child.kill(signal);
           await current.exited;
         },
         async start() {
-          wanted = true;
-          await launch();
+          held = false;
+          clearTimeout(retry);
+          await launching?.catch(() => undefined);
+          if (!proc || proc.ended) await launch();
         },
       };
-      return { m, launch };
+      /** Stops it for good: no restart pending, a start under way awaited, then the process stopped. */
+      const halt = async (graceMs: number) => {
+        clearTimeout(retry);
+        await launching?.catch(() => undefined);
+        await proc?.stop(graceMs);
+      };
+      return { m, launch, halt };
     };
 
     const workers = Array.from({ length: workerCount }, (_, i) =>
@@ -291,11 +328,7 @@ export async function startCluster(
       ),
     );
     stoppers.push(async () => {
-      await Promise.all(
-        [...gateways, ...workers].map(({ m }) =>
-          m.process ? m.process.stop(config.shutdownGraceMs + 5_000) : undefined,
-        ),
-      );
+      await Promise.all([...gateways, ...workers].map((w) => w.halt(config.shutdownGraceMs + 5_000)));
     });
     // Members start one at a time: each loads the same code, and two cores load it faster in turn.
     for (const w of [...workers, ...gateways]) await w.launch();

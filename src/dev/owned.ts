@@ -8,12 +8,14 @@ import type { Readable } from 'node:stream';
 
 export interface OwnedProcess {
   child: ChildProcess;
+  /** Whether it has exited (or been killed). */
+  readonly ended: boolean;
   pid: number | undefined;
   /** Resolves with the exit code (null when killed by a signal). */
   exited: Promise<number | null>;
   /** The last few KiB of its output. */
   tail(): string;
-  /** SIGTERM, then SIGKILL after `graceMs` (default 10 s). */
+  /** Its stop signal (default SIGTERM), then SIGKILL after `graceMs` (default 10 s). */
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -32,6 +34,10 @@ export interface OwnedOptions {
   hint?: string;
   /** Called with each chunk of output (after logging). */
   onOutput?: (chunk: string) => void;
+  /** Extra setpriv options, e.g. to run as another user (the parent-death signal survives them). */
+  setpriv?: string[];
+  /** The signal that asks it to stop (PostgreSQL: SIGINT, its fast shutdown). */
+  stopSignal?: NodeJS.Signals;
 }
 
 /**
@@ -43,17 +49,19 @@ export interface OwnedOptions {
 export function spawnOwned(
   command: string,
   args: string[],
-  opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string; setpriv?: string[] } = {},
 ): ChildProcessByStdio<null, Readable, Readable> {
   const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
-  const spawnOpts = { stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], ...opts };
+  const { setpriv: extra = [], ...rest } = opts;
+  const spawnOpts = { stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], ...rest };
+  if (!setpriv && extra.length) throw new Error('setpriv (util-linux) is needed to start this server');
   return setpriv
-    ? spawn(setpriv, ['--pdeathsig', 'SIGKILL', '--', command, ...args], spawnOpts)
+    ? spawn(setpriv, [...extra, '--pdeathsig', 'SIGKILL', '--', command, ...args], spawnOpts)
     : spawn(command, args, spawnOpts);
 }
 
 export async function startOwned(opts: OwnedOptions): Promise<OwnedProcess> {
-  const child = spawnOwned(opts.command, opts.args, { env: opts.env, cwd: opts.cwd });
+  const child = spawnOwned(opts.command, opts.args, { env: opts.env, cwd: opts.cwd, setpriv: opts.setpriv });
   const log = opts.logFile ? createWriteStream(opts.logFile, { flags: 'a' }) : undefined;
   let tail = '';
   const keep = (chunk: Buffer) => {
@@ -73,9 +81,12 @@ export async function startOwned(opts: OwnedOptions): Promise<OwnedProcess> {
   const proc: OwnedProcess = {
     child,
     pid: child.pid,
+    get ended() {
+      return child.exitCode !== null || child.signalCode !== null;
+    },
     exited,
     tail: () => tail,
-    stop: (graceMs = 10_000) => stopChild(child, exited, graceMs),
+    stop: (graceMs = 10_000) => stopChild(child, exited, graceMs, opts.stopSignal),
   };
   let readyError: unknown;
   const outcome = await Promise.race([
@@ -95,9 +106,14 @@ export async function startOwned(opts: OwnedOptions): Promise<OwnedProcess> {
   throw new Error(`${opts.name} ${why}. Its last output:\n${tail}`);
 }
 
-export async function stopChild(child: ChildProcess, exited: Promise<unknown>, graceMs = 10_000) {
+export async function stopChild(
+  child: ChildProcess,
+  exited: Promise<unknown>,
+  graceMs = 10_000,
+  signal: NodeJS.Signals = 'SIGTERM',
+) {
   if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
+  child.kill(signal);
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await exited;
   clearTimeout(timer);

@@ -1,10 +1,13 @@
 // A PostgreSQL server from Debian's binaries, owned by the process that starts
-// it: initdb into a folder (once), pg_ctl start on a loopback port, stopped on
-// demand. As root it runs as the `postgres` user, since PostgreSQL refuses to
-// run as root. The process-level cluster keeps Temporal's and dossier's
-// databases here; the tests start a throwaway one.
+// it: initdb into a folder (once), then `postgres` in the foreground on a
+// loopback port, under the parent-death signal like every server dossier
+// owns, so it never outlives its owner (a leftover would hold the data folder
+// and fail the next start). As root it runs as the `postgres` user, since
+// PostgreSQL refuses to run as root. The process-level cluster keeps
+// Temporal's and dossier's databases here; the tests start a throwaway one.
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { startOwned } from './owned.ts';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -80,14 +83,46 @@ export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<Lo
       ...(opts.durable === false ? ['--no-sync'] : []),
     ]);
   }
-  const settings = [
-    `-p ${opts.port}`,
-    `-k ${opts.dir}`,
-    `-c listen_addresses=${host}`,
-    `-c max_connections=${opts.maxConnections ?? 200}`,
-    ...(opts.durable === false ? ['-c fsync=off', '-c synchronous_commit=off'] : []),
-  ].join(' ');
-  await pgTool('pg_ctl', ['-D', data, '-l', path.join(opts.dir, 'log'), '-w', '-o', settings, 'start']);
+  const start = () =>
+    startOwned({
+      name: 'PostgreSQL',
+      command: path.join(bin, 'postgres'),
+      args: [
+        '-D',
+        data,
+        '-p',
+        String(opts.port),
+        '-k',
+        opts.dir,
+        '-c',
+        `listen_addresses=${host}`,
+        '-c',
+        `max_connections=${opts.maxConnections ?? 200}`,
+        ...(opts.durable === false ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off'] : []),
+      ],
+      logFile: path.join(opts.dir, 'log'),
+      setpriv: asRoot ? ['--reuid=postgres', '--regid=postgres', '--init-groups'] : [],
+      hint: `is port ${opts.port} in use, or another server running on ${data}?`,
+      // SIGINT is PostgreSQL's fast shutdown (clients disconnected, a checkpoint written); SIGQUIT skips the checkpoint.
+      stopSignal: opts.durable === false ? 'SIGQUIT' : 'SIGINT',
+      ready: () => acceptsConnections(`postgres://${USER}@${host}:${opts.port}/postgres`, 60_000),
+    });
+  // A server that died with its owner a moment ago may still be leaving (its backends notice the
+  // postmaster's death within a second or so): PostgreSQL refuses to start until it has, then
+  // clears the stale lock itself. Anything else fails at once.
+  let proc;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      proc = await start();
+      break;
+    } catch (err) {
+      const leaving = /lock file "postmaster\.pid" already exists|shared memory block is still in use/.test(
+        (err as Error).message,
+      );
+      if (!leaving || attempt >= 40 || postmasterAlive(data)) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
   const urlOf = (db: string) => `postgres://${USER}@${host}:${opts.port}/${db}`;
   let stopped = false;
   return {
@@ -110,8 +145,36 @@ export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<Lo
     async stop() {
       if (stopped) return;
       stopped = true;
-      // `fast`: disconnect clients and write a checkpoint, so the next start needs no recovery.
-      await pgTool('pg_ctl', ['-D', data, '-m', opts.durable === false ? 'immediate' : 'fast', 'stop']);
+      await proc.stop(30_000);
     },
   };
+}
+
+/** Whether the postmaster named in the data folder's lock file is alive (not gone, not a zombie). */
+function postmasterAlive(data: string): boolean {
+  try {
+    const pid = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves once a client can connect (after start-up and any crash recovery). */
+async function acceptsConnections(url: string, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      if (Date.now() > deadline)
+        throw new Error(`it did not accept connections within ${timeoutMs} ms: ${err}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }

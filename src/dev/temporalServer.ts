@@ -86,8 +86,6 @@ export async function migrateSchemas(sqlTool: string, target: PostgresTarget) {
       String(target.port),
       '--user',
       target.user,
-      '--password',
-      target.password ?? '',
       '--database',
       database,
       '--plugin',
@@ -98,7 +96,11 @@ export async function migrateSchemas(sqlTool: string, target: PostgresTarget) {
       ['update-schema', '--schema-name', schema],
     ]) {
       try {
-        await run(sqlTool, [...common, ...task], { timeout: 300_000 });
+        // The password by environment, not argument: a command line is visible to every local user.
+        await run(sqlTool, [...common, ...task], {
+          timeout: 300_000,
+          env: { ...process.env, SQL_PASSWORD: target.password ?? '' },
+        });
       } catch (err) {
         const e = err as { stderr?: string; message: string };
         throw new Error(

@@ -11,7 +11,7 @@ import type { Principal } from '../domain/types.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import type { TeamPayloadCodec } from '../temporal/codec.ts';
 import { CODEC_COOKIE, codecCors, codecToken, decodeForTeam, LOGIN_FORM, signedIn } from './codecEndpoint.ts';
-import { Sessions } from './sessions.ts';
+import { initRecord, MAX_INIT_BYTES, Sessions } from './sessions.ts';
 import { serveMetrics } from './metricsRoute.ts';
 import { isRestRoute, sendJson, serveRest } from './rest.ts';
 
@@ -158,7 +158,23 @@ export async function startHttpGateway(
 
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
+      // Requests are counted where they are handled (server.ts); what else a session posts
+      // (notifications, responses) and DELETE are counted here, but for what every client sends
+      // right after initialize: notifications/initialized and the GET of its event stream.
+      if (req.method !== 'GET' && !isJsonRpcRequest(body) && !isInitialized(body)) {
+        const wait = await gateway.throttle(principal);
+        if (wait) return tooMany(res, wait);
+      }
       const session = await sessions.find(sessionId, principal);
+      if (session === 'busy') {
+        res.setHeader('Retry-After', '1');
+        return rpcError(
+          res,
+          503,
+          -32000,
+          'This gateway is resuming too many sessions at once; retry in a moment',
+        );
+      }
       if (!session) return rpcError(res, 404, -32001, 'Session not found; initialize a new session');
       session.lastSeen = Date.now();
       return session.transport.handleRequest(req, res, body);
@@ -173,20 +189,22 @@ export async function startHttpGateway(
     }
     // Opening sessions is a call like any other: it counts against the principal's rate.
     const wait = await gateway.throttle(principal);
-    if (wait) {
-      res.setHeader('Retry-After', String(Math.ceil(wait.retry_after_ms / 1000)));
-      return sendJson(res, 429, {
-        jsonrpc: '2.0',
-        error: { code: -32000, message: wait.message, data: wait },
-        id: null,
-      });
+    if (wait) return tooMany(res, wait);
+    const init = initRecord((body as { params?: unknown }).params);
+    if (init === undefined) {
+      return rpcError(
+        res,
+        400,
+        -32602,
+        `The initialize request's capabilities and clientInfo exceed ${MAX_INIT_BYTES} bytes; send less.`,
+      );
     }
     if (!sessions.admit(principal)) {
       res.setHeader('Retry-After', '1');
       return rpcError(res, 503, -32000, 'Too many sessions are being opened at once; retry in a moment');
     }
     try {
-      const session = await sessions.open(principal, (body as { params?: unknown }).params);
+      const session = await sessions.open(principal, init);
       await session.transport.handleRequest(req, res, body);
     } finally {
       sessions.done(principal);
@@ -313,6 +331,26 @@ function readBody(
       reject(err);
     });
   });
+}
+
+/** 429 with Retry-After: the principal is over its rate. */
+function tooMany(res: ServerResponse, wait: { message: string; retry_after_ms: number }) {
+  res.setHeader('Retry-After', String(Math.ceil(wait.retry_after_ms / 1000)));
+  return sendJson(res, 429, {
+    jsonrpc: '2.0',
+    error: { code: -32000, message: wait.message, data: wait },
+    id: null,
+  });
+}
+
+function isInitialized(body: unknown): boolean {
+  return (body as { method?: unknown } | undefined)?.method === 'notifications/initialized';
+}
+
+/** A JSON-RPC request (a method and an id), as opposed to a notification or a response. */
+function isJsonRpcRequest(body: unknown): boolean {
+  const m = body as { method?: unknown; id?: unknown } | undefined;
+  return typeof m?.method === 'string' && m.id !== undefined && m.id !== null;
 }
 
 function rpcError(res: ServerResponse, status: number, code: number, message: string) {

@@ -31,8 +31,27 @@ export interface SessionLimits {
 
 const who = (p: Principal) => `${p.team}/${p.principal}`;
 
+/** Largest record of a client's initialize kept to resume its session (capabilities and client info). */
+export const MAX_INIT_BYTES = 16 * 1024;
+
+/**
+ * What a session keeps of its client's initialize request: the protocol
+ * version, capabilities and client info, nothing else; undefined when that
+ * is larger than MAX_INIT_BYTES (the initialize is then refused).
+ */
+export function initRecord(params: unknown): string | undefined {
+  const p = (params ?? {}) as Record<string, unknown>;
+  const kept = JSON.stringify({
+    protocolVersion: p.protocolVersion,
+    capabilities: p.capabilities ?? {},
+    clientInfo: p.clientInfo,
+  });
+  return Buffer.byteLength(kept) <= MAX_INIT_BYTES ? kept : undefined;
+}
+
 export class Sessions {
   private readonly held = new Map<string, Session>();
+  private readonly resuming = new Map<string, Promise<Session | 'busy' | undefined>>();
   // Sessions being opened count from the moment they are admitted: a burst of
   // initialize requests cannot pass the caps before any of them is recorded.
   private readonly opening = new Map<string, number>();
@@ -90,9 +109,8 @@ export class Sessions {
     else this.opening.delete(who(p));
   }
 
-  /** A new session of `p` for an initialize request with these params; recorded once it has its id. */
-  open(p: Principal, initParams: unknown): Promise<Session> {
-    const init = JSON.stringify(initParams ?? {});
+  /** A new session of `p` for an initialize whose params `initRecord` accepted; recorded once it has its id. */
+  open(p: Principal, init: string): Promise<Session> {
     return this.make(p, undefined, async (id) => {
       if (!this.limits.store) return;
       const closed = await this.limits.store.open(
@@ -104,17 +122,33 @@ export class Sessions {
     });
   }
 
-  /** The session `id` of `p`: held here, or recorded by another replica and resumed here. */
-  async find(id: string, p: Principal): Promise<Session | undefined> {
+  /**
+   * The session `id` of `p`: held here, or recorded by another replica and
+   * resumed here (once, however many requests ask at the same moment);
+   * 'busy' when this replica has no room to resume it now.
+   */
+  async find(id: string, p: Principal): Promise<Session | 'busy' | undefined> {
     const held = this.held.get(id);
     if (held && who(held.principal) !== who(p)) return undefined;
-    if (!this.limits.store) return held;
-    const row = await this.limits.store.touch(id, p, Date.now() - this.limits.idleMs);
-    if (!row) {
+    const store = this.limits.store;
+    if (!store) return held;
+    const liveSince = Date.now() - this.limits.idleMs;
+    if (!(await store.touch(id, p, liveSince))) {
       if (held) this.evict(id, false);
       return undefined;
     }
-    return held ?? this.resume(row, p);
+    if (held) return held;
+    let resuming = this.resuming.get(id);
+    if (!resuming) {
+      resuming = store
+        .get(id, p, liveSince)
+        .then((row) => (row ? this.resume(row, p) : undefined))
+        .finally(() => this.resuming.delete(id));
+      this.resuming.set(id, resuming);
+    }
+    const resumed = await resuming;
+    // A request of another principal that raced in with the same id gets nothing of it.
+    return resumed !== 'busy' && resumed && who(resumed.principal) !== who(p) ? undefined : resumed;
   }
 
   /** Closes a session here and, unless it was closed elsewhere already, in the store (its client must initialize again). */
@@ -175,8 +209,8 @@ export class Sessions {
   }
 
   /** Rebuilds a recorded session here by replaying its client's initialize request to a new server. */
-  private async resume(row: SessionRecord, p: Principal): Promise<Session | undefined> {
-    if (!this.admit(p, false)) return undefined;
+  private async resume(row: SessionRecord, p: Principal): Promise<Session | 'busy' | undefined> {
+    if (!this.admit(p, false)) return 'busy';
     try {
       const session = await this.make(p, row.id, async () => undefined);
       // The SDK's Node transport wraps a web-standard one, which takes a Request directly.

@@ -8,6 +8,7 @@
 // Only the API is loaded up front (its tracer is a no-op until a provider is
 // registered); the SDK, the exporter and the interceptors load when tracing is on.
 import { SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
 import { createRequire } from 'node:module';
@@ -55,11 +56,12 @@ export async function startTracing(endpoint: string | undefined): Promise<Tracin
     'service.name': 'dossier',
     'service.instance.id': `${os.hostname()}:${process.pid}`,
   });
-  const spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter({ url: endpoint }), {
+  const batches = new BatchSpanProcessor(new OTLPTraceExporter({ url: endpoint }), {
     // A second's worth of spans per request to the collector; at most 2,048 kept when it is away.
     scheduledDelayMillis: 1_000,
     maxQueueSize: 2_048,
   });
+  const spanProcessor = withoutErrorText(batches);
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
   // The context manager (AsyncLocalStorage) and the W3C propagator the Temporal interceptors use.
   provider.register();
@@ -82,6 +84,35 @@ export async function startTracing(endpoint: string | undefined): Promise<Tracin
 }
 
 /**
+ * Spans leave without error text: the Temporal interceptors put a failure's
+ * message in the span's status and record it as an exception event, and
+ * dossier's failures carry caller input and target output (a function name
+ * asked for, a program's last stderr line). Temporal seals those with the
+ * team's key; the collector must not get them in the clear. What stays: the
+ * status code, and the exception's type.
+ */
+export function withoutErrorText(inner: SpanProcessor): SpanProcessor {
+  return {
+    onStart: (span, context) => inner.onStart(span, context),
+    onEnd(span) {
+      const events = span.events.map((e) =>
+        e.name === 'exception'
+          ? { ...e, attributes: { 'exception.type': e.attributes?.['exception.type'] ?? 'Error' } }
+          : e,
+      );
+      inner.onEnd(
+        Object.create(span, {
+          status: { value: { code: span.status.code } },
+          events: { value: events },
+        }) as ReadableSpan,
+      );
+    },
+    forceFlush: () => inner.forceFlush(),
+    shutdown: () => inner.shutdown(),
+  };
+}
+
+/**
  * Runs `fn` inside a server span for one MCP request (a no-op span when
  * tracing is off), ended with the outcome `fn` reports.
  */
@@ -95,7 +126,9 @@ export async function inRequestSpan<T>(
     try {
       return await fn(span);
     } catch (err) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      // The kind of failure only: messages carry caller input and target output.
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      span.setAttribute('error.type', (err as Error)?.name ?? 'Error');
       throw err;
     } finally {
       span.end();

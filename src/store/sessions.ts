@@ -51,24 +51,32 @@ export class SessionStore {
          ORDER BY last_seen_at DESC, created_at DESC, id`,
         [s.team, s.principal, liveSince],
       );
-      const over = live.slice(cap).map((r) => r.id as string);
+      // The new session always stays: replicas' clocks differ, and it must not close itself.
+      const over = live
+        .filter((r) => r.id !== s.id)
+        .slice(Math.max(0, cap - 1))
+        .map((r) => r.id as string);
       for (const id of over) await tx.run('DELETE FROM mcp_sessions WHERE id = ?', [id]);
       return over;
     });
   }
 
-  /** The live session `id` of `owner`, marked seen now; undefined if it was closed, expired or is another's. */
-  async touch(
-    id: string,
-    owner: Owner,
-    liveSince: number,
-    at = Date.now(),
-  ): Promise<SessionRecord | undefined> {
+  /** Marks the live session `id` of `owner` seen now; false if it was closed, expired or is another's. */
+  async touch(id: string, owner: Owner, liveSince: number, at = Date.now()): Promise<boolean> {
     const row = await this.db.get<Row>(
       `UPDATE mcp_sessions SET last_seen_at = ?
        WHERE id = ? AND team = ? AND principal = ? AND last_seen_at >= ?
-       RETURNING *`,
+       RETURNING id`,
       [at, id, owner.team, owner.principal, liveSince],
+    );
+    return row !== undefined;
+  }
+
+  /** The live session `id` of `owner`, with what its client said at initialize (to resume it). */
+  async get(id: string, owner: Owner, liveSince: number): Promise<SessionRecord | undefined> {
+    const row = await this.db.get<Row>(
+      'SELECT * FROM mcp_sessions WHERE id = ? AND team = ? AND principal = ? AND last_seen_at >= ?',
+      [id, owner.team, owner.principal, liveSince],
     );
     return row && toSession(row);
   }

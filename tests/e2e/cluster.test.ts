@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { execFileSync } from 'node:child_process';
+import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -303,4 +304,24 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
     // Gateway 1 was restarted above; gateway 2 still counts its 32 storm replies (at most one of them new).
     expect(attached[1]).toBeGreaterThanOrEqual(31);
   });
+
+  it('a gateway that cannot start again at once (its port still held) keeps trying, and comes back', async () => {
+    const gateway = cluster.gateways[1]!;
+    const url = new URL(gateway.url!);
+    await gateway.kill('SIGKILL'); // the cluster restarts it a second later…
+    // Clients of earlier tests reconnect their event streams here meanwhile: hang up on them.
+    const squatter = net.createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => squatter.listen(Number(url.port), url.hostname, resolve));
+    await new Promise((r) => setTimeout(r, 3_000)); // …and that start fails on the held port
+    await new Promise((resolve) => squatter.close(resolve));
+    await eventually(
+      'the gateway to answer again',
+      () =>
+        fetch(new URL('/healthz', url))
+          .then((r) => r.ok)
+          .catch(() => false),
+      60_000,
+    );
+    expect((await call(await client(1), 'whoami')).principal).toBe('local');
+  }, 120_000);
 });

@@ -47,6 +47,44 @@ describe('gateway limits', () => {
     }
   });
 
+  it('counts what a session sends besides requests: notifications past the rate get 429', async () => {
+    const token = await t.tokenFor('notifier', 'local');
+    const headers = {
+      Authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    };
+    const init = await fetch(t.url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'n', version: '1' } },
+      }),
+    });
+    expect(init.status).toBe(200);
+    await init.text();
+    const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const res = await fetch(t.url, {
+        method: 'POST',
+        headers: session,
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: 99 },
+        }),
+      });
+      await res.text();
+      statuses.push(res.status);
+    }
+    // 6 a minute: the initialize took one, five notifications pass, the rest wait.
+    expect(statuses).toEqual([202, 202, 202, 202, 202, 429, 429, 429]);
+  });
+
   it('refuses a request body over DOSSIER_MAX_REQUEST_BYTES with 413 and a JSON-RPC error', async () => {
     const res = await fetch(t.url, {
       method: 'POST',
@@ -98,6 +136,30 @@ describe('sessions and slow bodies', () => {
     const opened = await Promise.allSettled(Array.from({ length: 20 }, () => s.connect(token)));
     expect(opened.some((o) => o.status === 'fulfilled')).toBe(true);
     expect(s.stack.http.sessions() - before).toBeLessThanOrEqual(3);
+  });
+
+  it('refuses an initialize whose capabilities and client info exceed 16 KiB: nothing of it is kept', async () => {
+    const res = await fetch(s.url, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${s.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'x'.repeat(20_000), version: '1' },
+        },
+      }),
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('mcp-session-id')).toBeNull();
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/16384 bytes/);
   });
 
   it('answers a request body that trickles in with 408 once DOSSIER_REQUEST_BODY_TIMEOUT_MS passes', async () => {
