@@ -177,7 +177,7 @@ export function createAnalysisActivities(deps: {
         'register_artifact first.',
       );
     }
-    return verifyArtifact(config.home, digest);
+    return verifyArtifact(config.home, digest, undefined, store.blobs);
   }
 
   async function buildAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef> {

@@ -321,7 +321,7 @@ async function artifactProgram(ctx: EffectContext, digest: string): Promise<Prog
   const dir = `${ctx.workspace}.bin`;
   await mkdir(dir, { mode: 0o755 });
   const copy = path.join(dir, (artifact.name ?? 'target').replace(/[^A-Za-z0-9._-]/g, '_') || 'target');
-  await verifyArtifact(ctx.config.home, digest, copy);
+  await verifyArtifact(ctx.config.home, digest, copy, ctx.store.blobs);
   return {
     path: copy,
     real: copy,

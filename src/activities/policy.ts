@@ -20,5 +20,5 @@ export async function registeredArtifact(ctx: EffectContext, digest: string) {
 /** A registered artifact whose stored bytes were just proven against its digest (integrity_error otherwise). */
 export async function verifiedArtifact(ctx: EffectContext, digest: string) {
   const artifact = await registeredArtifact(ctx, digest);
-  return { artifact, file: await verifyArtifact(ctx.config.home, digest) };
+  return { artifact, file: await verifyArtifact(ctx.config.home, digest, undefined, ctx.store.blobs) };
 }

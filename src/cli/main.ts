@@ -18,10 +18,11 @@ const USAGE = `usage: dossier <command>
   start                 run the embedded stack: Temporal dev server, worker, gateway (npm start)
   gateway               run only the gateway (needs DOSSIER_TEMPORAL_ADDRESS)
   worker                run only a worker for DOSSIER_WORKER_CAPABILITIES (needs DOSSIER_TEMPORAL_ADDRESS)
-  cluster up [--gateways N] [--workers N] [--postgres URL] [--postgres-port P]
+  cluster up [--gateways N] [--workers N] [--postgres URL] [--postgres-port P] [--separate-homes]
                         run the team cluster as processes: PostgreSQL, a real Temporal server on it,
                         the audit UI, N gateways (default 2) and N workers (default 3) on the
-                        PostgreSQL store; connection details in DOSSIER_HOME/cluster.json
+                        PostgreSQL store (--separate-homes: each its own DOSSIER_HOME, as on separate
+                        hosts); connection details in DOSSIER_HOME/cluster.json
   token create --principal NAME --team TEAM [--role viewer|operator|admin]
                         make an API token (printed once; only its hash is kept)
   token list [--team TEAM] / token revoke ID
@@ -161,7 +162,7 @@ async function cluster(args: string[]) {
   const [sub, ...rest] = args;
   if (sub !== 'up') {
     console.error(
-      'usage: dossier cluster up [--gateways N] [--workers N] [--postgres URL] [--postgres-port P]',
+      'usage: dossier cluster up [--gateways N] [--workers N] [--postgres URL] [--postgres-port P] [--separate-homes]',
     );
     process.exitCode = 2;
     return;
@@ -173,6 +174,7 @@ async function cluster(args: string[]) {
       workers: { type: 'string' },
       postgres: { type: 'string' },
       'postgres-port': { type: 'string' },
+      'separate-homes': { type: 'boolean' },
     },
   });
   const number = (flag: string, v: string | undefined) => {
@@ -221,6 +223,7 @@ async function cluster(args: string[]) {
     workers: number('workers', values.workers),
     postgresUrl: values.postgres,
     postgresPort: number('postgres-port', values['postgres-port']),
+    separateHomes: values['separate-homes'],
   }));
   const { info } = running;
   console.log(`dossier cluster is ready (${((performance.now() - t0) / 1000).toFixed(1)}s)

@@ -41,6 +41,13 @@ export interface ClusterOptions {
   durable?: boolean;
   /** Restart a gateway or worker that dies (default true). */
   restart?: boolean;
+  /**
+   * Give every gateway and worker a DOSSIER_HOME of its own, as on separate
+   * hosts: artifacts then travel only through the store's blobs. Extraction
+   * outputs, bundles and analysis databases are still kept by folder, so
+   * registering an extracted file, bundles and analyses need one home.
+   */
+  separateHomes?: boolean;
   /** Start the audit UI (default true). */
   ui?: boolean;
   log?: (line: string) => void;
@@ -48,6 +55,8 @@ export interface ClusterOptions {
 
 export interface Member {
   name: string;
+  /** Its DOSSIER_HOME: the cluster's own, or one of its own with `separateHomes`. */
+  home: string;
   /** The gateway's MCP endpoint; undefined for a worker. */
   url?: string;
   readonly process: OwnedProcess;
@@ -129,6 +138,11 @@ export async function startCluster(
   mkdirSync(path.join(clusterDir, 'logs'), { recursive: true, mode: 0o700 });
   // Made once here, so the members, which share this home, never race to make it.
   payloadKeys(config.payloadKeys, config.home);
+  // Members on homes of their own get the cluster's key by environment (unless one is configured).
+  const sharedKeys =
+    opts.separateHomes && config.payloadKeys.length === 0
+      ? { DOSSIER_PAYLOAD_KEYS: readFileSync(path.join(config.home, 'payload.key'), 'utf8').trim() }
+      : {};
 
   const stoppers: (() => Promise<void>)[] = [];
   let stopping = false;
@@ -204,11 +218,16 @@ export async function startCluster(
       DOSSIER_STORE: storeUrl,
       DOSSIER_UI_URL: uiUrl,
       DOSSIER_NAMESPACE: config.namespace,
+      // Gateways on this host share one intake folder, whatever their homes.
+      DOSSIER_INBOX: path.resolve(config.inbox),
+      ...sharedKeys,
     };
     // One exporter address cannot serve several processes.
     delete memberEnv.DOSSIER_SDK_METRICS_ADDRESS;
 
-    const member = (name: string, command: 'gateway' | 'worker', env: NodeJS.ProcessEnv, url?: string) => {
+    const member = (name: string, command: 'gateway' | 'worker', common: NodeJS.ProcessEnv, url?: string) => {
+      const home = path.resolve(opts.separateHomes ? path.join(clusterDir, 'hosts', name) : config.home);
+      const env = { ...common, DOSSIER_HOME: home };
       let proc: OwnedProcess | undefined; // the current process, once it is ready
       let launching: Promise<void> | undefined;
       let retry: NodeJS.Timeout | undefined;
@@ -272,6 +291,7 @@ export async function startCluster(
       };
       const m: Member = {
         name,
+        home,
         url,
         get process() {
           return proc!;

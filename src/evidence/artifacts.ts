@@ -3,6 +3,10 @@
 // the worker's alone (0700; files 0444) and no sandboxed program ever sees it;
 // still, every use proves the bytes again against the digest, so a changed
 // file is refused with integrity_error instead of being run or unpacked.
+//
+// In a cluster whose store is shared (PostgreSQL), the folder is each host's
+// cache of the store's blobs: what one host stores is published there, and a
+// host that lacks an artifact fetches it, proving the digest as it writes.
 import { createHash, randomUUID } from 'node:crypto';
 import { constants, createReadStream, createWriteStream, existsSync } from 'node:fs';
 import { chmod, mkdir, open, rename, rm } from 'node:fs/promises';
@@ -12,6 +16,10 @@ import { pipeline } from 'node:stream/promises';
 import { DossierError } from '../domain/errors.ts';
 import { runHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { BlobStore } from '../store/blobs.ts';
+
+/** The store's shared bytes, when hosts share a store; undefined for a folder of one's own. */
+export type SharedBytes = Pick<BlobStore, 'has' | 'put' | 'read'> | undefined;
 
 export function artifactPath(home: string, digest: string): string {
   const hex = digest.replace(/^sha256:/, '');
@@ -54,8 +62,14 @@ function integrityError(digest: string, actual: string): DossierError {
  * Proves an artifact's bytes before use. With `copyTo`, the verified bytes are
  * also written there (0555) in the same pass, so what runs is what was checked.
  */
-export async function verifyArtifact(home: string, digest: string, copyTo?: string): Promise<string> {
+export async function verifyArtifact(
+  home: string,
+  digest: string,
+  copyTo?: string,
+  shared?: SharedBytes,
+): Promise<string> {
   const file = artifactPath(home, digest);
+  if (shared && !existsSync(file)) await fetchShared(home, digest, shared);
   const source = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => {
     throw new DossierError(
       'integrity_error',
@@ -98,12 +112,49 @@ export async function verifyArtifact(home: string, digest: string, copyTo?: stri
   return file;
 }
 
-/** Streams content into the artifact directory, hashing as it goes; refuses more than `limit` bytes. */
-export async function storeArtifact(home: string, source: Readable, limit: number) {
+/** A fresh temp file's path in the artifact directory (made 0700 if missing). */
+async function tempFile(home: string): Promise<string> {
   const tmpDir = path.join(home, 'artifacts', 'tmp');
   await mkdir(tmpDir, { recursive: true, mode: 0o700 });
   await chmod(path.join(home, 'artifacts'), 0o700);
-  const tmp = path.join(tmpDir, randomUUID());
+  return path.join(tmpDir, randomUUID());
+}
+
+/** Brings a shared artifact into this host's folder, proving its digest on the way; nothing if the store has none. */
+async function fetchShared(home: string, digest: string, shared: NonNullable<SharedBytes>) {
+  const chunks = await shared.read(digest);
+  if (!chunks) return;
+  const tmp = await tempFile(home);
+  const hash = createHash('sha256');
+  try {
+    await pipeline(
+      chunks,
+      async function* (source: AsyncIterable<Buffer>) {
+        for await (const chunk of source) {
+          hash.update(chunk);
+          yield chunk;
+        }
+      },
+      createWriteStream(tmp, { flags: 'wx', mode: 0o600 }),
+    );
+    const actual = hash.digest('hex');
+    if (`sha256:${actual}` !== digest) throw integrityError(digest, actual);
+    const final = artifactPath(home, digest);
+    await mkdir(path.dirname(final), { recursive: true, mode: 0o700 });
+    await chmod(tmp, 0o444);
+    await rename(tmp, final);
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+/**
+ * Streams content into the artifact directory, hashing as it goes; refuses
+ * more than `limit` bytes. With `shared`, the stored bytes are published to
+ * every host.
+ */
+export async function storeArtifact(home: string, source: Readable, limit: number, shared?: SharedBytes) {
+  const tmp = await tempFile(home);
   const hash = createHash('sha256');
   let size = 0;
   try {
@@ -142,6 +193,7 @@ export async function storeArtifact(home: string, source: Readable, limit: numbe
       await chmod(tmp, 0o444);
       await rename(tmp, final);
     }
+    await shared?.put(digest, final);
     return { digest, size, file: final };
   } catch (err) {
     await rm(tmp, { force: true });
@@ -149,10 +201,11 @@ export async function storeArtifact(home: string, source: Readable, limit: numbe
   }
 }
 
-export function storeArtifactFile(home: string, file: string | number, limit: number) {
+export function storeArtifactFile(home: string, file: string | number, limit: number, shared?: SharedBytes) {
   return storeArtifact(
     home,
     typeof file === 'number' ? createReadStream('', { fd: file, autoClose: false }) : createReadStream(file),
     limit,
+    shared,
   );
 }

@@ -42,7 +42,7 @@ export class Intake {
   private readonly inboxes = new Set<string>();
 
   constructor(
-    private readonly store: Pick<Store, 'evidence' | 'artifacts'>,
+    private readonly store: Pick<Store, 'evidence' | 'artifacts' | 'blobs'>,
     private readonly opts: IntakeOptions,
   ) {
     this.bundleRoots = opts.bundleRoots ?? [];
@@ -61,6 +61,7 @@ export class Intake {
         this.home(),
         opened.handle.fd,
         this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
+        this.store.blobs,
       );
       return await this.recordArtifact(caller, stored, name ?? path.basename(file), `path:${opened.real}`);
     } finally {
@@ -129,6 +130,7 @@ export class Intake {
         this.home(),
         opened.handle.fd,
         this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
+        this.store.blobs,
       );
       if (stored.digest !== `sha256:${row.sha256}`) {
         throw new DossierError(
@@ -169,7 +171,12 @@ export class Intake {
   }
 
   async uploadArtifact(caller: Principal, body: Readable, name: string | undefined) {
-    const stored = await storeArtifact(this.home(), body, this.opts.uploadLimit ?? UPLOAD_LIMIT.default);
+    const stored = await storeArtifact(
+      this.home(),
+      body,
+      this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
+      this.store.blobs,
+    );
     return this.recordArtifact(caller, stored, name ?? null, 'upload');
   }
 

@@ -24,7 +24,10 @@ export class Ledger {
   readonly intake: Intake;
 
   constructor(
-    private readonly store: Pick<Store, 'evidence' | 'unknowns' | 'artifacts' | 'candidates' | 'analyses'>,
+    private readonly store: Pick<
+      Store,
+      'evidence' | 'unknowns' | 'artifacts' | 'candidates' | 'analyses' | 'blobs'
+    >,
     private readonly opts: LedgerOptions,
   ) {
     this.replyBudgetBytes = opts.replyBudgetBytes;

@@ -295,4 +295,22 @@ CREATE TABLE rate_buckets (
 );
 `,
   },
+  {
+    version: 9,
+    name: 'Content-addressed blobs, so hosts share artifacts without a shared folder',
+    sql: `
+CREATE TABLE blob_chunks (
+  digest TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  data BYTEA NOT NULL,
+  PRIMARY KEY (digest, seq)
+);
+CREATE TABLE blobs (
+  digest TEXT PRIMARY KEY,
+  size BIGINT NOT NULL,
+  chunks INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+);
+`,
+  },
 ];

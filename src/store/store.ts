@@ -12,6 +12,7 @@ import { now, type Row } from './rows.ts';
 import { PostgresDriver, SqliteDriver, type SqlDriver } from './sql.ts';
 import { TaskStore } from './tasks.ts';
 import { RateBucketStore, SessionStore } from './sessions.ts';
+import { BlobStore } from './blobs.ts';
 import { TokenStore } from './tokens.ts';
 import { UnknownStore } from './unknowns.ts';
 
@@ -28,6 +29,8 @@ export interface Store {
   readonly tasks: TaskStore;
   readonly sessions: SessionStore;
   readonly rateBuckets: RateBucketStore;
+  /** Artifacts' bytes shared between hosts (PostgreSQL); undefined on SQLite. */
+  readonly blobs: BlobStore | undefined;
   close(): Promise<void>;
 }
 
@@ -52,6 +55,8 @@ export async function openStore(location: string): Promise<Store> {
     tasks: new TaskStore(db),
     sessions: new SessionStore(db),
     rateBuckets: new RateBucketStore(db),
+    // Only a store that several hosts reach shares bytes; the embedded stack keeps its folder alone.
+    blobs: db.dialect === 'postgres' ? new BlobStore(db) : undefined,
     close: () => db.close(),
   };
 }

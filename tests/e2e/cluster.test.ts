@@ -8,12 +8,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startCluster, type Cluster } from '../../src/dev/cluster.ts';
+import { artifactPath } from '../../src/evidence/artifacts.ts';
 import { leaseSize } from '../../src/gateway/rateLimit.ts';
 import { openStore } from '../../src/store/store.ts';
 import { serverPorts } from '../../src/dev/temporalServer.ts';
@@ -34,6 +35,9 @@ async function client(gateway: number): Promise<Client> {
   clients.push(c);
   return c;
 }
+
+/** Where the workers keep their workspaces: each a home of its own, as on separate hosts. */
+const workerHomes = () => cluster.workers.map((w) => w.home);
 
 /** A token of another principal, made in the cluster's store as `dossier token create` would. */
 async function tokenFor(principal: string): Promise<string> {
@@ -87,7 +91,13 @@ beforeAll(async () => {
       DOSSIER_WORKER_CONCURRENCY: '32',
       DOSSIER_RATE_LIMIT_PER_MINUTE: String(RATE_PER_MINUTE),
     },
-    { postgresUrl: inject('postgresUrl'), gateways: 2, workers: 3, log: () => undefined },
+    {
+      postgresUrl: inject('postgresUrl'),
+      gateways: 2,
+      workers: 3,
+      separateHomes: true,
+      log: () => undefined,
+    },
   );
 }, 300_000);
 
@@ -109,7 +119,7 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
   });
 
   it('a 64-client storm of identical calls spread over both gateways: one effect, one launch, 63 attached', async () => {
-    const effect = effectCounter(home);
+    const effect = effectCounter(workerHomes());
     const args = { ...effect.launch(), idempotency_key: 'storm-64' };
     const callers = await Promise.all(Array.from({ length: 64 }, (_, i) => client(i % 2)));
     const replies = await Promise.all(callers.map((c) => call(c, 'capture_process_scenario', args)));
@@ -123,7 +133,7 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
 
   it('a worker process killed mid-launch: that launch ends interrupted and never re-runs; others go on', async () => {
     const c = await client(0);
-    const effect = effectCounter(home);
+    const effect = effectCounter(workerHomes());
     const args = { ...slowEffect(effect, 120), idempotency_key: 'worker-killed', wait_ms: 0 };
     await call(c, 'capture_process_scenario', args);
     const target = await eventually('the target to start', () => processesRunning(effect.marker)[0] ?? 0);
@@ -158,7 +168,7 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
 
   it('the Temporal server killed and restarted mid-wait: the outcome is not lost, the retry attaches', async () => {
     const c = await client(1);
-    const effect = effectCounter(home);
+    const effect = effectCounter(workerHomes());
     const args = { ...slowEffect(effect, 4), idempotency_key: 'temporal-restart' };
     const waiting = call(c, 'capture_process_scenario', { ...args, wait_ms: 30_000 }).catch(
       (err: Error) => err,
@@ -175,7 +185,7 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
   }, 180_000);
 
   it('a gateway replica killed: its client continues on the other replica with the same key and launch', async () => {
-    const effect = effectCounter(home);
+    const effect = effectCounter(workerHomes());
     const args = { ...slowEffect(effect, 3), idempotency_key: 'gateway-killed' };
     const before = await call(await client(0), 'capture_process_scenario', { ...args, wait_ms: 300 });
     expect(before.status).toBe('running');
@@ -277,7 +287,9 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
     expect(allowed).toBeLessThan(callers.length * (perCaller + 1));
   }, 120_000);
 
-  it('an artifact registered through gateway 1 is extracted by a worker and paged through gateway 2', async () => {
+  it('an artifact registered through gateway 1 reaches a worker on another home through the store, and pages through gateway 2', async () => {
+    const homes = [...cluster.gateways, ...cluster.workers].map((m) => m.home);
+    expect(new Set(homes).size).toBe(5); // nothing shared by folder
     const inbox = path.join(home, 'inbox', 'local');
     mkdirSync(path.join(inbox, 'tree'), { recursive: true });
     for (let i = 0; i < 300; i++) writeFileSync(path.join(inbox, 'tree', `f${i}.txt`), `file ${i}\n`);
@@ -286,6 +298,13 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
     expect(extracted.status).toBe('succeeded');
     const rows = await allRows(await client(1), extracted.evidence_id);
     expect(rows.filter((r) => r.type === 'file')).toHaveLength(300);
+    // Stored by gateway 1, fetched (and proven against its digest) by the worker that extracted it.
+    const digest = `sha256:${createHash('sha256')
+      .update(readFileSync(path.join(inbox, 'tree.tar.gz')))
+      .digest('hex')}`;
+    const holders = homes.filter((h) => existsSync(artifactPath(h, digest)));
+    expect(holders).toContain(cluster.gateways[0]!.home);
+    expect(holders.some((h) => cluster.workers.some((w) => w.home === h))).toBe(true);
   });
 
   it('/metrics on each gateway counts the launches it answered', async () => {

@@ -62,7 +62,7 @@ export async function allRows(client: Client, evidenceId: string, collection = '
  * of times the program really ran. Works inside the sandbox, which shows the
  * program nothing but its workspace.
  */
-export function effectCounter(home: string) {
+export function effectCounter(home: string | string[]) {
   const marker = `effect-${randomUUID().slice(0, 8)}`;
   return {
     marker,
@@ -72,13 +72,16 @@ export function effectCounter(home: string) {
       stdin: 'effect\n',
       ...extra,
     }),
+    /** Over every home given: the workers of a cluster whose hosts do not share one. */
     count(): number {
-      const root = path.join(home, 'workspaces');
-      if (!existsSync(root)) return 0;
       let n = 0;
-      for (const launch of readdirSync(root)) {
-        for (const attempt of readdirSync(path.join(root, launch))) {
-          if (existsSync(path.join(root, launch, attempt, marker))) n++;
+      for (const h of [home].flat()) {
+        const root = path.join(h, 'workspaces');
+        if (!existsSync(root)) continue;
+        for (const launch of readdirSync(root)) {
+          for (const attempt of readdirSync(path.join(root, launch))) {
+            if (existsSync(path.join(root, launch, attempt, marker))) n++;
+          }
         }
       }
       return n;

@@ -1,0 +1,59 @@
+// Content-addressed bytes in the store, so that gateways and workers on
+// different hosts share artifacts without a shared folder. A blob is its
+// SHA-256 and its bytes in 1 MiB chunks; the `blobs` row is written last, in
+// the same transaction, so a blob is either whole or absent. Readers verify
+// the digest of what they read (src/evidence/artifacts.ts); the store is
+// trusted no more than a folder is.
+import { createReadStream } from 'node:fs';
+import type { Row } from './rows.ts';
+import type { SqlDriver } from './sql.ts';
+
+export const BLOB_CHUNK_BYTES = 1024 * 1024;
+
+export class BlobStore {
+  constructor(private readonly db: SqlDriver) {}
+
+  async has(digest: string): Promise<boolean> {
+    return (await this.db.get<Row>('SELECT 1 AS one FROM blobs WHERE digest = ?', [digest])) !== undefined;
+  }
+
+  /** Stores the bytes of `file` (already hashed to `digest` by the caller) unless they are there. */
+  async put(digest: string, file: string): Promise<void> {
+    if (await this.has(digest)) return;
+    await this.db.transaction(async (tx) => {
+      // Two hosts publishing the same digest take turns; the second finds the first's blob and stops.
+      if (this.db.dialect === 'postgres') await tx.run('SELECT pg_advisory_xact_lock(hashtext(?))', [digest]);
+      if (await tx.get<Row>('SELECT 1 AS one FROM blobs WHERE digest = ?', [digest])) return;
+      await tx.run('DELETE FROM blob_chunks WHERE digest = ?', [digest]);
+      let seq = 0;
+      let size = 0;
+      for await (const chunk of createReadStream(file, { highWaterMark: BLOB_CHUNK_BYTES })) {
+        const bytes = chunk as Buffer;
+        await tx.run('INSERT INTO blob_chunks (digest, seq, data) VALUES (?, ?, ?)', [digest, seq++, bytes]);
+        size += bytes.length;
+      }
+      await tx.run(
+        'INSERT INTO blobs (digest, size, chunks, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING',
+        [digest, size, seq, new Date().toISOString()],
+      );
+    });
+  }
+
+  /** The chunks of a whole blob in order, one at a time; undefined when the store has none. */
+  async read(digest: string): Promise<AsyncIterable<Buffer> | undefined> {
+    const blob = await this.db.get<Row>('SELECT chunks FROM blobs WHERE digest = ?', [digest]);
+    if (!blob) return undefined;
+    const chunks = Number(blob.chunks);
+    const db = this.db;
+    return (async function* () {
+      for (let seq = 0; seq < chunks; seq++) {
+        const row = await db.get<Row>('SELECT data FROM blob_chunks WHERE digest = ? AND seq = ?', [
+          digest,
+          seq,
+        ]);
+        if (!row) throw new Error(`blob ${digest} lost its chunk ${seq}`);
+        yield Buffer.from(row.data as Uint8Array);
+      }
+    })();
+  }
+}
