@@ -242,7 +242,13 @@ export const deviceExec: Effect<
 export const devicePull: Effect<DeviceInput & { path: string; max_bytes: number }> = async (input, ctx) => {
   const { value, device } = await onDevice(ctx, input, false, async (session, _d, signal) => {
     const { kind, stream } = await session.pull(input.path, signal);
-    const stored = await storeArtifact(ctx.config.home, stream, input.max_bytes, ctx.store.blobs);
+    const stored = await storeArtifact(
+      ctx.config.home,
+      stream,
+      input.max_bytes,
+      ctx.store.blobs,
+      ctx.caller.team,
+    );
     return { kind, stored };
   });
   const type = await detectType(ctx.sandbox, value.stored.file);

@@ -11,6 +11,7 @@ import { flashLimitations } from './flash.ts';
 import { verifiedArtifact } from './policy.ts';
 import { formatOf, type ArchiveFormat } from './unpack.ts';
 import { unpackInThread } from './unpackThread.ts';
+import { publishOutputs } from '../evidence/artifacts.ts';
 import { deadline, KNOWN_UNREADABLE, normalized } from './writer.ts';
 
 async function detectFormat(
@@ -50,6 +51,9 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
     ctx,
   );
   const failure = error;
+  // On a store hosts share, what was written is published, so the team registers it from any host.
+  if (!failure && cleanup.output)
+    await publishOutputs(ctx.store.blobs, ctx.caller.team, cleanup.output, rows, ctx.signal);
   const refused = rows.filter((r) => r.status === 'refused').length;
   const recorded = rows.filter((r) => r.status === 'recorded').length;
   const nested = rows.filter((r) => r.nested_archive);

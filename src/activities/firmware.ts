@@ -3,6 +3,7 @@
 // before), dossier carves each region itself, and squashfs regions become a
 // tar stream (sqfs2tar, in the sandbox) that feeds the checked writer, so
 // links are recorded, never created, and every bound holds while writing.
+import { publishOutputs } from '../evidence/artifacts.ts';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -93,6 +94,8 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     failure = err;
   }
   const cleanup = await out.settle(failure);
+  if (!failure && cleanup.output)
+    await publishOutputs(ctx.store.blobs, ctx.caller.team, cleanup.output, out.rows, ctx.signal);
   const { total, written } = out.stats();
   const refused = out.rows.filter((r) => r.status === 'refused').length;
   const summary = {

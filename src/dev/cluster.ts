@@ -43,9 +43,9 @@ export interface ClusterOptions {
   restart?: boolean;
   /**
    * Give every gateway and worker a DOSSIER_HOME of its own, as on separate
-   * hosts: artifacts then travel only through the store's blobs. Extraction
-   * outputs, bundles and analysis databases are still kept by folder, so
-   * registering an extracted file, bundles and analyses need one home.
+   * hosts: artifacts and extraction outputs then travel only through the
+   * store's blobs. Bundles and analysis databases are still kept by folder,
+   * so exporting bundles and analyses need one home.
    */
   separateHomes?: boolean;
   /** Start the audit UI (default true). */

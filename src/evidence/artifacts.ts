@@ -19,7 +19,7 @@ import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { BlobStore } from '../store/blobs.ts';
 
 /** The store's shared bytes, when hosts share a store; undefined for a folder of one's own. */
-export type SharedBytes = Pick<BlobStore, 'has' | 'put' | 'read'> | undefined;
+export type SharedBytes = Pick<BlobStore, 'has' | 'put' | 'read' | 'ownedBy'> | undefined;
 
 export function artifactPath(home: string, digest: string): string {
   const hex = digest.replace(/^sha256:/, '');
@@ -153,7 +153,13 @@ async function fetchShared(home: string, digest: string, shared: NonNullable<Sha
  * more than `limit` bytes. With `shared`, the stored bytes are published to
  * every host.
  */
-export async function storeArtifact(home: string, source: Readable, limit: number, shared?: SharedBytes) {
+export async function storeArtifact(
+  home: string,
+  source: Readable,
+  limit: number,
+  shared?: SharedBytes,
+  team?: string,
+) {
   const tmp = await tempFile(home);
   const hash = createHash('sha256');
   let size = 0;
@@ -193,7 +199,7 @@ export async function storeArtifact(home: string, source: Readable, limit: numbe
       await chmod(tmp, 0o444);
       await rename(tmp, final);
     }
-    await shared?.put(digest, final);
+    await shared?.put(digest, final, team);
     return { digest, size, file: final };
   } catch (err) {
     await rm(tmp, { force: true });
@@ -201,11 +207,54 @@ export async function storeArtifact(home: string, source: Readable, limit: numbe
   }
 }
 
-export function storeArtifactFile(home: string, file: string | number, limit: number, shared?: SharedBytes) {
+export function storeArtifactFile(
+  home: string,
+  file: string | number,
+  limit: number,
+  shared?: SharedBytes,
+  team?: string,
+) {
   return storeArtifact(
     home,
     typeof file === 'number' ? createReadStream('', { fd: file, autoClose: false }) : createReadStream(file),
     limit,
     shared,
+    team,
   );
+}
+
+/**
+ * Publishes the files an extraction of `team` wrote (rows of its manifest) to
+ * the shared store, so that the team can register any of them from any host.
+ */
+export async function publishOutputs(
+  shared: SharedBytes,
+  team: string,
+  output: string,
+  rows: readonly { path: string; type: string; status: string; sha256?: string | null }[],
+  signal?: AbortSignal,
+) {
+  if (!shared) return;
+  const done = new Set<string>();
+  for (const r of rows) {
+    if (r.type !== 'file' || r.status !== 'written' || !r.sha256 || done.has(r.sha256)) continue;
+    if (signal?.aborted) return;
+    done.add(r.sha256);
+    const parts = r.path.split('/').filter((p) => p !== '' && p !== '.');
+    await shared.put(`sha256:${r.sha256}`, path.join(output, ...parts), team);
+  }
+}
+
+/**
+ * Brings the bytes of `digest` into this host's artifact folder from the
+ * shared store, for `team` only if it owns them; the path, or undefined.
+ */
+export async function fetchOwned(
+  home: string,
+  digest: string,
+  team: string,
+  shared: SharedBytes,
+): Promise<string | undefined> {
+  if (!shared || !(await shared.ownedBy(digest, team))) return undefined;
+  return verifyArtifact(home, digest, undefined, shared);
 }

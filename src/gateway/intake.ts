@@ -3,12 +3,12 @@
 // extraction's entry, or uploaded) and Evidence bundles (imported from the
 // team's folder or an HTTP body, listed and served from its exports).
 import { lstatSync, mkdirSync } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { lstat, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { DossierError } from '../domain/errors.ts';
 import type { ArtifactProvenance, Principal } from '../domain/types.ts';
-import { detectType, storeArtifact, storeArtifactFile } from '../evidence/artifacts.ts';
+import { detectType, fetchOwned, storeArtifact, storeArtifactFile } from '../evidence/artifacts.ts';
 import { verifyBundle } from '../evidence/bundles.ts';
 import { findEvidence } from '../evidence/views.ts';
 import { isUnder, openUnder } from '../sandbox/paths.ts';
@@ -62,6 +62,7 @@ export class Intake {
         opened.handle.fd,
         this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
         this.store.blobs,
+        caller.team,
       );
       return await this.recordArtifact(caller, stored, name ?? path.basename(file), `path:${opened.real}`);
     } finally {
@@ -115,22 +116,34 @@ export class Intake {
     const parts = row.path.split('/').filter((p) => p !== '' && p !== '.');
     const inside = path.resolve(output) === output && isUnder(output, root) && !parts.includes('..');
     const file = path.join(output, ...parts);
+    const recordAs = (stored: { digest: string; size: number; file: string }) =>
+      this.recordArtifact(caller, stored, name ?? path.posix.basename(row.path), `extracted:${evidenceId}`, {
+        parent_artifact: record.target?.digest ?? null,
+        evidence_id: evidenceId,
+        path: row.path,
+      });
     const opened = await openUnder(file, inside ? [output] : [], 'the extraction output').catch(
-      (err: unknown) => {
-        throw new DossierError(
-          'not_found',
-          `The file of ${entry} is no longer in the extraction's output (${(err as Error).message}).`,
-          'Extract the archive again (with a new idempotency_key), then register from the new Evidence.',
-          { evidence_id: evidenceId, entry },
-        );
-      },
+      (err: unknown) => err as Error,
     );
+    if (opened instanceof Error) {
+      // Extracted on another host: its worker published the bytes to the shared store, for this team.
+      const digest = `sha256:${row.sha256}`;
+      const fetched = await fetchOwned(this.home(), digest, caller.team, this.store.blobs);
+      if (fetched) return recordAs({ digest, size: (await stat(fetched)).size, file: fetched });
+      throw new DossierError(
+        'not_found',
+        `The file of ${entry} is no longer in the extraction's output (${opened.message}).`,
+        'Extract the archive again (with a new idempotency_key), then register from the new Evidence.',
+        { evidence_id: evidenceId, entry },
+      );
+    }
     try {
       const stored = await storeArtifactFile(
         this.home(),
         opened.handle.fd,
         this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
         this.store.blobs,
+        caller.team,
       );
       if (stored.digest !== `sha256:${row.sha256}`) {
         throw new DossierError(
@@ -140,17 +153,7 @@ export class Intake {
           { evidence_id: evidenceId, entry, recorded: `sha256:${row.sha256}`, actual: stored.digest },
         );
       }
-      return await this.recordArtifact(
-        caller,
-        stored,
-        name ?? path.posix.basename(row.path),
-        `extracted:${evidenceId}`,
-        {
-          parent_artifact: record.target?.digest ?? null,
-          evidence_id: evidenceId,
-          path: row.path,
-        },
-      );
+      return await recordAs(stored);
     } finally {
       await opened.handle.close();
     }
@@ -176,6 +179,7 @@ export class Intake {
       body,
       this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
       this.store.blobs,
+      caller.team,
     );
     return this.recordArtifact(caller, stored, name ?? null, 'upload');
   }

@@ -3,7 +3,9 @@
 // SHA-256 and its bytes in 1 MiB chunks; the `blobs` row is written last, in
 // the same transaction, so a blob is either whole or absent. Readers verify
 // the digest of what they read (src/evidence/artifacts.ts); the store is
-// trusted no more than a folder is.
+// trusted no more than a folder is. Knowing a digest is no key to its bytes:
+// a team reaches a blob only through its own artifact records, or as one of
+// the blob's owners (the teams that published it).
 import { createReadStream } from 'node:fs';
 import type { Row } from './rows.ts';
 import type { SqlDriver } from './sql.ts';
@@ -17,8 +19,25 @@ export class BlobStore {
     return (await this.db.get<Row>('SELECT 1 AS one FROM blobs WHERE digest = ?', [digest])) !== undefined;
   }
 
-  /** Stores the bytes of `file` (already hashed to `digest` by the caller) unless they are there. */
-  async put(digest: string, file: string): Promise<void> {
+  /** Whether `team` published the blob `digest` (its extraction wrote those bytes, or it stored them). */
+  async ownedBy(digest: string, team: string): Promise<boolean> {
+    const row = await this.db.get<Row>('SELECT 1 AS one FROM blob_owners WHERE digest = ? AND team = ?', [
+      digest,
+      team,
+    ]);
+    return row !== undefined;
+  }
+
+  /**
+   * Stores the bytes of `file` (already hashed to `digest` by the caller)
+   * unless they are there, and records `team` among the blob's owners.
+   */
+  async put(digest: string, file: string, team?: string): Promise<void> {
+    if (team)
+      await this.db.run('INSERT INTO blob_owners (digest, team) VALUES (?, ?) ON CONFLICT DO NOTHING', [
+        digest,
+        team,
+      ]);
     if (await this.has(digest)) return;
     await this.db.transaction(async (tx) => {
       // Two hosts publishing the same digest take turns; the second finds the first's blob and stops.

@@ -311,6 +311,11 @@ CREATE TABLE blobs (
   chunks INTEGER NOT NULL,
   created_at TEXT NOT NULL
 );
+CREATE TABLE blob_owners (
+  digest TEXT NOT NULL,
+  team TEXT NOT NULL,
+  PRIMARY KEY (digest, team)
+);
 `,
   },
 ];

@@ -305,6 +305,16 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
     const holders = homes.filter((h) => existsSync(artifactPath(h, digest)));
     expect(holders).toContain(cluster.gateways[0]!.home);
     expect(holders.some((h) => cluster.workers.some((w) => w.home === h))).toBe(true);
+
+    // An extracted file registered through gateway 2, whose host never had the extraction's output:
+    // the worker published what it wrote, for this team.
+    const entry = await call(await client(1), 'register_artifact', {
+      evidence_id: extracted.evidence_id,
+      entry: 'tree/f7.txt',
+    });
+    expect(entry.error).toBeUndefined();
+    expect(entry.artifact.digest).toBe(`sha256:${createHash('sha256').update('file 7\n').digest('hex')}`);
+    expect(existsSync(artifactPath(cluster.gateways[1]!.home, entry.artifact.digest))).toBe(true);
   });
 
   it('/metrics on each gateway counts the launches it answered', async () => {

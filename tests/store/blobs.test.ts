@@ -1,12 +1,18 @@
 // Shared bytes on PostgreSQL, the store every host of a cluster reaches: whole
 // or absent, read back chunk by chunk, one copy however many hosts publish it.
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { artifactPath, storeArtifactFile, verifyArtifact } from '../../src/evidence/artifacts.ts';
+import {
+  artifactPath,
+  fetchOwned,
+  publishOutputs,
+  storeArtifactFile,
+  verifyArtifact,
+} from '../../src/evidence/artifacts.ts';
 import { BLOB_CHUNK_BYTES } from '../../src/store/blobs.ts';
 import type { Store } from '../../src/store/store.ts';
 import { freshStore } from '../helpers/backends.ts';
@@ -75,6 +81,24 @@ describe('blobs on PostgreSQL', () => {
       code: 'integrity_error',
     });
     expect(existsSync(artifactPath(thirdHome, stored.digest))).toBe(false);
+  });
+
+  it('an extraction’s published files reach only the team that wrote them: a digest is no key', async () => {
+    const output = path.join(dir, 'out');
+    mkdirSync(path.join(output, 'etc'), { recursive: true });
+    writeFileSync(path.join(output, 'etc', 'shadow'), 'root:secret\n');
+    const sha = createHash('sha256').update('root:secret\n').digest('hex');
+    await publishOutputs(store.blobs, 'owners', output, [
+      { path: 'etc/shadow', type: 'file', status: 'written', sha256: sha },
+      { path: 'etc', type: 'directory', status: 'written', sha256: null },
+    ]);
+    // Another team that learned the digest (a crafted bundle's Evidence can name any) gets nothing.
+    expect(
+      await fetchOwned(path.join(dir, 'thief'), `sha256:${sha}`, 'thieves', store.blobs),
+    ).toBeUndefined();
+    expect(existsSync(artifactPath(path.join(dir, 'thief'), `sha256:${sha}`))).toBe(false);
+    const mine = await fetchOwned(path.join(dir, 'owner-host'), `sha256:${sha}`, 'owners', store.blobs);
+    expect(readFileSync(mine!, 'utf8')).toBe('root:secret\n');
   });
 
   it('is not kept by a SQLite store: one host, one folder', async () => {
