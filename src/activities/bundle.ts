@@ -15,6 +15,18 @@ export const exportEvidenceBundle: Effect<{ evidence_ids: string[] }> = async (i
   const staging = path.join(ctx.workspace, 'bundle.json');
   await writeFile(staging, bundle.text, { flag: 'wx' });
   await rename(staging, file);
+  // On a store hosts share, the bundle is published under its name, so any gateway lists and serves it.
+  const shared = ctx.store.blobs;
+  if (shared) {
+    await shared.put(`sha256:${bundle.digest}`, file, ctx.caller.team);
+    await shared.name(
+      ctx.caller.team,
+      'bundle',
+      path.basename(file),
+      `sha256:${bundle.digest}`,
+      bundle.bytes,
+    );
+  }
   const entries = input.evidence_ids.map((id, i) => ({ index: i, evidence_id: id }));
   return {
     status: 'succeeded',

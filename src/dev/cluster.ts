@@ -43,9 +43,9 @@ export interface ClusterOptions {
   restart?: boolean;
   /**
    * Give every gateway and worker a DOSSIER_HOME of its own, as on separate
-   * hosts: artifacts and extraction outputs then travel only through the
-   * store's blobs. Bundles and analysis databases are still kept by folder,
-   * so exporting bundles and analyses need one home.
+   * hosts: artifacts, extraction outputs and bundles then travel only through
+   * the store's blobs. Analysis databases are still kept by folder, so
+   * analyses need one home.
    */
   separateHomes?: boolean;
   /** Start the audit UI (default true). */

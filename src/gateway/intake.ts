@@ -3,12 +3,19 @@
 // extraction's entry, or uploaded) and Evidence bundles (imported from the
 // team's folder or an HTTP body, listed and served from its exports).
 import { lstatSync, mkdirSync } from 'node:fs';
-import { lstat, readdir, stat } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { copyFile, lstat, mkdir, readdir, rename, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { DossierError } from '../domain/errors.ts';
 import type { ArtifactProvenance, Principal } from '../domain/types.ts';
-import { detectType, fetchOwned, storeArtifact, storeArtifactFile } from '../evidence/artifacts.ts';
+import {
+  detectType,
+  fetchOwned,
+  storeArtifact,
+  storeArtifactFile,
+  verifyArtifact,
+} from '../evidence/artifacts.ts';
 import { verifyBundle } from '../evidence/bundles.ts';
 import { findEvidence } from '../evidence/views.ts';
 import { isUnder, openUnder } from '../sandbox/paths.ts';
@@ -230,15 +237,29 @@ export class Intake {
    */
   async importBundle(caller: Principal, file: string) {
     const teamRoots = this.bundleRoots.map((root) => path.join(root, caller.team));
-    const opened = await openUnder(file, teamRoots, 'DOSSIER_BUNDLE_ROOTS').catch((err: unknown) => {
-      if (err instanceof DossierError && err.code !== 'not_found' && err.code !== 'policy_denied') throw err;
+    const open = (at: string) =>
+      openUnder(at, teamRoots, 'DOSSIER_BUNDLE_ROOTS').catch((err: unknown) => {
+        if (err instanceof DossierError && err.code !== 'not_found' && err.code !== 'policy_denied')
+          throw err;
+        return undefined;
+      });
+    let opened = await open(file);
+    // Exported on another host, whose exports folder the path names: the team's bundle of that
+    // name comes from the store into this host's exports folder.
+    const name = path.basename(file);
+    if (
+      !opened &&
+      path.basename(path.dirname(file)) === caller.team &&
+      (await this.fetchBundle(caller, name))
+    )
+      opened = await open(path.join(this.exportsOf(caller), name));
+    if (!opened)
       throw new DossierError(
         'not_found',
         `No bundle of your team at ${file}.`,
         `Bundles are imported from your team's folder: ${teamRoots.join(', ')}/…; pass the path export_evidence_bundle reported, or copy the bundle there.`,
         { path: file },
       );
-    });
     let text: string;
     try {
       if (opened.stat.size > BUNDLE_LIMITS.bytes.max) {
@@ -284,6 +305,11 @@ export class Intake {
           return st?.isFile() ? { name, bytes: st.size, modified_at: st.mtime.toISOString() } : null;
         }),
     );
+    // And what the team exported on other hosts, through the store.
+    const here = new Set(found.map((b) => b?.name));
+    const shared = (await this.store.blobs?.named(caller.team, 'bundle', 1_000)) ?? [];
+    for (const b of shared)
+      if (!here.has(b.name)) found.push({ name: b.name, bytes: b.bytes, modified_at: b.created_at });
     const bundles = found
       .filter((b) => b !== null)
       .sort((x, y) => y.modified_at.localeCompare(x.modified_at));
@@ -300,9 +326,30 @@ export class Intake {
     );
     if (!BUNDLE_NAME.test(name)) throw missing;
     const dir = this.exportsOf(caller);
+    await this.fetchBundle(caller, name);
     return openUnder(path.join(dir, name), [dir], 'the exports folder').catch(() => {
       throw missing;
     });
+  }
+
+  /**
+   * Brings one of the team's bundles, exported on another host, into this
+   * host's exports folder from the store (its digest proven); whether it is
+   * here now (false: the store has no bundle of that name of the team).
+   */
+  private async fetchBundle(caller: Principal, name: string): Promise<boolean> {
+    const shared = this.store.blobs;
+    if (!shared || !BUNDLE_NAME.test(name)) return false;
+    const dir = this.exportsOf(caller);
+    if (await lstat(path.join(dir, name)).catch(() => null)) return true;
+    const known = await shared.lookup(caller.team, 'bundle', name);
+    if (!known) return false;
+    const file = await verifyArtifact(this.home(), known.digest, undefined, shared);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const staging = path.join(dir, `.${name}.${randomUUID()}`);
+    await copyFile(file, staging);
+    await rename(staging, path.join(dir, name));
+    return true;
   }
 
   private exportsOf(caller: Principal) {

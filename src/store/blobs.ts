@@ -12,6 +12,22 @@ import type { SqlDriver } from './sql.ts';
 
 export const BLOB_CHUNK_BYTES = 1024 * 1024;
 
+export interface NamedBlob {
+  name: string;
+  digest: string;
+  bytes: number;
+  created_at: string;
+}
+
+function toNamed(r: Row): NamedBlob {
+  return {
+    name: r.name as string,
+    digest: r.digest as string,
+    bytes: Number(r.bytes),
+    created_at: r.created_at as string,
+  };
+}
+
 export class BlobStore {
   constructor(private readonly db: SqlDriver) {}
 
@@ -56,6 +72,34 @@ export class BlobStore {
         [digest, size, seq, new Date().toISOString()],
       );
     });
+  }
+
+  /** Gives the team's blob `digest` a name of a kind (an exported bundle's file name). */
+  async name(team: string, kind: string, name: string, digest: string, bytes: number): Promise<void> {
+    await this.db.run(
+      `INSERT INTO blob_names (team, kind, name, digest, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (team, kind, name) DO NOTHING`,
+      [team, kind, name, digest, bytes, new Date().toISOString()],
+    );
+  }
+
+  /** The team's named blobs of a kind, newest first (at most `limit`). */
+  async named(team: string, kind: string, limit: number): Promise<NamedBlob[]> {
+    const rows = await this.db.all<Row>(
+      'SELECT * FROM blob_names WHERE team = ? AND kind = ? ORDER BY created_at DESC, name LIMIT ?',
+      [team, kind, limit],
+    );
+    return rows.map(toNamed);
+  }
+
+  /** One of the team's named blobs; another team's is undefined. */
+  async lookup(team: string, kind: string, name: string): Promise<NamedBlob | undefined> {
+    const row = await this.db.get<Row>('SELECT * FROM blob_names WHERE team = ? AND kind = ? AND name = ?', [
+      team,
+      kind,
+      name,
+    ]);
+    return row && toNamed(row);
   }
 
   /** The chunks of a whole blob in order, one at a time; undefined when the store has none. */

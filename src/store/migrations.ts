@@ -318,4 +318,19 @@ CREATE TABLE blob_owners (
 );
 `,
   },
+  {
+    version: 10,
+    name: 'Named blobs of a team (exported bundles), so any gateway lists and serves them',
+    sql: `
+CREATE TABLE blob_names (
+  team TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  bytes BIGINT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (team, kind, name)
+);
+`,
+  },
 ];

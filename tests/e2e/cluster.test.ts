@@ -40,10 +40,10 @@ async function client(gateway: number): Promise<Client> {
 const workerHomes = () => cluster.workers.map((w) => w.home);
 
 /** A token of another principal, made in the cluster's store as `dossier token create` would. */
-async function tokenFor(principal: string): Promise<string> {
+async function tokenFor(principal: string, team = 'local'): Promise<string> {
   const store = await openStore(cluster.info.store);
   try {
-    return await store.tokens.create({ principal, team: 'local', role: 'operator' });
+    return await store.tokens.create({ principal, team, role: 'operator' });
   } finally {
     await store.close();
   }
@@ -315,6 +315,40 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
     expect(entry.error).toBeUndefined();
     expect(entry.artifact.digest).toBe(`sha256:${createHash('sha256').update('file 7\n').digest('hex')}`);
     expect(existsSync(artifactPath(cluster.gateways[1]!.home, entry.artifact.digest))).toBe(true);
+  });
+
+  it('a bundle exported on a worker’s host is listed, served and imported through both gateways', async () => {
+    const launch = await call(await client(0), 'get_launch', { idempotency_key: 'tree-1' });
+    const exported = await call(await client(0), 'export_evidence_bundle', {
+      evidence_ids: [launch.evidence_id],
+      idempotency_key: 'bundle-1',
+    });
+    expect(exported.status).toBe('succeeded');
+    const reported = exported.summary.path as string;
+    const name = path.basename(reported);
+    // Written on a worker's host, not on either gateway's.
+    expect(cluster.workers.some((w) => reported.startsWith(w.home))).toBe(true);
+    const auth = { Authorization: `Bearer ${cluster.info.token}` };
+    const base = (i: number) => cluster.gateways[i]!.url!.replace(/\/mcp$/, '');
+    const listed = (await fetch(`${base(1)}/bundles`, { headers: auth }).then((r) => r.json())) as {
+      bundles: { name: string; bytes: number }[];
+    };
+    expect(listed.bundles.map((b) => b.name)).toContain(name);
+    const body = Buffer.from(
+      await (await fetch(`${base(1)}/bundles/${name}`, { headers: auth })).arrayBuffer(),
+    );
+    expect(`sha256:${createHash('sha256').update(body).digest('hex')}`).toBe(
+      `sha256:${exported.summary.sha256}`,
+    );
+    // The path the export reported is the worker's; importing it through a gateway finds it by name.
+    const imported = await call(await client(0), 'import_evidence_bundle', { path: reported });
+    expect(imported.error).toBeUndefined();
+    expect(imported.already_present).toBe(1);
+    // Another team cannot reach it by name.
+    const stranger = await connectMcp(cluster.gateways[1]!.url!, await tokenFor('outsider', 'elsewhere'));
+    clients.push(stranger);
+    const refused = await call(stranger, 'import_evidence_bundle', { path: reported });
+    expect(refused.error.code).toBe('not_found');
   });
 
   it('/metrics on each gateway counts the launches it answered', async () => {
