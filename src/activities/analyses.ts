@@ -209,6 +209,8 @@ export function createAnalysisActivities(deps: {
           onProgress: progress,
         });
         const kept = await keepDatabase(config.home, scratch);
+        // Analysis workers and gateways on other hosts fetch it from the store by digest.
+        await store.blobs?.put(kept.digest, kept.file, req.team);
         const meta = built.meta;
         return {
           file: kept.file,
@@ -326,7 +328,7 @@ export function createAnalysisActivities(deps: {
     await store.analyses.started(req.workflowId);
     try {
       const artifact = req.input.artifact as string;
-      const db = await openDatabase(database.file, database.digest);
+      const db = await openDatabase(config.home, database.digest, store.blobs);
       const result = await beating(async () =>
         binding.run(req.input as never, {
           db,

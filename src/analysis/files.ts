@@ -1,10 +1,12 @@
 // Analysis databases as content-addressed files under DOSSIER_HOME/analysis
 // (0444 in a 0700 folder no sandboxed program sees), proven against their
-// digest the first time a process opens one.
+// digest the first time a process opens one. On a store that hosts share, the
+// builder publishes a database and a host that lacks it fetches it by digest.
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, existsSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, statSync } from 'node:fs';
 import { chmod, mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { DossierError } from '../domain/errors.ts';
 import { AnalysisDatabase } from './database.ts';
 
@@ -26,10 +28,22 @@ async function sha256Of(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
+/** Where this host keeps the database of `digest`. */
+export function databaseFile(home: string, digest: string): string {
+  const hex = digest.replace(/^sha256:/, '');
+  if (!/^[0-9a-f]{64}$/.test(hex)) throw new Error(`not a database digest: ${digest}`);
+  return path.join(analysisDir(home), 'sha256', hex.slice(0, 2), `${hex}.sqlite`);
+}
+
+/** The store's shared bytes (another host built the database), read by digest. */
+export interface SharedDatabases {
+  read(digest: string): Promise<AsyncIterable<Buffer> | undefined>;
+}
+
 /** Moves a finished database into the content-addressed folder; returns where it lives and its digest. */
 export async function keepDatabase(home: string, built: string) {
   const hex = await sha256Of(built);
-  const file = path.join(analysisDir(home), 'sha256', hex.slice(0, 2), `${hex}.sqlite`);
+  const file = databaseFile(home, `sha256:${hex}`);
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   if (existsSync(file)) await rm(built, { force: true });
   else {
@@ -41,12 +55,39 @@ export async function keepDatabase(home: string, built: string) {
 
 const opened = new Map<string, AnalysisDatabase>();
 
-/** Opens a database read-only, proving its bytes the first time this process opens it. */
-export async function openDatabase(file: string, digest: string): Promise<AnalysisDatabase> {
+/** Brings a database another host built from the store into this host's folder; nothing if the store has none. */
+async function fetchDatabase(home: string, digest: string, shared: SharedDatabases, file: string) {
+  const chunks = await shared.read(digest);
+  if (!chunks) return;
+  const scratch = await scratchFile(home);
+  try {
+    await pipeline(chunks, createWriteStream(scratch, { flags: 'wx', mode: 0o600 }));
+    // Proven below like any database a process opens: a changed blob is refused there.
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    await chmod(scratch, 0o444);
+    await rename(scratch, file);
+  } finally {
+    await rm(scratch, { force: true });
+  }
+}
+
+/**
+ * Opens the database of `digest` read-only, proving its bytes the first time
+ * this process opens it; fetched from `shared` first when this host has none.
+ */
+export async function openDatabase(
+  home: string,
+  digest: string,
+  shared?: SharedDatabases,
+): Promise<AnalysisDatabase> {
   const cached = opened.get(digest);
   if (cached) return cached;
+  const file = databaseFile(home, digest);
+  if (shared && !existsSync(file)) await fetchDatabase(home, digest, shared, file);
   const actual = existsSync(file) ? `sha256:${await sha256Of(file)}` : 'missing';
   if (actual !== digest) {
+    // A fetched copy that does not prove out is not kept.
+    if (shared && actual !== 'missing') await rm(file, { force: true });
     throw new DossierError(
       'integrity_error',
       `The analysis database ${digest} is ${actual === 'missing' ? 'missing' : 'changed'} on this worker.`,

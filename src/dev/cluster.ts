@@ -43,9 +43,8 @@ export interface ClusterOptions {
   restart?: boolean;
   /**
    * Give every gateway and worker a DOSSIER_HOME of its own, as on separate
-   * hosts: artifacts, extraction outputs and bundles then travel only through
-   * the store's blobs. Analysis databases are still kept by folder, so
-   * analyses need one home.
+   * hosts: artifacts, extraction outputs, bundles and analysis databases then
+   * travel only through the store's blobs.
    */
   separateHomes?: boolean;
   /** Start the audit UI (default true). */

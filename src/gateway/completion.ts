@@ -4,7 +4,7 @@
 // by code point, at most 100 values with total and hasMore, at most 10,000
 // matches read. A completion grants nothing, and any internal
 // error answers an empty list.
-import { openDatabase } from '../analysis/files.ts';
+import { openDatabase, type SharedDatabases } from '../analysis/files.ts';
 import type { AnalysisStore } from '../store/analyses.ts';
 import type { CandidateStore } from '../store/candidates.ts';
 import type { Principal } from '../domain/types.ts';
@@ -56,15 +56,15 @@ export const PROCEDURE_LIMITS = { addresses: 5_000, page: 500 };
  * unique (past the bound, whether a name is unique is unknown).
  */
 async function procedures(
-  analyses: AnalysisStore,
+  stores: CompletionStores,
   team: string,
   artifact: string | undefined,
 ): Promise<string[]> {
-  if (!artifact) return [];
-  const record = await analyses.newestDatabase(team, artifact);
+  if (!artifact || !stores.home) return [];
+  const record = await stores.analyses.newestDatabase(team, artifact);
   if (!record?.result) return [];
-  const ref = record.result as { file: string; digest: string };
-  const db = await openDatabase(ref.file, ref.digest);
+  const ref = record.result as { digest: string };
+  const db = await openDatabase(stores.home, ref.digest, stores.blobs);
   const seen = new Map<number, string>();
   let exhaustive = false;
   for (let offset = 0; seen.size < PROCEDURE_LIMITS.addresses; offset += PROCEDURE_LIMITS.page) {
@@ -82,8 +82,16 @@ async function procedures(
   return [...addresses, ...[...count].filter(([, n]) => n === 1).map(([name]) => name)];
 }
 
+/** Where completion reads: the store's candidates and analyses, and this host's analysis databases. */
+export interface CompletionStores {
+  candidates: CandidateStore;
+  analyses: AnalysisStore;
+  home?: string;
+  blobs?: SharedDatabases;
+}
+
 export async function completePromptArgument(
-  stores: { candidates: CandidateStore; analyses: AnalysisStore },
+  stores: CompletionStores,
   caller: Principal,
   prompt: string,
   argument: string,
@@ -99,7 +107,7 @@ export async function completePromptArgument(
         : kind === 'provider'
           ? ['angr']
           : kind === 'procedure'
-            ? await procedures(stores.analyses, caller.team, context.artifact)
+            ? await procedures(stores, caller.team, context.artifact)
             : await stores.candidates.candidates(
                 caller.team,
                 caller.principal,

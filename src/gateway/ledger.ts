@@ -42,7 +42,14 @@ export class Ledger {
     typed: string,
     context?: Record<string, string>,
   ) {
-    return completePromptArgument(this.store, caller, prompt, argument, typed, context);
+    return completePromptArgument(
+      { ...this.store, home: this.opts.home, blobs: this.store.blobs },
+      caller,
+      prompt,
+      argument,
+      typed,
+      context,
+    );
   }
 
   async inspect(caller: Principal, evidenceId: string, view: ViewRequest) {

@@ -9,7 +9,15 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -350,6 +358,36 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
     const refused = await call(stranger, 'import_evidence_bundle', { path: reported });
     expect(refused.error.code).toBe('not_found');
   });
+
+  it('an analysis database built on a worker’s host is read by a gateway on another, through the store', async () => {
+    const inbox = path.join(home, 'inbox', 'local');
+    const source = path.join(home, 'probe.c');
+    writeFileSync(
+      source,
+      '__attribute__((noipa)) int probe_feature(int x) { return x * 7; }\nint main(int c, char **v) { return probe_feature(c); }\n',
+    );
+    execFileSync('gcc', ['-O0', '-o', path.join(inbox, 'probe'), source]);
+    const registered = await call(await client(0), 'register_artifact', { path: path.join(inbox, 'probe') });
+    const artifact = registered.artifact.digest as string;
+    const functions = await call(await client(0), 'list_functions', {
+      artifact,
+      detail: 'summary',
+      wait_ms: 100_000,
+    });
+    expect(functions.status).toBe('succeeded');
+    // Completion of procedure names reads the database on the gateway's own host.
+    const agent = await client(1);
+    const completed = await agent.complete({
+      ref: { type: 'ref/prompt', name: 'investigate_feature' },
+      argument: { name: 'procedure', value: 'probe' },
+      context: { arguments: { artifact } },
+    });
+    expect(completed.completion.values).toEqual(['probe_feature']);
+    const fetched = readdirSync(path.join(cluster.gateways[1]!.home, 'analysis', 'sha256'), {
+      recursive: true,
+    }).filter((f) => String(f).endsWith('.sqlite'));
+    expect(fetched).toHaveLength(1);
+  }, 180_000);
 
   it('/metrics on each gateway counts the launches it answered', async () => {
     const scrape = (i: number) =>
