@@ -78,6 +78,8 @@ const schema = z.object({
   DOSSIER_SHUTDOWN_GRACE_MS: intIn(0, 600_000, 30_000),
   DOSSIER_WORKSPACE_BYTES: intIn(1024 * 1024, 1024 * 1024 * 1024 * 1024, 1024 * 1024 * 1024),
   DOSSIER_WORKSPACE_RETENTION_HOURS: intIn(0, 8_760, 24),
+  /** Bytes one team may publish to a shared (PostgreSQL) store: artifacts, extraction outputs, bundles, databases. */
+  DOSSIER_SHARED_BYTES_PER_TEAM: intIn(1024 * 1024, 1024 ** 5, 100 * 1024 ** 3),
   DOSSIER_WORKER_CAPABILITIES: z
     .string()
     .refine((v) => v.split(',').every((c) => (CAPABILITIES as readonly string[]).includes(c.trim())), {
@@ -204,6 +206,8 @@ export interface Config {
   workspaceBytes: number;
   /** How long a finished launch's workspace is kept before it is removed (0: at once). */
   workspaceRetentionMs: number;
+  /** Bytes one team may publish to a shared store. */
+  sharedBytesPerTeam: number;
   capabilities: Capability[];
   workerConcurrency: number;
   team: string;
@@ -323,6 +327,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: c.DOSSIER_SHUTDOWN_GRACE_MS,
     workspaceBytes: c.DOSSIER_WORKSPACE_BYTES,
     workspaceRetentionMs: c.DOSSIER_WORKSPACE_RETENTION_HOURS * 3_600_000,
+    sharedBytesPerTeam: c.DOSSIER_SHARED_BYTES_PER_TEAM,
     capabilities: capabilities as Capability[],
     workerConcurrency: c.DOSSIER_WORKER_CONCURRENCY,
     team: c.DOSSIER_TEAM,

@@ -52,8 +52,10 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   );
   const failure = error;
   // On a store hosts share, what was written is published, so the team registers it from any host.
-  if (!failure && cleanup.output)
-    await publishOutputs(ctx.store.blobs, ctx.caller.team, cleanup.output, rows, ctx.signal);
+  const published =
+    !failure && cleanup.output
+      ? await publishOutputs(ctx.store.blobs, ctx.caller.team, cleanup.output, rows, ctx.signal)
+      : { unpublished: 0 };
   const refused = rows.filter((r) => r.status === 'refused').length;
   const recorded = rows.filter((r) => r.status === 'recorded').length;
   const nested = rows.filter((r) => r.nested_archive);
@@ -82,6 +84,10 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
     cleanup,
   };
   const limitations: string[] = [];
+  if (published.unpublished)
+    limitations.push(
+      `${published.unpublished} written files stay on the extracting host only (register them from there): ${published.reason}`,
+    );
   if (refused) limitations.push(`${refused} entries were refused (see status "refused" in entries)`);
   const failedNested = archives.filter((a) => a.status === 'failed').length;
   if (failedNested)

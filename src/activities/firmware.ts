@@ -94,8 +94,10 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     failure = err;
   }
   const cleanup = await out.settle(failure);
-  if (!failure && cleanup.output)
-    await publishOutputs(ctx.store.blobs, ctx.caller.team, cleanup.output, out.rows, ctx.signal);
+  const published =
+    !failure && cleanup.output
+      ? await publishOutputs(ctx.store.blobs, ctx.caller.team, cleanup.output, out.rows, ctx.signal)
+      : { unpublished: 0 };
   const { total, written } = out.stats();
   const refused = out.rows.filter((r) => r.status === 'refused').length;
   const summary = {
@@ -112,6 +114,10 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     cleanup,
   };
   const limitations: string[] = [];
+  if (published.unpublished)
+    limitations.push(
+      `${published.unpublished} written files stay on the extracting host only (register them from there): ${published.reason}`,
+    );
   if (signatures.length >= input.max_signatures)
     limitations.push(`signatures were capped at max_signatures=${input.max_signatures}`);
   if (refused) limitations.push(`${refused} entries were refused (see status "refused" in entries)`);

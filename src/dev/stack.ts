@@ -115,6 +115,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     const store = await openStore(config.store);
     stoppers.push(() => store.close());
+    if (store.blobs) store.blobs.quotaBytesPerTeam = config.sharedBytesPerTeam;
 
     let workers: RunningWorkers | undefined;
     if (bundling) {

@@ -19,7 +19,8 @@ import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { BlobStore } from '../store/blobs.ts';
 
 /** The store's shared bytes, when hosts share a store; undefined for a folder of one's own. */
-export type SharedBytes = Pick<BlobStore, 'has' | 'put' | 'read' | 'ownedBy'> | undefined;
+export type SharedBytes =
+  Pick<BlobStore, 'has' | 'put' | 'read' | 'ownedBy' | 'discard' | 'sizeOf'> | undefined;
 
 export function artifactPath(home: string, digest: string): string {
   const hex = digest.replace(/^sha256:/, '');
@@ -138,7 +139,11 @@ async function fetchShared(home: string, digest: string, shared: NonNullable<Sha
       createWriteStream(tmp, { flags: 'wx', mode: 0o600 }),
     );
     const actual = hash.digest('hex');
-    if (`sha256:${actual}` !== digest) throw integrityError(digest, actual);
+    if (`sha256:${actual}` !== digest) {
+      // Damaged in the store: forgotten there, so the next host that stores these bytes heals it.
+      await shared.discard(digest);
+      throw integrityError(digest, actual);
+    }
     const final = artifactPath(home, digest);
     await mkdir(path.dirname(final), { recursive: true, mode: 0o700 });
     await chmod(tmp, 0o444);
@@ -233,16 +238,30 @@ export async function publishOutputs(
   output: string,
   rows: readonly { path: string; type: string; status: string; sha256?: string | null }[],
   signal?: AbortSignal,
-) {
-  if (!shared) return;
+): Promise<{ unpublished: number; reason?: string }> {
+  if (!shared) return { unpublished: 0 };
+  const files = rows.filter((r) => r.type === 'file' && r.status === 'written' && r.sha256);
   const done = new Set<string>();
-  for (const r of rows) {
-    if (r.type !== 'file' || r.status !== 'written' || !r.sha256 || done.has(r.sha256)) continue;
-    if (signal?.aborted) return;
-    done.add(r.sha256);
+  for (const [i, r] of files.entries()) {
+    if (done.has(r.sha256!)) continue;
+    if (signal?.aborted)
+      throw new DossierError(
+        'cancelled',
+        'The extraction was cancelled while its files were being published.',
+        'Extract again with a new idempotency_key.',
+      );
+    done.add(r.sha256!);
     const parts = r.path.split('/').filter((p) => p !== '' && p !== '.');
-    await shared.put(`sha256:${r.sha256}`, path.join(output, ...parts), team);
+    try {
+      await shared.put(`sha256:${r.sha256}`, path.join(output, ...parts), team);
+    } catch (err) {
+      // Over the team's quota: the rest stays on this host only, and the Evidence says so.
+      if (err instanceof DossierError && err.code === 'resource_constraint')
+        return { unpublished: files.length - i, reason: err.message };
+      throw err;
+    }
   }
+  return { unpublished: 0 };
 }
 
 /**
@@ -254,7 +273,16 @@ export async function fetchOwned(
   digest: string,
   team: string,
   shared: SharedBytes,
+  limit: number,
 ): Promise<string | undefined> {
   if (!shared || !(await shared.ownedBy(digest, team))) return undefined;
+  const size = await shared.sizeOf(digest);
+  if (size !== undefined && size > limit)
+    throw new DossierError(
+      'resource_constraint',
+      `The artifact is larger than ${limit} bytes.`,
+      'Register a smaller file, or ask an admin to raise DOSSIER_MAX_UPLOAD_BYTES.',
+      { limit },
+    );
   return verifyArtifact(home, digest, undefined, shared);
 }

@@ -135,7 +135,13 @@ export class Intake {
     if (opened instanceof Error) {
       // Extracted on another host: its worker published the bytes to the shared store, for this team.
       const digest = `sha256:${row.sha256}`;
-      const fetched = await fetchOwned(this.home(), digest, caller.team, this.store.blobs);
+      const fetched = await fetchOwned(
+        this.home(),
+        digest,
+        caller.team,
+        this.store.blobs,
+        this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
+      );
       if (fetched) return recordAs({ digest, size: (await stat(fetched)).size, file: fetched });
       throw new DossierError(
         'not_found',

@@ -6,11 +6,14 @@
 // trusted no more than a folder is. Knowing a digest is no key to its bytes:
 // a team reaches a blob only through its own artifact records, or as one of
 // the blob's owners (the teams that published it).
-import { createReadStream } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createReadStream, statSync } from 'node:fs';
+import { DossierError } from '../domain/errors.ts';
 import type { Row } from './rows.ts';
 import type { SqlDriver } from './sql.ts';
 
 export const BLOB_CHUNK_BYTES = 1024 * 1024;
+const PUBLISHES_AT_ONCE = 2;
 
 export interface NamedBlob {
   name: string;
@@ -44,33 +47,105 @@ export class BlobStore {
     return row !== undefined;
   }
 
+  /** Bytes one team may publish (the sum over the blobs it owns); the embedded default is 100 GiB. */
+  quotaBytesPerTeam = 100 * 1024 ** 3;
+
+  // Each publish holds a pooled connection for its whole file: a few at once, so the pool stays
+  // free for everything else (tokens, launches, every team's calls).
+  private publishing = 0;
+  private readonly queue: (() => void)[] = [];
+
+  private async slot<T>(fn: () => Promise<T>): Promise<T> {
+    while (this.publishing >= PUBLISHES_AT_ONCE) await new Promise<void>((r) => this.queue.push(r));
+    this.publishing++;
+    try {
+      return await fn();
+    } finally {
+      this.publishing--;
+      this.queue.shift()?.();
+    }
+  }
+
+  /** The size of a whole blob, or undefined. */
+  async sizeOf(digest: string): Promise<number | undefined> {
+    const row = await this.db.get<Row>('SELECT size FROM blobs WHERE digest = ?', [digest]);
+    return row ? Number(row.size) : undefined;
+  }
+
   /**
-   * Stores the bytes of `file` (already hashed to `digest` by the caller)
-   * unless they are there, and records `team` among the blob's owners.
+   * Publishes the bytes of `file` as the blob `digest` unless they are there,
+   * proving them against the digest as they are written (a file that changed
+   * since it was hashed is refused), and records `team` among its owners, in
+   * one transaction: a blob is whole or absent, and owned only if present.
+   * Refused with resource_constraint past the team's quota.
    */
   async put(digest: string, file: string, team?: string): Promise<void> {
-    if (team)
-      await this.db.run('INSERT INTO blob_owners (digest, team) VALUES (?, ?) ON CONFLICT DO NOTHING', [
-        digest,
-        team,
-      ]);
-    if (await this.has(digest)) return;
+    const owned = async () => (team ? this.ownedBy(digest, team) : this.has(digest));
+    if (await owned()) return;
+    await this.slot(() =>
+      this.db.transaction(async (tx) => {
+        // Two hosts publishing the same digest take turns; the second finds the first's blob.
+        if (this.db.dialect === 'postgres')
+          await tx.run('SELECT pg_advisory_xact_lock(hashtext(?))', [digest]);
+        const present = await tx.get<Row>('SELECT size FROM blobs WHERE digest = ?', [digest]);
+        const size = present ? Number(present.size) : statSync(file).size;
+        if (team) {
+          const mine = await tx.get<Row>('SELECT 1 AS one FROM blob_owners WHERE digest = ? AND team = ?', [
+            digest,
+            team,
+          ]);
+          if (mine) return;
+          const used = await tx.get<Row>(
+            'SELECT COALESCE(SUM(bytes), 0) AS used FROM blob_owners WHERE team = ?',
+            [team],
+          );
+          if (Number(used?.used ?? 0) + size > this.quotaBytesPerTeam) {
+            throw new DossierError(
+              'resource_constraint',
+              `Your team's shared storage is full: ${Number(used?.used ?? 0)} of ${this.quotaBytesPerTeam} bytes are used, and this needs ${size} more.`,
+              'Ask an admin to raise DOSSIER_SHARED_BYTES_PER_TEAM.',
+              { used: Number(used?.used ?? 0), quota: this.quotaBytesPerTeam, needed: size },
+            );
+          }
+        }
+        if (!present) {
+          await tx.run('DELETE FROM blob_chunks WHERE digest = ?', [digest]);
+          const hash = createHash('sha256');
+          let seq = 0;
+          let written = 0;
+          for await (const chunk of createReadStream(file, { highWaterMark: BLOB_CHUNK_BYTES })) {
+            const bytes = chunk as Buffer;
+            hash.update(bytes);
+            await tx.run('INSERT INTO blob_chunks (digest, seq, data) VALUES (?, ?, ?)', [
+              digest,
+              seq++,
+              bytes,
+            ]);
+            written += bytes.length;
+          }
+          if (`sha256:${hash.digest('hex')}` !== digest)
+            throw new Error(`${file} no longer hashes to ${digest}; it was not published`);
+          await tx.run('INSERT INTO blobs (digest, size, chunks, created_at) VALUES (?, ?, ?, ?)', [
+            digest,
+            written,
+            seq,
+            new Date().toISOString(),
+          ]);
+        }
+        if (team)
+          await tx.run(
+            'INSERT INTO blob_owners (digest, team, bytes) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+            [digest, team, size],
+          );
+      }),
+    );
+  }
+
+  /** Forgets a blob whose bytes did not prove out when read, so the next publish stores it again. */
+  async discard(digest: string): Promise<void> {
     await this.db.transaction(async (tx) => {
-      // Two hosts publishing the same digest take turns; the second finds the first's blob and stops.
-      if (this.db.dialect === 'postgres') await tx.run('SELECT pg_advisory_xact_lock(hashtext(?))', [digest]);
-      if (await tx.get<Row>('SELECT 1 AS one FROM blobs WHERE digest = ?', [digest])) return;
+      await tx.run('DELETE FROM blobs WHERE digest = ?', [digest]);
       await tx.run('DELETE FROM blob_chunks WHERE digest = ?', [digest]);
-      let seq = 0;
-      let size = 0;
-      for await (const chunk of createReadStream(file, { highWaterMark: BLOB_CHUNK_BYTES })) {
-        const bytes = chunk as Buffer;
-        await tx.run('INSERT INTO blob_chunks (digest, seq, data) VALUES (?, ?, ?)', [digest, seq++, bytes]);
-        size += bytes.length;
-      }
-      await tx.run(
-        'INSERT INTO blobs (digest, size, chunks, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING',
-        [digest, size, seq, new Date().toISOString()],
-      );
     });
   }
 

@@ -314,8 +314,10 @@ CREATE TABLE blobs (
 CREATE TABLE blob_owners (
   digest TEXT NOT NULL,
   team TEXT NOT NULL,
+  bytes BIGINT NOT NULL,
   PRIMARY KEY (digest, team)
 );
+CREATE INDEX blob_owners_by_team ON blob_owners (team);
 `,
   },
   {

@@ -81,6 +81,66 @@ describe('blobs on PostgreSQL', () => {
       code: 'integrity_error',
     });
     expect(existsSync(artifactPath(thirdHome, stored.digest))).toBe(false);
+
+    // The damaged blob is forgotten; storing the bytes again from a trusted copy heals every host.
+    expect(await store.blobs!.has(stored.digest)).toBe(false);
+    await storeArtifactFile(path.join(dir, 'healer'), source, 1 << 20, store.blobs);
+    const healed = await verifyArtifact(path.join(dir, 'fourth'), stored.digest, undefined, store.blobs);
+    expect(readFileSync(healed).equals(bytes)).toBe(true);
+  });
+
+  it('refuses to publish a file that no longer hashes to its digest', async () => {
+    const file = path.join(dir, 'changed.bin');
+    writeFileSync(file, 'after');
+    const claimed = `sha256:${createHash('sha256').update('before').digest('hex')}`;
+    await expect(store.blobs!.put(claimed, file, 'owners')).rejects.toThrow(/no longer hashes/);
+    expect(await store.blobs!.has(claimed)).toBe(false);
+    expect(await store.blobs!.ownedBy(claimed, 'owners')).toBe(false);
+  });
+
+  it('holds each team to its quota of shared bytes; what it owns already costs nothing again', async () => {
+    const blobs = store.blobs!;
+    const before = blobs.quotaBytesPerTeam;
+    blobs.quotaBytesPerTeam = 1_000;
+    try {
+      const put = (name: string, bytes: number, team: string) => {
+        const file = path.join(dir, name);
+        writeFileSync(file, Buffer.alloc(bytes, name));
+        const digest = `sha256:${createHash('sha256').update(Buffer.alloc(bytes, name)).digest('hex')}`;
+        return blobs.put(digest, file, team).then(() => digest);
+      };
+      const first = await put('q1', 600, 'quota-team');
+      await blobs.put(first, path.join(dir, 'q1'), 'quota-team'); // owned already
+      await expect(put('q2', 600, 'quota-team')).rejects.toMatchObject({ code: 'resource_constraint' });
+      // Another team's quota is its own, even for the same bytes.
+      await put('q1', 600, 'other-quota-team');
+      expect(await blobs.ownedBy(first, 'other-quota-team')).toBe(true);
+    } finally {
+      blobs.quotaBytesPerTeam = before;
+    }
+  });
+
+  it('an extraction cancelled while it publishes says so, never succeeded', async () => {
+    const output = path.join(dir, 'out-cancel');
+    mkdirSync(output, { recursive: true });
+    writeFileSync(path.join(output, 'a'), 'a');
+    const aborted = AbortSignal.abort();
+    await expect(
+      publishOutputs(
+        store.blobs,
+        'owners',
+        output,
+        [
+          {
+            path: 'a',
+            type: 'file',
+            status: 'written',
+            sha256: createHash('sha256').update('a').digest('hex'),
+          },
+        ],
+        aborted,
+      ),
+    ).rejects.toMatchObject({ code: 'cancelled' });
   });
 
   it('an extraction’s published files reach only the team that wrote them: a digest is no key', async () => {
@@ -94,10 +154,16 @@ describe('blobs on PostgreSQL', () => {
     ]);
     // Another team that learned the digest (a crafted bundle's Evidence can name any) gets nothing.
     expect(
-      await fetchOwned(path.join(dir, 'thief'), `sha256:${sha}`, 'thieves', store.blobs),
+      await fetchOwned(path.join(dir, 'thief'), `sha256:${sha}`, 'thieves', store.blobs, 1 << 20),
     ).toBeUndefined();
     expect(existsSync(artifactPath(path.join(dir, 'thief'), `sha256:${sha}`))).toBe(false);
-    const mine = await fetchOwned(path.join(dir, 'owner-host'), `sha256:${sha}`, 'owners', store.blobs);
+    const mine = await fetchOwned(
+      path.join(dir, 'owner-host'),
+      `sha256:${sha}`,
+      'owners',
+      store.blobs,
+      1 << 20,
+    );
     expect(readFileSync(mine!, 'utf8')).toBe('root:secret\n');
   });
 
