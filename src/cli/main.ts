@@ -127,21 +127,7 @@ async function runStack(config: Config, parts: StackParts, embedded: boolean) {
   const t0 = performance.now();
   const { startStack } = await import('../dev/stack.ts');
   const stack = await startStack(config, parts);
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    console.error(`\ndossier: ${signal} received, stopping everything this command started…`);
-    stack.stop().then(
-      () => process.exit(0),
-      (err) => {
-        console.error(`dossier: stop failed: ${err}`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  stopOnSignal(() => stack.stop(), 'everything this command started');
   const seconds = ((performance.now() - t0) / 1000).toFixed(1);
   if (parts.gateway !== false) {
     if (embedded) writeDevJson(config, stack.devJson);
@@ -199,25 +185,7 @@ async function cluster(args: string[]) {
   // Until the cluster is up there is nothing to stop in order: everything it started dies with
   // this process (the parent-death signal), so a Ctrl-C during start-up just exits.
   const up: { cluster?: Awaited<ReturnType<typeof startCluster>> } = {};
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    if (!up.cluster) {
-      console.error(`\ndossier: ${signal} received during start-up; stopping.`);
-      process.exit(130);
-    }
-    console.error(`\ndossier: ${signal} received, stopping the cluster…`);
-    up.cluster.stop().then(
-      () => process.exit(0),
-      (err) => {
-        console.error(`dossier: stop failed: ${err}`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  stopOnSignal(() => up.cluster?.stop(), 'the cluster');
   const running = (up.cluster = await startCluster(process.env, {
     gateways: number('gateways', values.gateways),
     workers: number('workers', values.workers),
@@ -236,6 +204,34 @@ async function cluster(args: string[]) {
   details        ${path.join(config.home, 'cluster.json')}
 
 Press Ctrl-C to stop.`);
+}
+
+/**
+ * On SIGINT or SIGTERM, runs `stop` once and exits. While `stop` has nothing
+ * to stop yet (still starting), exits at once: what the command started dies
+ * with it (the parent-death signal).
+ */
+function stopOnSignal(stop: () => Promise<void> | undefined, what: string) {
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    const stopped = stop();
+    if (!stopped) {
+      console.error(`\ndossier: ${signal} received during start-up; stopping.`);
+      process.exit(130);
+    }
+    console.error(`\ndossier: ${signal} received, stopping ${what}…`);
+    stopped.then(
+      () => process.exit(0),
+      (err) => {
+        console.error(`dossier: stop failed: ${err}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
 }
 
 function printReady(dev: DevJson, seconds: string, home: string | undefined, inbox: string) {

@@ -6,7 +6,7 @@
 // container with `restart: unless-stopped`. Developers and CI get the
 // cluster's failure modes (a worker, a gateway or Temporal dying) on a laptop.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
@@ -15,6 +15,7 @@ import { payloadKeys } from '../temporal/codec.ts';
 import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
 import { workflowBundle } from '../worker.ts';
 import { clusterJsonPath, type ClusterJson } from './devJson.ts';
+import { localToken } from './stack.ts';
 import { userCacheDir } from './goTools.ts';
 import { startLocalPostgres, type LocalPostgres } from './postgres.ts';
 import { startOwned, waitForPort, type OwnedProcess } from './owned.ts';
@@ -402,23 +403,11 @@ export async function startCluster(
   }
 }
 
-/** The local principal's admin token for the cluster: kept in cluster.json and reused while it resolves. */
+/** The local principal's admin token for the cluster, kept in cluster.json like dev.json's. */
 async function clusterToken(config: Config, storeUrl: string): Promise<string> {
   const store = await openStore(storeUrl);
   try {
-    const file = clusterJsonPath(config);
-    if (existsSync(file)) {
-      try {
-        const previous = JSON.parse(readFileSync(file, 'utf8')) as Partial<ClusterJson>;
-        if (previous.token && (await store.tokens.resolve(previous.token))) return previous.token;
-      } catch {
-        // unreadable cluster.json: make a new token below
-      }
-    }
-    return await store.tokens.create(
-      { principal: config.principal, team: config.team, role: 'admin' },
-      'dossier cluster up local token',
-    );
+    return await localToken(config, store, clusterJsonPath(config), 'dossier cluster up local token');
   } finally {
     await store.close();
   }

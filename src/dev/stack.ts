@@ -203,19 +203,24 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
   }
 }
 
-/** The local principal's token: made on first start, kept in dev.json (0600) and reused while it resolves. */
-async function localToken(config: Config, store: Store): Promise<string> {
-  const file = devJsonPath(config);
+/**
+ * The local principal's admin token: made on first start, kept in the JSON
+ * file `file` (dev.json, cluster.json; 0600) and reused while it resolves.
+ */
+export async function localToken(
+  config: Config,
+  store: Store,
+  file = devJsonPath(config),
+  label = 'npm start local token',
+): Promise<string> {
   if (existsSync(file)) {
     try {
-      const previous = JSON.parse(readFileSync(file, 'utf8')) as Partial<DevJson>;
-      if (previous.token && (await store.tokens.resolve(previous.token))) return previous.token;
+      const previous = JSON.parse(readFileSync(file, 'utf8')) as { token?: unknown };
+      if (typeof previous.token === 'string' && (await store.tokens.resolve(previous.token)))
+        return previous.token;
     } catch {
-      // unreadable dev.json: make a new token below
+      // unreadable file: make a new token below
     }
   }
-  return store.tokens.create(
-    { principal: config.principal, team: config.team, role: 'admin' },
-    'npm start local token',
-  );
+  return store.tokens.create({ principal: config.principal, team: config.team, role: 'admin' }, label);
 }
