@@ -231,6 +231,8 @@ export function storeArtifactFile(
 /**
  * Publishes the files an extraction of `team` wrote (rows of its manifest) to
  * the shared store, so that the team can register any of them from any host.
+ * Past the team's quota the rest stays here (counted in the answer); a cancel
+ * or a store failure removes the output and throws.
  */
 export async function publishOutputs(
   shared: SharedBytes,
@@ -242,24 +244,30 @@ export async function publishOutputs(
   if (!shared) return { unpublished: 0 };
   const files = rows.filter((r) => r.type === 'file' && r.status === 'written' && r.sha256);
   const done = new Set<string>();
-  for (const [i, r] of files.entries()) {
-    if (done.has(r.sha256!)) continue;
-    if (signal?.aborted)
-      throw new DossierError(
-        'cancelled',
-        'The extraction was cancelled while its files were being published.',
-        'Extract again with a new idempotency_key.',
-      );
-    done.add(r.sha256!);
-    const parts = r.path.split('/').filter((p) => p !== '' && p !== '.');
-    try {
-      await shared.put(`sha256:${r.sha256}`, path.join(output, ...parts), team);
-    } catch (err) {
-      // Over the team's quota: the rest stays on this host only, and the Evidence says so.
-      if (err instanceof DossierError && err.code === 'resource_constraint')
-        return { unpublished: files.length - i, reason: err.message };
-      throw err;
+  try {
+    for (const [i, r] of files.entries()) {
+      if (done.has(r.sha256!)) continue;
+      if (signal?.aborted)
+        throw new DossierError(
+          'cancelled',
+          'The extraction was cancelled while its files were being published.',
+          'Extract again with a new idempotency_key.',
+        );
+      done.add(r.sha256!);
+      const parts = r.path.split('/').filter((p) => p !== '' && p !== '.');
+      try {
+        await shared.put(`sha256:${r.sha256}`, path.join(output, ...parts), team);
+      } catch (err) {
+        // Over the team's quota: the rest stays on this host only, and the Evidence says so.
+        if (err instanceof DossierError && err.code === 'resource_constraint')
+          return { unpublished: files.length - i, reason: err.message };
+        throw err;
+      }
     }
+  } catch (err) {
+    // The launch ends without a result (cancelled, or the store failed): its output goes with it.
+    await rm(output, { recursive: true, force: true });
+    throw err;
   }
   return { unpublished: 0 };
 }

@@ -141,6 +141,8 @@ describe('blobs on PostgreSQL', () => {
         aborted,
       ),
     ).rejects.toMatchObject({ code: 'cancelled' });
+    // Nothing is left behind that no record names.
+    expect(existsSync(output)).toBe(false);
   });
 
   it('an extraction’s published files reach only the team that wrote them: a digest is no key', async () => {
