@@ -93,10 +93,14 @@ export class Gateway {
         .finally(() => (busy = false));
     }, everyMs);
     this.resumer.unref();
+    // MCP tasks past their ttl are forgotten hourly (their launches and Evidence stay).
+    const sweeper = setInterval(() => void this.deps.store.tasks.sweep().catch(() => undefined), 3_600_000);
+    sweeper.unref();
     // The queues' backlogs are asked of Temporal when metrics are scraped, while this gateway runs.
     const removeBacklog = addBacklogSource(() => this.deps.launches.backlog());
     return () => {
       clearInterval(this.resumer);
+      clearInterval(sweeper);
       removeBacklog();
     };
   }

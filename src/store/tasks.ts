@@ -80,6 +80,21 @@ export class TaskStore {
     return task && !expired(task, at) ? task : undefined;
   }
 
+  /** Forgets tasks whose ttl has passed (their launches stay); how many. */
+  async sweep(at = Date.now()): Promise<number> {
+    const rows = await this.db.all<Row>(
+      'SELECT * FROM tasks WHERE ttl_ms IS NOT NULL ORDER BY created_at LIMIT ?',
+      [SWEEP_BATCH],
+    );
+    let n = 0;
+    for (const r of rows) {
+      const task = toTask(r);
+      if (!expired(task, at)) continue;
+      n += (await this.db.run('DELETE FROM tasks WHERE task_id = ?', [task.task_id])).changes;
+    }
+    return n;
+  }
+
   /** A principal's tasks, newest first (expired ones included: the caller leaves them out). */
   async list(
     team: string,
@@ -98,6 +113,9 @@ export class TaskStore {
     );
   }
 }
+
+/** How many tasks one sweep looks at (the next sweep takes the rest). */
+const SWEEP_BATCH = 5_000;
 
 export function expired(t: TaskRecord, at: number): boolean {
   return t.ttl_ms !== null && Date.parse(t.created_at) + t.ttl_ms < at;

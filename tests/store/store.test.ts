@@ -71,6 +71,10 @@ describe.each(BACKENDS)('store on %s', (backend) => {
     expect((await store.tasks.list('t', 'alice', { limit: 10 })).items.map((x) => x.task_id)).toEqual([
       renewed.task_id,
     ]);
+    // The hourly sweep forgets it once its ttl has passed, and nothing before.
+    expect(await store.tasks.sweep(Date.now())).toBe(0);
+    expect(await store.tasks.sweep(later + 120_000)).toBe(1);
+    expect((await store.tasks.list('t', 'alice', { limit: 10 })).items).toEqual([]);
   });
 
   it('journals the effect as started exactly once', async () => {
