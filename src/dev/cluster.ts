@@ -38,18 +38,12 @@ export interface ClusterOptions {
   postgresUrl?: string;
   /** Port of the PostgreSQL the cluster starts (default 7432). */
   postgresPort?: number;
-  /** `false` (tests): PostgreSQL without fsync. Default true. */
-  durable?: boolean;
-  /** Restart a gateway or worker that dies (default true). */
-  restart?: boolean;
   /**
    * Give every gateway and worker a DOSSIER_HOME of its own, as on separate
    * hosts: artifacts, extraction outputs, bundles and analysis databases then
    * travel only through the store's blobs.
    */
   separateHomes?: boolean;
-  /** Start the audit UI (default true). */
-  ui?: boolean;
   log?: (line: string) => void;
 }
 
@@ -155,12 +149,10 @@ export async function startCluster(
     const bundleCache = path.join(userCacheDir(), 'workflow-bundles');
     const [binaries, uiBinary] = await Promise.all([
       resolveTemporalServer(config.temporalServerBin, log),
-      opts.ui === false
-        ? undefined
-        : resolveUiServer(config.temporalUiServer, log).catch((err: Error) => {
-            log(`dossier: the audit UI will not start: ${err.message}`);
-            return undefined;
-          }),
+      resolveUiServer(config.temporalUiServer, log).catch((err: Error) => {
+        log(`dossier: the audit UI will not start: ${err.message}`);
+        return undefined;
+      }),
       // Bundled once before the workers start, so they all find it cached.
       workflowBundle(bundleCache),
     ]);
@@ -171,7 +163,6 @@ export async function startCluster(
       postgres = await startLocalPostgres({
         dir: postgresDir(config),
         port: opts.postgresPort ?? 7432,
-        durable: opts.durable,
         maxConnections: 300,
       });
       stoppers.push(() => postgres!.stop());
@@ -275,10 +266,6 @@ export async function startCluster(
           const upAt = Date.now();
           void p.exited.then((code) => {
             if (down() || proc !== p) return;
-            if (!(opts.restart ?? true)) {
-              log(`dossier: ${name} exited (${code ?? p.child.signalCode}); not restarting it`);
-              return;
-            }
             // A member that stayed up a minute starts over at 1 s; one that keeps dying backs off.
             failures = Date.now() - upAt > 60_000 ? 1 : failures + 1;
             log(`dossier: ${name} exited (${code ?? p.child.signalCode}); restarting it`);

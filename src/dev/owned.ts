@@ -32,8 +32,6 @@ export interface OwnedOptions {
   ready: (proc: OwnedProcess) => Promise<void>;
   /** Added to the error when the process exits during start-up (e.g. which port to change). */
   hint?: string;
-  /** Called with each chunk of output (after logging). */
-  onOutput?: (chunk: string) => void;
   /** Extra setpriv options, e.g. to run as another user (the parent-death signal survives them). */
   setpriv?: string[];
   /** The signal that asks it to stop (PostgreSQL: SIGINT, its fast shutdown). */
@@ -46,7 +44,7 @@ export interface OwnedOptions {
  * owner killed by SIGKILL or the OOM killer leaves no server holding its ports
  * and files (a restart would otherwise fail, or talk to a stale server).
  */
-export function spawnOwned(
+function spawnOwned(
   command: string,
   args: string[],
   opts: { env?: NodeJS.ProcessEnv; cwd?: string; setpriv?: string[] } = {},
@@ -66,9 +64,7 @@ export async function startOwned(opts: OwnedOptions): Promise<OwnedProcess> {
   let tail = '';
   const keep = (chunk: Buffer) => {
     log?.write(chunk);
-    const text = chunk.toString();
-    tail = (tail + text).slice(-4_000);
-    opts.onOutput?.(text);
+    tail = (tail + chunk.toString()).slice(-4_000);
   };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
@@ -106,7 +102,7 @@ export async function startOwned(opts: OwnedOptions): Promise<OwnedProcess> {
   throw new Error(`${opts.name} ${why}. Its last output:\n${tail}`);
 }
 
-export async function stopChild(
+async function stopChild(
   child: ChildProcess,
   exited: Promise<unknown>,
   graceMs = 10_000,
