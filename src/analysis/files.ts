@@ -3,10 +3,9 @@
 // digest the first time a process opens one. On a store that hosts share, the
 // builder publishes a database and a host that lacks it fetches it by digest.
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, statSync } from 'node:fs';
 import { chmod, mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { DossierError } from '../domain/errors.ts';
 import { AnalysisDatabase } from './database.ts';
 
@@ -37,7 +36,8 @@ export function databaseFile(home: string, digest: string): string {
 
 /** The store's shared bytes (another host built the database), read by digest. */
 export interface SharedDatabases {
-  read(digest: string): Promise<AsyncIterable<Buffer> | undefined>;
+  /** Writes the blob into a new file; the sha256 hex of what it wrote, or undefined if there is none. */
+  copyTo(digest: string, file: string): Promise<string | undefined>;
 }
 
 /** Moves a finished database into the content-addressed folder; returns where it lives and its digest. */
@@ -57,12 +57,10 @@ const opened = new Map<string, AnalysisDatabase>();
 
 /** Brings a database another host built from the store into this host's folder; nothing if the store has none. */
 async function fetchDatabase(home: string, digest: string, shared: SharedDatabases, file: string) {
-  const chunks = await shared.read(digest);
-  if (!chunks) return;
   const scratch = await scratchFile(home);
   try {
-    await pipeline(chunks, createWriteStream(scratch, { flags: 'wx', mode: 0o600 }));
     // Proven below like any database a process opens: a changed blob is refused there.
+    if ((await shared.copyTo(digest, scratch)) === undefined) return;
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     await chmod(scratch, 0o444);
     await rename(scratch, file);

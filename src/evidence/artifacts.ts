@@ -19,8 +19,7 @@ import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { BlobStore } from '../store/blobs.ts';
 
 /** The store's shared bytes, when hosts share a store; undefined for a folder of one's own. */
-export type SharedBytes =
-  Pick<BlobStore, 'has' | 'put' | 'read' | 'ownedBy' | 'discard' | 'sizeOf'> | undefined;
+export type SharedBytes = Pick<BlobStore, 'put' | 'copyTo' | 'ownedBy' | 'discard' | 'sizeOf'> | undefined;
 
 export function artifactPath(home: string, digest: string): string {
   const hex = digest.replace(/^sha256:/, '');
@@ -123,22 +122,10 @@ async function tempFile(home: string): Promise<string> {
 
 /** Brings a shared artifact into this host's folder, proving its digest on the way; nothing if the store has none. */
 async function fetchShared(home: string, digest: string, shared: NonNullable<SharedBytes>) {
-  const chunks = await shared.read(digest);
-  if (!chunks) return;
   const tmp = await tempFile(home);
-  const hash = createHash('sha256');
   try {
-    await pipeline(
-      chunks,
-      async function* (source: AsyncIterable<Buffer>) {
-        for await (const chunk of source) {
-          hash.update(chunk);
-          yield chunk;
-        }
-      },
-      createWriteStream(tmp, { flags: 'wx', mode: 0o600 }),
-    );
-    const actual = hash.digest('hex');
+    const actual = await shared.copyTo(digest, tmp);
+    if (actual === undefined) return;
     if (`sha256:${actual}` !== digest) {
       // Damaged in the store: forgotten there, so the next host that stores these bytes heals it.
       await shared.discard(digest);

@@ -7,7 +7,8 @@
 // a team reaches a blob only through its own artifact records, or as one of
 // the blob's owners (the teams that published it).
 import { createHash } from 'node:crypto';
-import { createReadStream, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, statSync } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
 import { DossierError } from '../domain/errors.ts';
 import type { Row } from './rows.ts';
 import type { SqlDriver } from './sql.ts';
@@ -175,6 +176,28 @@ export class BlobStore {
       name,
     ]);
     return row && toNamed(row);
+  }
+
+  /**
+   * Writes the whole blob `digest` into the new file `file` (0600), chunk by
+   * chunk; the sha256 of what was written (hex), for the caller to prove, or
+   * undefined when the store has no such blob.
+   */
+  async copyTo(digest: string, file: string): Promise<string | undefined> {
+    const chunks = await this.read(digest);
+    if (!chunks) return undefined;
+    const hash = createHash('sha256');
+    await pipeline(
+      chunks,
+      async function* (source: AsyncIterable<Buffer>) {
+        for await (const chunk of source) {
+          hash.update(chunk);
+          yield chunk;
+        }
+      },
+      createWriteStream(file, { flags: 'wx', mode: 0o600 }),
+    );
+    return hash.digest('hex');
   }
 
   /** The chunks of a whole blob in order, one at a time; undefined when the store has none. */
