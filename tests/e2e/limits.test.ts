@@ -5,6 +5,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
+/** One JSON-RPC message POSTed as a raw Streamable HTTP client would (no SDK, so nothing is added). */
+function post(url: string, token: string, message: unknown, session?: string) {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(session ? { 'mcp-session-id': session } : {}),
+    },
+    body: JSON.stringify(message),
+  });
+}
+
+const initialize = (params: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'initialize', params });
+
 let t: TestStack;
 beforeAll(async () => {
   t = await startTestStack({
@@ -49,35 +65,26 @@ describe('gateway limits', () => {
 
   it('counts what a session sends besides requests: notifications past the rate get 429', async () => {
     const token = await t.tokenFor('notifier', 'local');
-    const headers = {
-      Authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-    };
-    const init = await fetch(t.url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'n', version: '1' } },
+    const init = await post(
+      t.url,
+      token,
+      initialize({
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'n', version: '1' },
       }),
-    });
+    );
     expect(init.status).toBe(200);
     await init.text();
-    const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    const session = init.headers.get('mcp-session-id')!;
     const statuses: number[] = [];
     for (let i = 0; i < 8; i++) {
-      const res = await fetch(t.url, {
-        method: 'POST',
-        headers: session,
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          method: 'notifications/cancelled',
-          params: { requestId: 99 },
-        }),
-      });
+      const res = await post(
+        t.url,
+        token,
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 99 } },
+        session,
+      );
       await res.text();
       statuses.push(res.status);
     }
@@ -86,20 +93,7 @@ describe('gateway limits', () => {
   });
 
   it('refuses a request body over DOSSIER_MAX_REQUEST_BYTES with 413 and a JSON-RPC error', async () => {
-    const res = await fetch(t.url, {
-      method: 'POST',
-      headers: {
-        Authorization: `Bearer ${t.token}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { pad: 'x'.repeat(8_000) },
-      }),
-    });
+    const res = await post(t.url, t.token, initialize({ pad: 'x'.repeat(8_000) }));
     expect(res.status).toBe(413);
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(
       /DOSSIER_MAX_REQUEST_BYTES/,
@@ -139,24 +133,15 @@ describe('sessions and slow bodies', () => {
   });
 
   it('refuses an initialize whose capabilities and client info exceed 16 KiB: nothing of it is kept', async () => {
-    const res = await fetch(s.url, {
-      method: 'POST',
-      headers: {
-        Authorization: `Bearer ${s.token}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: {},
-          clientInfo: { name: 'x'.repeat(20_000), version: '1' },
-        },
+    const res = await post(
+      s.url,
+      s.token,
+      initialize({
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'x'.repeat(20_000), version: '1' },
       }),
-    });
+    );
     expect(res.status).toBe(400);
     expect(res.headers.get('mcp-session-id')).toBeNull();
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/16384 bytes/);
