@@ -7,7 +7,8 @@
 // Temporal's and dossier's databases here; the tests start a throwaway one.
 import { execFile } from 'node:child_process';
 import { startOwned } from './owned.ts';
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -15,7 +16,7 @@ import pg from 'pg';
 const run = promisify(execFile);
 
 export interface LocalPostgres {
-  /** The superuser's URL on the `postgres` database. */
+  /** The superuser's URL (with its password) on the `postgres` database. */
   url: string;
   host: string;
   port: number;
@@ -66,16 +67,25 @@ export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<Lo
     }
   };
   mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
-  if (asRoot) {
-    const id = async (flag: string) => Number((await run('id', [flag, 'postgres'])).stdout.trim());
-    chownSync(opts.dir, await id('-u'), await id('-g'));
-  }
+  const ids = asRoot
+    ? await Promise.all(
+        ['-u', '-g'].map(async (flag) => Number((await run('id', [flag, 'postgres'])).stdout.trim())),
+      )
+    : undefined;
+  if (ids) chownSync(opts.dir, ids[0]!, ids[1]!);
+  // Every connection needs the password, made at initdb and kept beside the data (0600): a local
+  // user, or a sandboxed program given the host's network, that reaches the port gets nothing.
+  const passwordFile = path.join(opts.dir, 'password');
   if (!existsSync(path.join(data, 'PG_VERSION'))) {
+    writeFileSync(passwordFile, `${randomBytes(24).toString('base64url')}\n`, { mode: 0o600 });
+    if (ids) chownSync(passwordFile, ids[0]!, ids[1]!);
     await pgTool('initdb', [
       '-D',
       data,
       '-A',
-      'trust',
+      'scram-sha-256',
+      '--pwfile',
+      passwordFile,
       '-U',
       USER,
       '-E',
@@ -83,6 +93,13 @@ export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<Lo
       ...(opts.durable === false ? ['--no-sync'] : []),
     ]);
   }
+  if (!existsSync(passwordFile))
+    throw new Error(
+      `${data} was made without a password file (${passwordFile}); remove ${opts.dir} to start a new PostgreSQL there, or pass --postgres with the URL of a server to use.`,
+    );
+  const password = readFileSync(passwordFile, 'utf8').trim();
+  const urlOf = (db: string) =>
+    `postgres://${USER}:${encodeURIComponent(password)}@${host}:${opts.port}/${db}`;
   const start = () =>
     startOwned({
       name: 'PostgreSQL',
@@ -105,7 +122,7 @@ export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<Lo
       hint: `is port ${opts.port} in use, or another server running on ${data}?`,
       // SIGINT is PostgreSQL's fast shutdown (clients disconnected, a checkpoint written); SIGQUIT skips the checkpoint.
       stopSignal: opts.durable === false ? 'SIGQUIT' : 'SIGINT',
-      ready: () => acceptsConnections(`postgres://${USER}@${host}:${opts.port}/postgres`, 60_000),
+      ready: () => acceptsConnections(urlOf('postgres'), 60_000),
     });
   // A server that died with its owner a moment ago may still be leaving (its backends notice the
   // postmaster's death within a second or so): PostgreSQL refuses to start until it has, then
@@ -123,7 +140,6 @@ export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<Lo
       await new Promise((r) => setTimeout(r, 250));
     }
   }
-  const urlOf = (db: string) => `postgres://${USER}@${host}:${opts.port}/${db}`;
   let stopped = false;
   return {
     url: urlOf('postgres'),
