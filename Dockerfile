@@ -5,7 +5,9 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# The dependencies' install scripts (better-sqlite3, ssh2…) but not the project's own `prepare`,
+# which builds sources not copied yet: this layer stays cached until the lockfile changes.
+RUN npm ci --no-audit --no-fund --ignore-scripts && npm rebuild --no-audit --no-fund
 COPY bin bin
 COPY src src
 COPY scripts scripts
