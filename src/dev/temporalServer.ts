@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ConfigError } from '../config.ts';
 import { buildWithGo, cachedTool, isExecutable, type GoTool } from './goTools.ts';
@@ -219,21 +220,10 @@ export function serverConfig(opts: ServerConfigOptions): string {
   ].join('\n')}\n`;
 }
 
-/**
- * Dynamic configuration: eager workflow start for the gateway's starts that
- * share a worker's connection; search attributes visible as soon as they are
- * added (as on the dev server, with the persistence rates raised to match),
- * so a fresh cluster audits its first launch.
- */
-export const DYNAMIC_CONFIG = `system.enableEagerWorkflowStart:
-  - value: true
-system.forceSearchAttributesCacheRefreshOnRead:
-  - value: true
-frontend.persistenceMaxQPS:
-  - value: 10000
-history.persistenceMaxQPS:
-  - value: 45000
-`;
+/** The server's dynamic configuration, one file for `cluster up` and docker-compose.yml alike. */
+export const DYNAMIC_CONFIG_FILE = fileURLToPath(
+  new URL('../../deploy/temporal/dynamicconfig.yaml', import.meta.url),
+);
 
 export interface TemporalServer {
   address: string;
@@ -258,11 +248,9 @@ export async function startTemporalServer(opts: TemporalServerOptions): Promise<
   await migrateSchemas(opts.binaries.sqlTool, opts.pg);
   const configDir = path.join(opts.dir, 'config');
   mkdirSync(configDir, { recursive: true, mode: 0o700 });
-  const dynamicConfigFile = path.join(configDir, 'dynamic.yaml');
-  writeFileSync(dynamicConfigFile, DYNAMIC_CONFIG);
   writeFileSync(
     path.join(configDir, 'dossier.yaml'),
-    serverConfig({ host: opts.host, ports: opts.ports, pg: opts.pg, dynamicConfigFile }),
+    serverConfig({ host: opts.host, ports: opts.ports, pg: opts.pg, dynamicConfigFile: DYNAMIC_CONFIG_FILE }),
     { mode: 0o600 },
   );
   const proc = await startOwned({
