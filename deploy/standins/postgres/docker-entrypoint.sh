@@ -1,0 +1,32 @@
+#!/bin/bash
+# The upstream image's contract, in brief: on an empty data folder, initdb with
+# POSTGRES_USER / POSTGRES_PASSWORD, create POSTGRES_DB, accept password logins
+# from any address; then run the server in the foreground as postgres.
+set -euo pipefail
+if [ "$(id -u)" = 0 ]; then
+  mkdir -p "$PGDATA" /run/postgresql
+  chown -R postgres:postgres "$PGDATA" /run/postgresql
+  chmod 700 "$PGDATA"
+  exec setpriv --reuid=postgres --regid=postgres --init-groups "$0" "$@"
+fi
+user="${POSTGRES_USER:-postgres}"
+db="${POSTGRES_DB:-$user}"
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+  if [ -z "${POSTGRES_PASSWORD:-}" ]; then
+    echo "postgres: POSTGRES_PASSWORD is not set; set it (the upstream image refuses to start without it too)" >&2
+    exit 1
+  fi
+  pwfile="$(mktemp)"
+  printf '%s\n' "$POSTGRES_PASSWORD" >"$pwfile"
+  initdb -D "$PGDATA" -U "$user" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+  rm -f "$pwfile"
+  echo "host all all all scram-sha-256" >>"$PGDATA/pg_hba.conf"
+  echo "listen_addresses = '*'" >>"$PGDATA/postgresql.conf"
+  if [ "$db" != postgres ]; then
+    pg_ctl -D "$PGDATA" -o "-c listen_addresses=''" -w start >/dev/null
+    createdb -U "$user" -h /run/postgresql "$db"
+    pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
+  fi
+fi
+if [ "${1:-}" = postgres ]; then shift; exec postgres -D "$PGDATA" "$@"; fi
+exec "$@"
