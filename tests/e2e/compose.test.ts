@@ -1,0 +1,338 @@
+// docker-compose.yml as a team runs it, brought up by testcontainers over
+// podman's Docker API: PostgreSQL, Temporal (auto-setup), the audit UI, two
+// gateway replicas and three workers, each container a host of its own. The
+// images carry the upstream names; on this machine (no registry) they are the
+// local stand-ins `scripts/containers.sh prepare` builds (`npm test` runs it).
+// The same key-contract scenarios as the process cluster, with containers
+// killed and restarted instead of processes.
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { StartedDockerComposeEnvironment, StartedTestContainer } from 'testcontainers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signalGroup } from '../../src/sandbox/processes.ts';
+import { allRows, call, connectMcp, registerAndExtract } from '../helpers/mcp.ts';
+import { eventually } from '../helpers/wait.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const IMAGES = [
+  'docker.io/library/postgres:15',
+  'docker.io/temporalio/auto-setup:1.29.1',
+  'docker.io/temporalio/ui:2.42.1',
+  'localhost/dossier:latest',
+];
+const METRICS_TOKEN = `metrics-${randomUUID()}`;
+const HOME_IN_CONTAINER = '/var/lib/dossier';
+
+/** Why this machine cannot run containers, or undefined when it can. */
+function noEngine(): string | undefined {
+  const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+  if (!has('podman'))
+    return 'no container engine: podman is not installed (scripts/containers.sh prepare installs it where root and apt-get are)';
+  if (!has('docker-compose'))
+    return 'docker-compose is not installed (scripts/containers.sh prepare installs it)';
+  const info = spawnSync('podman', ['info', '--format', '{{.Host.OCIRuntime.Name}}'], { encoding: 'utf8' });
+  if (info.status !== 0) return `podman cannot run here: ${(info.stderr || '').trim().slice(0, 300)}`;
+  return undefined;
+}
+const skip = noEngine();
+
+const project = `dossier${randomUUID().slice(0, 8)}`;
+let scratch: string;
+let service: ChildProcess | undefined;
+let healthchecks: ChildProcess | undefined;
+let env: StartedDockerComposeEnvironment | undefined;
+let token: string;
+const clients: Client[] = [];
+
+/** A compose container by service and replica (compose v1 names it project_service_n, v2 service-n). */
+function container(name: string, replica = 1): StartedTestContainer {
+  try {
+    return env!.getContainer(`${name}-${replica}`);
+  } catch {
+    return env!.getContainer(`${project}_${name}_${replica}`);
+  }
+}
+
+function gatewayUrl(replica: number): string {
+  const g = container('gateway', replica);
+  return `http://127.0.0.1:${g.getMappedPort(7400)}/mcp`;
+}
+
+async function client(replica: number): Promise<Client> {
+  const c = await connectMcp(gatewayUrl(replica), token);
+  clients.push(c);
+  return c;
+}
+
+const podman = (...args: string[]) => execFileSync('podman', args, { encoding: 'utf8' }).trim();
+
+/** Runs a shell line in a container; its stdout, or undefined when it fails (or the container is down). */
+function inContainer(id: string, line: string): string | undefined {
+  const r = spawnSync('podman', ['exec', id, 'sh', '-c', line], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout : undefined;
+}
+
+const workers = () => [1, 2, 3].map((i) => container('worker', i).getId());
+
+/** How many workspaces, over every worker container, hold `marker`: how often the program really ran. */
+function effects(marker: string): number {
+  let n = 0;
+  for (const id of workers()) {
+    const listed = inContainer(id, `ls -d ${HOME_IN_CONTAINER}/workspaces/*/*/${marker} 2>/dev/null || true`);
+    n += (listed ?? '').split('\n').filter(Boolean).length;
+  }
+  return n;
+}
+
+function counter() {
+  const marker = `effect-${randomUUID().slice(0, 8)}`;
+  return {
+    marker,
+    quick: { executable: '/usr/bin/tee', args: [marker], stdin: 'effect\n' },
+    slow: (seconds: number) => ({
+      executable: '/usr/bin/sh',
+      args: ['-c', `echo started > ${marker}; sleep ${seconds}; echo done`],
+      env: { PATH: '/usr/bin:/bin' },
+    }),
+    count: () => effects(marker),
+  };
+}
+
+beforeAll(async () => {
+  if (skip) return;
+  const missing = IMAGES.filter((image) => spawnSync('podman', ['image', 'exists', image]).status !== 0);
+  if (missing.length)
+    throw new Error(`images ${missing.join(', ')} are missing: run \`bash scripts/containers.sh prepare\``);
+  // A private Docker API socket for this run, stopped with it.
+  scratch = mkdtempSync(path.join(os.tmpdir(), 'dossier-compose-'));
+  const socket = path.join(scratch, 'podman.sock');
+  service = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], {
+    stdio: 'ignore',
+    detached: true,
+  });
+  await eventually('the podman API socket', () => existsSync(socket), 30_000);
+  Object.assign(process.env, {
+    DOCKER_HOST: `unix://${socket}`,
+    TESTCONTAINERS_RYUK_DISABLED: 'true', // its image cannot be had without a registry
+    TESTCONTAINERS_HOST_OVERRIDE: '127.0.0.1',
+  });
+  // podman without systemd runs no health checks: the project's runner does, for this project.
+  healthchecks = spawn('bash', [path.join(ROOT, 'scripts/containers.sh'), 'healthchecks', project], {
+    stdio: 'ignore',
+    detached: true,
+  });
+
+  const { DockerComposeEnvironment, Wait } = await import('testcontainers');
+  const compose = new DockerComposeEnvironment(ROOT, 'docker-compose.yml')
+    .withProjectName(project)
+    .withEnvironment({
+      DOSSIER_PAYLOAD_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      DOSSIER_METRICS_TOKEN: METRICS_TOKEN,
+      DOSSIER_GATEWAY_PUBLISH: '127.0.0.1::7400',
+      DOSSIER_TEMPORAL_PUBLISH: '127.0.0.1::7233',
+      DOSSIER_UI_PUBLISH: '127.0.0.1::8080',
+      DOSSIER_WORKER_CAPABILITIES: 'capture,extract', // angr's first install is the analysis tests' business
+    })
+    .withClientOptions({
+      executable: { standalone: true }, // Debian's docker-compose (v1) against podman's socket
+      commandOptions: ['--scale', 'gateway=2', '--scale', 'worker=3'],
+    })
+    .withDefaultWaitStrategy(Wait.forListeningPorts())
+    .withStartupTimeout(240_000);
+  for (const name of ['gateway_1', 'gateway_2', 'gateway-1', 'gateway-2'])
+    compose.withWaitStrategy(`${project}_${name}`, Wait.forHttp('/healthz', 7400));
+  env = await compose.up();
+
+  const made = await container('gateway', 1).exec([
+    'node',
+    'bin/dossier.js',
+    'token',
+    'create',
+    '--principal',
+    'agent',
+    '--team',
+    'local',
+    '--role',
+    'operator',
+  ]);
+  expect(made.exitCode, made.output).toBe(0);
+  token = made.stdout.trim().split('\n').pop()!.trim();
+}, 600_000);
+
+afterAll(async () => {
+  await Promise.allSettled(clients.splice(0).map((c) => c.close()));
+  if (env) await env.down({ removeVolumes: true, timeout: 5_000 }).catch(() => undefined);
+  for (const child of [healthchecks, service]) if (child?.pid) signalGroup(child.pid, 'SIGTERM');
+  // Whatever compose left, even when it never finished coming up.
+  if (!skip)
+    spawnSync('bash', [path.join(ROOT, 'scripts/containers.sh'), 'down', project], { stdio: 'ignore' });
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+}, 180_000);
+
+describe.skipIf(skip)(
+  skip ? `docker-compose.yml on containers (skipped: ${skip})` : 'docker-compose.yml on containers',
+  () => {
+    it('comes up as the file says: PostgreSQL, Temporal, the UI, 2 gateways, 3 workers, each its own host', () => {
+      const running = podman(
+        'ps',
+        '--filter',
+        `label=com.docker.compose.project=${project}`,
+        '--format',
+        '{{.Labels}}',
+      );
+      const services = [...running.matchAll(/com\.docker\.compose\.service:([\w-]+)/g)]
+        .map((m) => m[1])
+        .sort();
+      expect(services).toEqual([
+        'gateway',
+        'gateway',
+        'postgres',
+        'temporal',
+        'temporal-ui',
+        'worker',
+        'worker',
+        'worker',
+      ]);
+      // No folder shared between workers: each sees only its own home.
+      const stamps = workers().map((id) => {
+        const stamp = randomUUID();
+        inContainer(id, `mkdir -p ${HOME_IN_CONTAINER} && echo ${stamp} > ${HOME_IN_CONTAINER}/host-stamp`);
+        return stamp;
+      });
+      workers().forEach((id, i) =>
+        expect(inContainer(id, `cat ${HOME_IN_CONTAINER}/host-stamp`)?.trim()).toBe(stamps[i]),
+      );
+    });
+
+    it('a 64-client storm of identical calls over both gateways: one effect, one launch, 63 attached', async () => {
+      const effect = counter();
+      const args = { ...effect.quick, idempotency_key: 'storm-64' };
+      const callers = await Promise.all(Array.from({ length: 64 }, (_, i) => client(1 + (i % 2))));
+      const replies = await Promise.all(callers.map((c) => call(c, 'capture_process_scenario', args)));
+      expect(replies.map((r) => r.status)).toEqual(Array(64).fill('succeeded'));
+      expect(new Set(replies.map((r) => r.launch.run_id)).size).toBe(1);
+      expect(replies.filter((r) => r.launch.attached === false)).toHaveLength(1);
+      expect(effect.count()).toBe(1);
+      await Promise.allSettled(callers.map((c) => c.close()));
+    }, 180_000);
+
+    it('an artifact registered through gateway 1 is extracted by a worker container and paged through gateway 2', async () => {
+      const staging = path.join(scratch, 'tree');
+      execFileSync('mkdir', ['-p', path.join(staging, 'tree')]);
+      for (let i = 0; i < 120; i++) writeFileSync(path.join(staging, 'tree', `f${i}.txt`), `file ${i}\n`);
+      const archive = path.join(scratch, 'tree.tar.gz');
+      execFileSync('tar', ['-czf', archive, '-C', staging, 'tree']);
+      const inbox = `${HOME_IN_CONTAINER}/inbox/local`;
+      const gateway1 = container('gateway', 1);
+      await gateway1.exec(['mkdir', '-p', inbox]);
+      await gateway1.copyFilesToContainer([{ source: archive, target: `${inbox}/tree.tar.gz` }]);
+
+      const extracted = await registerAndExtract(await client(1), `${inbox}/tree.tar.gz`, 'tree-1');
+      expect(extracted.status).toBe('succeeded');
+      const rows = await allRows(await client(2), extracted.evidence_id);
+      expect(rows.filter((r) => r.type === 'file')).toHaveLength(120);
+      // The worker that extracted it holds the artifact, proven against its digest, in its own home.
+      const digest = createHash('sha256').update(readFileSync(archive)).digest('hex');
+      const holders = workers().filter((id) =>
+        inContainer(id, `find ${HOME_IN_CONTAINER} -path '*${digest}*' | head -1`)?.trim(),
+      );
+      expect(holders.length).toBeGreaterThanOrEqual(1);
+    }, 180_000);
+
+    it('a worker container killed mid-launch: that launch ends interrupted and never re-runs; others go on', async () => {
+      const c = await client(1);
+      const effect = counter();
+      const args = { ...effect.slow(120), idempotency_key: 'worker-killed', wait_ms: 0 };
+      await call(c, 'capture_process_scenario', args);
+      const victim = await eventually(
+        'the target to start on a worker',
+        // `[e]ffect-…` matches the target's command line but not this shell's own.
+        () =>
+          workers().find((id) =>
+            inContainer(id, `pgrep -f '[${effect.marker[0]}]${effect.marker.slice(1)}'`),
+          ) ?? '',
+        60_000,
+      );
+      podman('kill', victim);
+
+      const other = await call(c, 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        idempotency_key: 'while-a-worker-is-down',
+      });
+      expect(other.status).toBe('succeeded');
+      const outcome = await call(c, 'await_launch', { idempotency_key: 'worker-killed', wait_ms: 90_000 });
+      expect(outcome).toMatchObject({ status: 'interrupted' });
+      const retry = await call(await client(2), 'capture_process_scenario', { ...args, wait_ms: 1_000 });
+      expect(retry).toMatchObject({ status: 'interrupted', launch: { attached: true } });
+      // Nothing re-ran: the killed container (restarted by its policy, or started here) holds the one effect.
+      if (inContainer(victim, 'true') === undefined) podman('start', victim);
+      expect(effect.count()).toBe(1);
+    }, 300_000);
+
+    it('a gateway container killed: its client continues on the other replica with the same key and launch', async () => {
+      const effect = counter();
+      const args = { ...effect.slow(3), idempotency_key: 'gateway-killed' };
+      const before = await call(await client(1), 'capture_process_scenario', { ...args, wait_ms: 300 });
+      expect(before.status).toBe('running');
+      podman('kill', container('gateway', 1).getId());
+      const retry = await call(await client(2), 'capture_process_scenario', { ...args, wait_ms: 30_000 });
+      expect(retry).toMatchObject({
+        status: 'succeeded',
+        launch: { attached: true, run_id: before.launch.run_id },
+      });
+      expect(effect.count()).toBe(1);
+    }, 120_000);
+
+    it('/metrics on the surviving gateway counts the launches it answered', async () => {
+      const url = gatewayUrl(2).replace(/\/mcp$/, '/metrics');
+      const res = await fetch(url, { headers: { Authorization: `Bearer ${METRICS_TOKEN}` } });
+      const text = await res.text();
+      expect(res.status, text.slice(0, 500)).toBe(200);
+      const attached = Number(
+        text.match(
+          /^dossier_launch_calls_total\{tool="capture_process_scenario",kind="attached"\} (\d+)/m,
+        )?.[1] ?? 0,
+      );
+      expect(attached).toBeGreaterThanOrEqual(31); // its half of the storm's attached replies, at least
+    });
+
+    it('the audit UI serves the namespace read-only', async () => {
+      const ui = container('temporal-ui');
+      const base = `http://127.0.0.1:${ui.getMappedPort(8080)}`;
+      const settings = await fetch(`${base}/api/v1/settings`).then((r) => r.json());
+      expect(settings).toMatchObject({ DisableWriteActions: true, DefaultNamespace: 'dossier' });
+    });
+    // Last: a restarted Temporal container comes back on another address, and its membership ring
+    // waits about a minute for the old one to be declared gone before it serves again (upstream
+    // behaviour; docs/operations.md). The outcome is not lost meanwhile.
+    it('the Temporal container restarted mid-wait: the outcome is not lost, the retry attaches', async () => {
+      const c = await client(2);
+      const effect = counter();
+      const args = { ...effect.slow(4), idempotency_key: 'temporal-restart' };
+      const waiting = call(c, 'capture_process_scenario', { ...args, wait_ms: 30_000 }).catch(
+        (err: Error) => err,
+      );
+      await eventually('the effect to begin', () => effect.count() === 1, 60_000);
+      podman('restart', '--time', '2', container('temporal').getId());
+      const first = await waiting;
+      if (!(first instanceof Error) && first.status !== 'running') expect(first.status).toBe('succeeded');
+      const retry = await eventually(
+        'the retry to attach once Temporal is back',
+        async () => {
+          const r = await call(c, 'capture_process_scenario', { ...args, wait_ms: 30_000 }).catch(
+            () => undefined,
+          );
+          return r && r.status !== 'running' && !r._isError ? r : undefined;
+        },
+        180_000,
+      );
+      expect(retry).toMatchObject({ status: 'succeeded', launch: { attached: true } });
+      expect(effect.count()).toBe(1);
+    }, 300_000);
+  },
+);
