@@ -11,6 +11,8 @@ RUN npm ci --no-audit --no-fund --ignore-scripts && npm rebuild --no-audit --no-
 COPY bin bin
 COPY src src
 COPY scripts scripts
+# The Temporal dynamic configuration `dossier cluster up` points its server at.
+COPY deploy/temporal deploy/temporal
 COPY tsconfig.json tsconfig.build.json ./
 # Compile to dist/ (the parts run JavaScript, not tsx), then drop the build-only packages.
 RUN node scripts/build.mjs && npm prune --omit=dev --no-audit --no-fund
