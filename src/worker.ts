@@ -159,6 +159,9 @@ export async function startWorkers(deps: {
         connection,
         namespace: config.namespace,
         taskQueue: capabilityQueue(capability),
+        // This capability's launch workflows run here too, so the effect each one schedules is
+        // handed back with its workflow task (eager activity dispatch) to this very worker.
+        workflowBundle: deps.bundle,
         activities: capability === 'analysis' ? { ...effects, ...analysis } : effects,
         dataConverter: converter,
         maxConcurrentActivityTaskExecutions: config.workerConcurrency,

@@ -50,9 +50,12 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     // and spares an fsync per commit.
     '--sqlite-pragma',
     'synchronous=normal',
-    // Let a starter that shares its connection with a worker take the first workflow task at once.
+    // Let a starter that shares its connection with a worker take the first workflow task at once,
+    // and a worker that schedules an activity on its own task queue take that activity at once.
     '--dynamic-config-value',
     'system.enableEagerWorkflowStart=true',
+    '--dynamic-config-value',
+    'system.enableActivityEagerExecution=true',
   ];
   const proc = await startOwned({
     name: 'The Temporal dev server',

@@ -356,6 +356,68 @@ describe('capture_process_scenario as a keyed launch', () => {
     expect(reply.launch.ui_url).toContain(encodeURIComponent(reply.launch.workflow_id));
   });
 
+  it('runs a launch on its capability’s queue, where the worker that schedules the effect is handed it', async () => {
+    const client = await t.connect();
+    const reply = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/true',
+      idempotency_key: 'slice-queue',
+    });
+    expect(reply.status).toBe('succeeded');
+    const connection = await Connection.connect({ address: t.env.DOSSIER_TEMPORAL_ADDRESS! });
+    try {
+      const { Client: TemporalClient } = await import('@temporalio/client');
+      const temporal = new TemporalClient({
+        connection,
+        namespace: t.namespace,
+        dataConverter: dataConverter(payloadKeys([], t.home)),
+      });
+      const handle = temporal.workflow.getHandle(reply.launch.workflow_id);
+      expect((await handle.describe()).taskQueue).toBe('dossier-capture');
+      const events = (await handle.fetchHistory()).events ?? [];
+      const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes);
+      expect(scheduled!.activityTaskScheduledEventAttributes!.taskQueue!.name).toBe('dossier-capture');
+      // One worker took the workflow task that scheduled the effect and the effect itself.
+      const completedBy = events.find((e) => e.workflowTaskCompletedEventAttributes)!
+        .workflowTaskCompletedEventAttributes!.identity;
+      const startedBy = events.find((e) => e.activityTaskStartedEventAttributes)!
+        .activityTaskStartedEventAttributes!.identity;
+      expect(startedBy).toBe(completedBy);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('starts a launch whose capability no worker runs on the shared queue, where it waits for one', async () => {
+    const only = await startTestStack({ env: { DOSSIER_WORKER_CAPABILITIES: 'extract' } });
+    try {
+      const client = await only.connect();
+      const reply = await call(client, 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        idempotency_key: 'no-capture-worker',
+        wait_ms: 500,
+      });
+      expect(reply.status).toBe('running');
+      const connection = await Connection.connect({ address: only.env.DOSSIER_TEMPORAL_ADDRESS! });
+      try {
+        const { Client: TemporalClient } = await import('@temporalio/client');
+        const temporal = new TemporalClient({
+          connection,
+          namespace: only.namespace,
+          dataConverter: dataConverter(payloadKeys([], only.home)),
+        });
+        expect((await temporal.workflow.getHandle(reply.launch.workflow_id).describe()).taskQueue).toBe(
+          'dossier',
+        );
+      } finally {
+        await connection.close();
+      }
+      const cancelled = await call(client, 'cancel_launch', { idempotency_key: 'no-capture-worker' });
+      expect(cancelled.status).toBe('cancelled');
+    } finally {
+      await only.stop(true);
+    }
+  });
+
   it('finds every launch and Evidence record where it was after a restart', async () => {
     const client = await t.connect();
     const before = await call(client, 'capture_process_scenario', {
