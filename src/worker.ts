@@ -20,6 +20,7 @@ import type { Store } from './store/store.ts';
 import { payloadKeys } from './temporal/codec.ts';
 import { dataConverter, FAILURE_CONVERTER_PATH } from './temporal/dataConverter.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from './temporal/queues.ts';
+import { CAPABILITIES } from './domain/types.ts';
 import { tracing } from './metrics/tracing.ts';
 
 const HERE = fileURLToPath(import.meta.url);
@@ -153,21 +154,29 @@ export async function startWorkers(deps: {
       ...tracingOptions,
     }),
   ];
-  for (const capability of config.capabilities) {
+  // Every worker runs the launch workflows of every capability's queue, and the effects of the
+  // capabilities it serves. Where it serves the capability, the effect its workflow task schedules
+  // is handed back with that task (eager activity dispatch); where no worker serves it, the
+  // workflow still runs and its effect fails as provider_unavailable; and any live worker settles
+  // a launch whose effect's worker died, or cancels it.
+  for (const capability of CAPABILITIES) {
+    const serves = config.capabilities.includes(capability);
     workers.push(
       await Worker.create({
         connection,
         namespace: config.namespace,
         taskQueue: capabilityQueue(capability),
-        // This capability's launch workflows run here too, so the effect each one schedules is
-        // handed back with its workflow task (eager activity dispatch) to this very worker.
         workflowBundle: deps.bundle,
-        activities: capability === 'analysis' ? { ...effects, ...analysis } : effects,
         dataConverter: converter,
-        maxConcurrentActivityTaskExecutions: config.workerConcurrency,
-        // Heartbeats carry cancellation back to the activity: send them at
-        // least every second so cancel_launch ends a process within ~1-2 s.
-        maxHeartbeatThrottleInterval: '1 second',
+        ...(serves
+          ? {
+              activities: capability === 'analysis' ? { ...effects, ...analysis } : effects,
+              maxConcurrentActivityTaskExecutions: config.workerConcurrency,
+              // Heartbeats carry cancellation back to the activity: send them at
+              // least every second so cancel_launch ends a process within ~1-2 s.
+              maxHeartbeatThrottleInterval: '1 second',
+            }
+          : { enableNonLocalActivities: false }),
         // A stopping worker lets running launches finish this long, then ends them (recorded interrupted).
         shutdownGraceTime: config.shutdownGraceMs,
         ...tracingOptions,

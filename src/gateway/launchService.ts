@@ -38,13 +38,7 @@ const GRPC_UNREACHABLE = new Set([4, 14]); // DEADLINE_EXCEEDED, UNAVAILABLE
 /** A launch not started this long after it was called is recorded as never started, not started late. */
 const START_LATE_MS = 15 * 60_000;
 
-/** How long a look at who runs a capability's launch workflows holds: seen / none seen. */
-const WORKFLOW_POLLERS_SEEN_MS = 10_000;
-const WORKFLOW_POLLERS_UNSEEN_MS = 1_000;
-
 export class LaunchService {
-  private readonly launchQueues = new Map<string, { queue: string; until: number }>();
-
   constructor(
     private readonly deps: {
       launches: LaunchStore;
@@ -206,39 +200,6 @@ export class LaunchService {
     return started;
   }
 
-  /**
-   * Where a launch's workflow runs: on its capability's queue when a worker runs launch workflows
-   * there, so the worker that schedules the effect is handed it at once (eager activity dispatch:
-   * no trip through matching, and the settling workflow task stays on the same worker). When none
-   * does (no worker serves the capability, or only workers from before this), on the shared
-   * workflow queue, whose effect then waits for a worker and fails as provider_unavailable after
-   * its schedule-to-start timeout instead of waiting forever.
-   */
-  private async launchQueue(capability: string): Promise<string> {
-    const known = this.launchQueues.get(capability);
-    if (known && known.until > Date.now()) return known.queue;
-    const { client, namespace } = this.deps;
-    const queue = capabilityQueue(capability);
-    try {
-      const described = await client.connection.withDeadline(Date.now() + 2_000, () =>
-        client.workflowService.describeTaskQueue({
-          namespace,
-          taskQueue: { name: queue },
-          taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-        }),
-      );
-      const served = (described.pollers ?? []).length > 0;
-      const chosen = served ? queue : WORKFLOW_TASK_QUEUE;
-      this.launchQueues.set(capability, {
-        queue: chosen,
-        until: Date.now() + (served ? WORKFLOW_POLLERS_SEEN_MS : WORKFLOW_POLLERS_UNSEEN_MS),
-      });
-      return chosen;
-    } catch {
-      return WORKFLOW_TASK_QUEUE; // the start itself will say what is wrong with Temporal
-    }
-  }
-
   /** Each task queue's approximate backlog, as Temporal reports it (for dossier_task_queue_backlog). */
   async backlog(): Promise<Backlog[]> {
     const { client, namespace } = this.deps;
@@ -246,7 +207,10 @@ export class LaunchService {
     const queues: [string, Backlog['type']][] = [
       [WORKFLOW_TASK_QUEUE, 'workflow'],
       [WORKFLOW_TASK_QUEUE, 'activity'],
-      ...CAPABILITIES.map((c): [string, Backlog['type']] => [capabilityQueue(c), 'activity']),
+      ...CAPABILITIES.flatMap((c): [string, Backlog['type']][] => [
+        [capabilityQueue(c), 'workflow'],
+        [capabilityQueue(c), 'activity'],
+      ]),
     ];
     return Promise.all(
       queues.map(async ([queue, type]) => {
@@ -301,7 +265,9 @@ export class LaunchService {
     let runId: string;
     try {
       const handle = await this.deps.client.workflow.start('launchWorkflow', {
-        taskQueue: await this.launchQueue(contract.runsOn),
+        // On its capability's queue, which every worker polls for workflows: the worker that serves
+        // the capability is handed the effect with the workflow task that schedules it.
+        taskQueue: capabilityQueue(contract.runsOn),
         workflowId: record.workflowId,
         args: [request],
         workflowIdConflictPolicy: 'USE_EXISTING',

@@ -387,7 +387,7 @@ describe('capture_process_scenario as a keyed launch', () => {
     }
   });
 
-  it('starts a launch whose capability no worker runs on the shared queue, where it waits for one', async () => {
+  it('a launch whose capability no worker serves still runs its workflow, and cancels at once', async () => {
     const only = await startTestStack({ env: { DOSSIER_WORKER_CAPABILITIES: 'extract' } });
     try {
       const client = await only.connect();
@@ -405,9 +405,12 @@ describe('capture_process_scenario as a keyed launch', () => {
           namespace: only.namespace,
           dataConverter: dataConverter(payloadKeys([], only.home)),
         });
-        expect((await temporal.workflow.getHandle(reply.launch.workflow_id).describe()).taskQueue).toBe(
-          'dossier',
-        );
+        const handle = temporal.workflow.getHandle(reply.launch.workflow_id);
+        // The extract-only worker ran the capture launch's workflow task: its effect waits for a
+        // capture worker (provider_unavailable after the schedule-to-start timeout), never run here.
+        const events = (await handle.fetchHistory()).events ?? [];
+        expect(events.some((e) => e.activityTaskScheduledEventAttributes)).toBe(true);
+        expect(events.some((e) => e.activityTaskStartedEventAttributes)).toBe(false);
       } finally {
         await connection.close();
       }

@@ -91,9 +91,10 @@ describe('GET /metrics', () => {
     expect(sample(text, 'dossier_sandbox_refusals_total', { reason: 'network' })).toBe(1);
     // Every task queue's backlog, asked of Temporal at the scrape (nothing waits now).
     for (const queue of ['dossier-capture', 'dossier-extract', 'dossier-device', 'dossier-analysis'])
-      expect(text).toMatch(
-        new RegExp(`^dossier_task_queue_backlog\\{queue="${queue}",type="activity"\\} 0$`, 'm'),
-      );
+      for (const type of ['workflow', 'activity'])
+        expect(text).toMatch(
+          new RegExp(`^dossier_task_queue_backlog\\{queue="${queue}",type="${type}"\\} 0$`, 'm'),
+        );
     expect(text).toMatch(/^dossier_task_queue_backlog\{queue="dossier",type="workflow"\} 0$/m);
     // The process's own metrics come with them.
     expect(text).toMatch(/^process_cpu_seconds_total /m);
