@@ -17,6 +17,26 @@ afterAll(async () => {
   await t?.stop(true);
 });
 
+/** Runs `use` with an auditor's Temporal client on a stack's namespace, holding its payload key. */
+async function asAuditor<T>(
+  stack: TestStack,
+  use: (temporal: import('@temporalio/client').Client) => Promise<T>,
+): Promise<T> {
+  const connection = await Connection.connect({ address: stack.env.DOSSIER_TEMPORAL_ADDRESS! });
+  try {
+    const { Client: TemporalClient } = await import('@temporalio/client');
+    return await use(
+      new TemporalClient({
+        connection,
+        namespace: stack.namespace,
+        dataConverter: dataConverter(payloadKeys([], stack.home)),
+      }),
+    );
+  } finally {
+    await connection.close();
+  }
+}
+
 describe('authentication', () => {
   it('answers 401 without a bearer token and with an unknown one', async () => {
     const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} };
@@ -327,15 +347,8 @@ describe('capture_process_scenario as a keyed launch', () => {
       idempotency_key: 'slice-audit',
       investigation: 'inv-audit',
     });
-    const connection = await Connection.connect({ address: t.env.DOSSIER_TEMPORAL_ADDRESS! });
-    try {
-      const { Client: TemporalClient } = await import('@temporalio/client');
-      // The auditor's client holds the cluster's payload key: memo and payloads are sealed.
-      const temporal = new TemporalClient({
-        connection,
-        namespace: t.namespace,
-        dataConverter: dataConverter(payloadKeys([], t.home)),
-      });
+    // The auditor's client holds the cluster's payload key: memo and payloads are sealed.
+    await asAuditor(t, async (temporal) => {
       const description = await temporal.workflow.getHandle(reply.launch.workflow_id).describe();
       const sa = description.typedSearchAttributes;
       const attrs = Object.fromEntries(
@@ -350,9 +363,7 @@ describe('capture_process_scenario as a keyed launch', () => {
       });
       expect(attrs.DossierBodyDigest).toMatch(/^[0-9a-f]{64}$/);
       expect(description.memo).toMatchObject({ key: 'slice-audit', tool: 'capture_process_scenario' });
-    } finally {
-      await connection.close();
-    }
+    });
     expect(reply.launch.ui_url).toContain(encodeURIComponent(reply.launch.workflow_id));
   });
 
@@ -363,14 +374,7 @@ describe('capture_process_scenario as a keyed launch', () => {
       idempotency_key: 'slice-queue',
     });
     expect(reply.status).toBe('succeeded');
-    const connection = await Connection.connect({ address: t.env.DOSSIER_TEMPORAL_ADDRESS! });
-    try {
-      const { Client: TemporalClient } = await import('@temporalio/client');
-      const temporal = new TemporalClient({
-        connection,
-        namespace: t.namespace,
-        dataConverter: dataConverter(payloadKeys([], t.home)),
-      });
+    await asAuditor(t, async (temporal) => {
       const handle = temporal.workflow.getHandle(reply.launch.workflow_id);
       expect((await handle.describe()).taskQueue).toBe('dossier-capture');
       const events = (await handle.fetchHistory()).events ?? [];
@@ -382,9 +386,7 @@ describe('capture_process_scenario as a keyed launch', () => {
       const startedBy = events.find((e) => e.activityTaskStartedEventAttributes)!
         .activityTaskStartedEventAttributes!.identity;
       expect(startedBy).toBe(completedBy);
-    } finally {
-      await connection.close();
-    }
+    });
   });
 
   it('a launch whose capability no worker serves still runs its workflow, and cancels at once', async () => {
@@ -397,23 +399,14 @@ describe('capture_process_scenario as a keyed launch', () => {
         wait_ms: 500,
       });
       expect(reply.status).toBe('running');
-      const connection = await Connection.connect({ address: only.env.DOSSIER_TEMPORAL_ADDRESS! });
-      try {
-        const { Client: TemporalClient } = await import('@temporalio/client');
-        const temporal = new TemporalClient({
-          connection,
-          namespace: only.namespace,
-          dataConverter: dataConverter(payloadKeys([], only.home)),
-        });
+      await asAuditor(only, async (temporal) => {
         const handle = temporal.workflow.getHandle(reply.launch.workflow_id);
         // The extract-only worker ran the capture launch's workflow task: its effect waits for a
         // capture worker (provider_unavailable after the schedule-to-start timeout), never run here.
         const events = (await handle.fetchHistory()).events ?? [];
         expect(events.some((e) => e.activityTaskScheduledEventAttributes)).toBe(true);
         expect(events.some((e) => e.activityTaskStartedEventAttributes)).toBe(false);
-      } finally {
-        await connection.close();
-      }
+      });
       const cancelled = await call(client, 'cancel_launch', { idempotency_key: 'no-capture-worker' });
       expect(cancelled.status).toBe('cancelled');
     } finally {
