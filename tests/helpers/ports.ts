@@ -1,15 +1,12 @@
 import net from 'node:net';
 
-/** A TCP port that was free a moment ago on 127.0.0.1. */
+/**
+ * A TCP port that was free a moment ago on 127.0.0.1, below the ephemeral range: a port the
+ * kernel hands out (to outgoing connections, to `listen(0)`, to podman publishing a container
+ * port) could be taken again between this look and the listen that follows it.
+ */
 export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
+  return freeLowPorts([0]);
 }
 
 function bindable(port: number): Promise<boolean> {
