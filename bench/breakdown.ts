@@ -136,6 +136,20 @@ function cpu(pid: number): { own: number; children: number } {
   return { own: n(14) + n(15), children: n(16) + n(17) };
 }
 
+/** Resident memory of a process, MiB: what every spawn() it makes has to fork. */
+export function residentMiB(pid: number): number {
+  const kib = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kib ?? NaN) / 1024;
+}
+
+/** The sandbox launcher forked by a dossier process, if it has started one. */
+function launcherOf(pid: number): number | undefined {
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
+  return children
+    .map(Number)
+    .find((c) => c && readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('launcher.mjs'));
+}
+
 /** `callers` clients launching back to back for `seconds`; throughput, latency and CPU per launch. */
 export async function sustained(stack: Running, callers: number, seconds: number, prefix: string) {
   const clients = await Promise.all(Array.from({ length: callers }, () => connect(stack)));
@@ -153,7 +167,15 @@ export async function sustainedOn(
   let n = 0;
   const pid = pids?.pid ?? process.pid;
   const temporalPid = pids?.temporalPid;
-  const before = { self: cpu(pid), temporal: temporalPid ? cpu(temporalPid) : undefined };
+  // The sandbox's launcher (a child of the dossier process) starts the programs: its own CPU is
+  // dossier's, its reaped children are the programs.
+  const launcher = launcherOf(pid);
+  const both = () => {
+    const self = cpu(pid);
+    const extra = launcher ? cpu(launcher) : { own: 0, children: 0 };
+    return { own: self.own + extra.own, children: self.children + extra.children };
+  };
+  const before = { self: both(), temporal: temporalPid ? cpu(temporalPid) : undefined };
   const t0 = performance.now();
   const deadline = t0 + seconds * 1000;
   await Promise.all(
@@ -171,7 +193,7 @@ export async function sustainedOn(
     }),
   );
   const elapsed = (performance.now() - t0) / 1000;
-  const after = { self: cpu(pid), temporal: temporalPid ? cpu(temporalPid) : undefined };
+  const after = { self: both(), temporal: temporalPid ? cpu(temporalPid) : undefined };
   await Promise.all(clients.map((c) => c.close()));
   const per = (x: number) => x / latencies.length;
   return {
@@ -193,6 +215,7 @@ export async function benchOverhead(): Promise<string[]> {
     await freshLaunches(stack, 'warm', 5);
     const { times, samples } = await freshLaunches(stack, 'fresh', 20);
     const load = await sustained(stack, 8, 15, 'load');
+    const rss = residentMiB(stack.pid);
     // A second worker process on the same Temporal, namespace and store, as a cluster adds one.
     const second = await spawnDossier(
       'worker',
@@ -211,6 +234,7 @@ export async function benchOverhead(): Promise<string[]> {
       ...(await breakdown(stack, samples)),
       `| 8 callers for 15 s | ${load.rate.toFixed(1)}/s, p50 ${ms(load.p50)}, p99 ${ms(load.p99)} |`,
       `| CPU per launch under that load: dossier process / sandboxed programs / Temporal server | ${ms(load.cpuMs.dossier)} / ${ms(load.cpuMs.programs)} / ${ms(load.cpuMs.temporal)} |`,
+      `| resident memory of the dossier process after that load (a spawn forks it) | ${rss.toFixed(0)} MiB |`,
       `| 8 callers for 15 s, a second worker process added (same 2 cores) | ${two.rate.toFixed(1)}/s, p50 ${ms(two.p50)}, p99 ${ms(two.p99)} |`,
     ];
   } finally {

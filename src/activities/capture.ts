@@ -98,10 +98,11 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     );
   } catch (err) {
     identity.release();
-    throw err;
-  } finally {
     await program.close();
+    throw err;
   }
+  // The checked file stays open until the program holds its own descriptor of it.
+  await proc.started.finally(() => program.close());
   const startedAt = new Date();
   const t0 = performance.now();
   const { child } = proc;

@@ -7,13 +7,13 @@
 // up with root's rights and the program then runs as an unprivileged uid of
 // its own (setpriv: no capabilities, no_new_privs, no supplementary groups);
 // prlimit applies the resource limits last, as that uid.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { DossierError } from '../domain/errors.ts';
 import { sandboxRefusals } from '../metrics/metrics.ts';
 import { IdentityPool, type Identity, type UidRange } from './identities.ts';
+import { startProgram, type ProgramChild } from './launcher.ts';
 import {
   childrenOf,
   liveGroupMembers,
@@ -101,7 +101,7 @@ export interface SandboxFacts {
 }
 
 export interface SandboxedProcess {
-  child: ChildProcess & { stdout: Readable; stderr: Readable; stdin: Writable | null };
+  child: ProgramChild & { stdout: Readable; stderr: Readable; stdin: Writable | null };
   facts: SandboxFacts;
   /** SIGTERM to every process of the program, wherever it forked. */
   terminate(): void;
@@ -109,6 +109,8 @@ export interface SandboxedProcess {
   kill(): void;
   /** Live processes of the program besides its first (for the Evidence: strays left running). */
   members(): number[];
+  /** Resolves once the program started, or could not (then `exited` says why): mounted descriptors may be closed. */
+  started: Promise<void>;
   /** Resolves when the first process has exited and the uid is given back. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>;
 }
@@ -271,17 +273,15 @@ export class Sandbox {
       if (req.cwd) bwrap.push('--chdir', req.cwd);
       argv = [...bwrap, '--', ...argv];
     }
-    const child = spawn(argv[0]!, argv.slice(1), {
-      cwd: isolation === 'none' ? req.cwd : '/',
+    const child = startProgram({
+      file: argv[0]!,
+      args: argv.slice(1),
+      // The program leads its own process group, so `none` captures can be ended as a whole.
+      cwd: isolation === 'none' ? (req.cwd ?? process.cwd()) : '/',
       env: req.env,
-      // The first process leads its own group, so `none` captures can be ended as a whole.
-      detached: true,
-      stdio: [req.stdin ?? 'pipe', 'pipe', 'pipe', ...fds, ...data.map(() => 'pipe' as const)],
-    }) as SandboxedProcess['child'];
-    data.forEach((content, i) => {
-      const pipe = child.stdio[3 + fds.length + i] as Writable | null;
-      pipe?.on('error', () => undefined);
-      pipe?.end(content);
+      stdin: req.stdin ?? 'pipe',
+      fds,
+      data,
     });
     child.stdin?.on('error', () => undefined); // the program may exit without reading its input
 
@@ -299,8 +299,9 @@ export class Sandbox {
       if (isolation === 'none') return liveGroupMembers(child.pid).filter((p) => p !== child.pid);
       return namespace ? liveNamespaceMembers(namespace) : [];
     };
-    const signalAll = (signal: NodeJS.Signals) => {
-      if (child.pid === undefined) return;
+    const signalAll = (signal: NodeJS.Signals): void => {
+      // Asked before the launcher said it started: as soon as it has.
+      if (child.pid === undefined) return void child.once('spawn', () => signalAll(signal));
       if (isolation === 'none') {
         signalGroup(child.pid, signal);
         return;
@@ -323,13 +324,17 @@ export class Sandbox {
       },
     );
     // Learn the namespace while the program runs, to reach every process it forks.
-    setImmediate(learnNamespace);
+    child.once('spawn', () => setImmediate(learnNamespace));
     return {
       child,
       facts: { isolation, uid: identity.uid, gid: identity.gid, network, visible, writable },
       terminate: () => signalAll('SIGTERM'),
       kill: () => signalAll('SIGKILL'),
       members,
+      started: new Promise<void>((resolve) => {
+        child.once('spawn', resolve);
+        child.once('error', () => resolve());
+      }),
       exited,
     };
   }

@@ -1,0 +1,161 @@
+// The launcher starts sandboxed programs for the main thread: real programs,
+// real bwrap, the launcher as its own process (no stand-ins).
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { childrenOf } from './processes.ts';
+import { Sandbox, type SandboxedProcess } from './sandbox.ts';
+import { startProgram } from './launcher.ts';
+
+const sandbox = new Sandbox({
+  readOnlyPaths: [],
+  uids: { first: 1_900_000, last: 1_900_099 },
+  leaseDir: mkdtempSync(path.join(os.tmpdir(), 'dossier-leases-')),
+  allowNetwork: false,
+  allowUnsandboxed: false,
+  tmpBytes: 16 * 1024 * 1024,
+});
+
+function collect(proc: SandboxedProcess) {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  proc.child.stdout.on('data', (c: Buffer) => out.push(c));
+  proc.child.stderr.on('data', (c: Buffer) => err.push(c));
+  return async () => {
+    const exit = await proc.exited;
+    if (!(proc.child.stdout.readableEnded && proc.child.stderr.readableEnded)) {
+      await new Promise((resolve) => proc.child.once('close', resolve));
+    }
+    return { exit, stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+  };
+}
+
+/** The launcher process this one forked (it is the parent of every program). */
+function launcherPid(): number | undefined {
+  return childrenOf(process.pid).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('launcher.mjs');
+    } catch {
+      return false;
+    }
+  });
+}
+
+describe('the sandbox launcher', () => {
+  it('runs a program with its input, output, errors and exit status', async () => {
+    const proc = sandbox.spawn({
+      argv: ['/usr/bin/sh', '-c', 'cat; echo to-stderr >&2; exit 7'],
+      env: { PATH: '/usr/bin' },
+    });
+    const done = collect(proc);
+    proc.child.stdin?.end('the input\n');
+    const { exit, stdout, stderr } = await done();
+    expect(exit).toEqual({ code: 7, signal: null });
+    expect(stdout.toString()).toBe('the input\n');
+    expect(stderr.toString()).toBe('to-stderr\n');
+    expect(launcherPid()).toBeDefined();
+    expect(proc.child.pid).toBeGreaterThan(0);
+  });
+
+  it('passes 32 MiB of output whole to a reader that starts late and reads slowly', async () => {
+    const proc = sandbox.spawn({
+      argv: ['/usr/bin/head', '-c', String(32 * 1024 * 1024), '/dev/zero'],
+      env: {},
+      stdin: 'ignore',
+    });
+    await sleep(300); // the program fills every buffer meanwhile and waits
+    let bytes = 0;
+    for await (const chunk of proc.child.stdout) {
+      bytes += (chunk as Buffer).length;
+      if (bytes % (4 * 1024 * 1024) < (chunk as Buffer).length) await sleep(10);
+    }
+    expect(bytes).toBe(32 * 1024 * 1024);
+    expect((await proc.exited).code).toBe(0);
+  });
+
+  it('ends an empty output only once a late reader has it', async () => {
+    const proc = sandbox.spawn({ argv: ['/usr/bin/true'], env: {}, stdin: 'ignore' });
+    await proc.exited;
+    await sleep(200);
+    const ended = new Promise((resolve) => proc.child.stdout.once('end', resolve));
+    const closed = new Promise((resolve) => proc.child.once('close', resolve));
+    proc.child.stdout.resume();
+    proc.child.stderr.resume();
+    await ended;
+    await closed;
+  });
+
+  it('applies a kill asked for before the program had started', async () => {
+    const proc = sandbox.spawn({ argv: ['/usr/bin/sleep', '30'], env: {}, stdin: 'ignore' });
+    proc.kill(); // at once: the launcher has not answered yet
+    expect(proc.child.pid).toBeUndefined();
+    const exit = await proc.exited;
+    expect(exit.signal).toBe('SIGKILL');
+  });
+
+  it('runs nothing when a mounted descriptor names another file by the time it starts', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-fd-'));
+    const checked = openSync('/usr/bin/true', 'r');
+    const proc = sandbox.spawn({
+      argv: ['/usr/bin/true'],
+      env: {},
+      stdin: 'ignore',
+      mounts: [{ host: checked, inside: '/usr/bin/true' }],
+    });
+    // Closed too early, and the number reused for another file before the launcher opens it.
+    closeSync(checked);
+    const other = openSync(path.join(dir, 'other'), 'w');
+    try {
+      expect(other).toBe(checked);
+      const exit = await proc.exited;
+      expect(exit.error?.message).toMatch(/no longer the file the worker checked/);
+      expect(proc.child.pid).toBeUndefined();
+    } finally {
+      closeSync(other);
+    }
+  });
+
+  it('keeps programs running through a Ctrl-C to its group, and reports them killed when it dies', async () => {
+    const proc = sandbox.spawn({ argv: ['/usr/bin/sleep', '30'], env: {}, stdin: 'ignore' });
+    await proc.started;
+    const launcher = launcherPid()!;
+    process.kill(-launcher, 'SIGINT'); // the launcher leads its own group
+    await sleep(300);
+    expect(childrenOf(launcher)).toContain(proc.child.pid);
+    process.kill(launcher, 'SIGKILL');
+    const exit = await proc.exited;
+    expect(exit.signal).toBe('SIGKILL');
+    // The sandbox went with it (bwrap --die-with-parent), and the next program gets a new launcher.
+    await expect.poll(() => existsPid(proc.child.pid!), { timeout: 5_000 }).toBe(false);
+    const next = sandbox.spawn({ argv: ['/usr/bin/echo', 'again'], env: {}, stdin: 'ignore' });
+    const { stdout } = await collect(next)();
+    expect(stdout.toString()).toBe('again\n');
+    expect(launcherPid()).not.toBe(launcher);
+  });
+
+  it('answers a program that cannot start with an error, as a ChildProcess does', async () => {
+    const child = startProgram({
+      file: '/nonexistent/program',
+      args: [],
+      cwd: '/',
+      env: {},
+      stdin: 'ignore',
+      fds: [],
+      data: [],
+    });
+    const err = await new Promise<Error & { code?: string }>((resolve) => child.once('error', resolve));
+    expect(err.code).toBe('ENOENT');
+    expect(child.pid).toBeUndefined();
+  });
+});
+
+function existsPid(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
