@@ -1,17 +1,26 @@
 // The cheapest tool call (`whoami`) on dossier's gateway against its floor, a
 // bare MCP SDK server (bench/bareServer.ts) driven by the same harness: 1, 8
-// and 64 clients, each its own session over Streamable HTTP, back to back for
-// a few seconds. Both servers run as their own processes; the embedded stack's
-// Temporal and worker run beside the gateway, idle.
+// and 64 clients, each its own session over Streamable HTTP, back to back in
+// 2-second slices that alternate between the two servers. Both servers run as
+// their own processes; the embedded stack's Temporal and worker run beside the
+// gateway, idle.
 import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startProduct } from './breakdown.ts';
 import { callTool, freePort, median, ms, timed } from './lib.ts';
 
-const SECONDS = 8;
+/** Each server gets ROUNDS slices of SLICE_SECONDS, taking turns, so both meet the same noise. */
+const ROUNDS = 4;
+const SLICE_SECONDS = 2;
 
-async function load(url: string, token: string | undefined, n: number) {
+interface Load {
+  calls: number;
+  seconds: number;
+  latencies: number[];
+}
+
+async function load(url: string, token: string | undefined, n: number): Promise<Load> {
   const clients = await Promise.all(
     Array.from({ length: n }, async () => {
       const client = new Client({ name: 'bench', version: '1' });
@@ -26,7 +35,7 @@ async function load(url: string, token: string | undefined, n: number) {
   for (const c of clients) for (let i = 0; i < 20; i++) await callTool(c, 'whoami', {});
   const latencies: number[] = [];
   const t0 = performance.now();
-  const deadline = t0 + SECONDS * 1000;
+  const deadline = t0 + SLICE_SECONDS * 1000;
   await Promise.all(
     clients.map(async (c) => {
       while (performance.now() < deadline) {
@@ -36,9 +45,15 @@ async function load(url: string, token: string | undefined, n: number) {
       }
     }),
   );
-  const rps = latencies.length / ((performance.now() - t0) / 1000);
+  const seconds = (performance.now() - t0) / 1000;
   await Promise.all(clients.map((c) => c.close()));
-  return { rps, p50: median(latencies) };
+  return { calls: latencies.length, seconds, latencies };
+}
+
+function combined(loads: Load[]) {
+  const calls = loads.reduce((a, l) => a + l.calls, 0);
+  const seconds = loads.reduce((a, l) => a + l.seconds, 0);
+  return { rps: calls / seconds, p50: median(loads.flatMap((l) => l.latencies)) };
 }
 
 export async function benchCalls(): Promise<string[]> {
@@ -51,9 +66,17 @@ export async function benchCalls(): Promise<string[]> {
   const lines = ['| clients | bare SDK server | dossier `whoami` | ratio (rps; p50) |', '|---|---|---|---|'];
   try {
     for (const n of [1, 8, 64]) {
-      // Alternate which goes first, so neither always meets a warmer machine.
-      const floor = await load(`http://127.0.0.1:${port}/mcp`, undefined, n);
-      const ours = await load(product.devJson.mcp_url, product.devJson.token, n);
+      const floors: Load[] = [];
+      const oursAll: Load[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        // Which goes first alternates, so neither always meets a warmer machine.
+        const runFloor = async () => floors.push(await load(`http://127.0.0.1:${port}/mcp`, undefined, n));
+        const runOurs = async () =>
+          oursAll.push(await load(product.devJson.mcp_url, product.devJson.token, n));
+        for (const f of round % 2 ? [runOurs, runFloor] : [runFloor, runOurs]) await f();
+      }
+      const floor = combined(floors);
+      const ours = combined(oursAll);
       lines.push(
         `| ${n} | ${floor.rps.toFixed(0)}/s, p50 ${ms(floor.p50)} | ${ours.rps.toFixed(0)}/s, p50 ${ms(ours.p50)} | ${(ours.rps / floor.rps).toFixed(2)}×; ${(ours.p50 / floor.p50).toFixed(2)}× |`,
       );

@@ -86,6 +86,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
         ],
         network: input.network,
         isolation: input.isolation,
+        stdin: { content: input.stdin ?? '' },
         limits: {
           addressSpaceBytes: input.limits.address_space_mb * 1024 * 1024,
           openFiles: input.limits.open_files,
@@ -101,8 +102,9 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     await program.close();
     throw err;
   }
-  // The checked file stays open until the program holds its own descriptor of it.
-  await proc.started.finally(() => program.close());
+  // The checked file stays open until the program holds its own descriptor of it (the timeout and
+  // a cancel apply meanwhile).
+  void proc.started.finally(() => program.close().catch(() => undefined));
   const startedAt = new Date();
   const t0 = performance.now();
   const { child } = proc;
@@ -110,7 +112,6 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   const stderr = new CappedOutput(input.max_output_bytes);
   child.stdout.on('data', (c: Buffer) => stdout.push(c));
   child.stderr.on('data', (c: Buffer) => stderr.push(c));
-  child.stdin?.end(input.stdin ?? '');
 
   let ending: 'timeout' | 'cancel' | 'workspace_limit' | undefined;
   const end = (why: 'timeout' | 'cancel' | 'workspace_limit') => {

@@ -45,6 +45,10 @@ Configuration: DOSSIER_* environment variables (see docs/operations.md).`;
 
 async function main(argv: string[]) {
   const [command, ...rest] = argv;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(USAGE);
+    return;
+  }
   switch (command) {
     case 'start':
       return runStack(loadConfig(), {}, true);
@@ -345,6 +349,11 @@ async function token(args: string[]) {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
+  if (String((err as NodeJS.ErrnoException)?.code).startsWith('ERR_PARSE_ARGS')) {
+    // An unknown option or a missing value: what was wrong, and the usage; no stack.
+    console.error(`dossier: ${(err as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
   if (err instanceof ConfigError) console.error(`dossier: ${err.message}`);
   else console.error(`dossier: ${(err as Error)?.stack ?? err}`);
   process.exit(1);

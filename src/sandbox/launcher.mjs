@@ -21,9 +21,19 @@ process.on('disconnect', () => process.exit(0));
 
 const describe = (err) => ({ message: String(err?.message ?? err), code: err?.code });
 
+/** The programs started and not yet reaped, by request id. */
+const running = new Map();
+
 process.on('message', (req) => {
   const { id } = req;
+  if (req.kill) {
+    // Node signals only a child it has not reaped: a pid that was this program's and is now
+    // another process's is never signalled.
+    running.get(id)?.kill(req.kill);
+    return;
+  }
   const opened = [];
+  const input = typeof req.stdin === 'object' ? req.stdin.content : undefined;
   let child;
   try {
     // The worker's open descriptors (a program pinned by the inode that was checked), by their
@@ -40,7 +50,13 @@ process.on('message', (req) => {
       env: req.env,
       // The program leads its own group and session: only the worker ends it.
       detached: true,
-      stdio: [req.stdin, 'pipe', 'pipe', ...opened, ...req.data.map(() => 'pipe')],
+      stdio: [
+        input === undefined ? req.stdin : 'pipe',
+        'pipe',
+        'pipe',
+        ...opened,
+        ...req.data.map(() => 'pipe'),
+      ],
     });
   } catch (err) {
     process.send({ id, error: describe(err) });
@@ -52,20 +68,36 @@ process.on('message', (req) => {
     child.once('error', (err) => process.send({ id, error: describe(err) }));
     return;
   }
+  running.set(id, child);
   // Nothing of the program's output may be read here: stop reading before the sockets are
-  // handed over (a handle waits in Node's queue until the previous one is acknowledged).
+  // handed over (a handle waits in Node's queue until the previous one is acknowledged). This
+  // leans on net.Socket's internals (its handle and `reading` flag), as of Node 20 and 22;
+  // src/sandbox/launcher.test.ts proves that output arrives whole.
   for (const stream of [child.stdout, child.stderr]) {
     stream._handle.reading = false;
     stream._handle.readStop();
   }
-  req.data.forEach((content, i) => {
-    const pipe = child.stdio[3 + opened.length + i];
-    pipe.on('error', () => undefined);
+  const fill = (pipe, content) => {
+    pipe.on('error', () => undefined); // the program may exit without reading it all
     pipe.end(content);
-  });
+  };
+  if (input !== undefined) fill(child.stdin, input);
+  req.data.forEach((content, i) => fill(child.stdio[3 + opened.length + i], content));
   process.send({ id, pid: child.pid });
-  if (child.stdin) process.send({ id, stream: 'stdin' }, child.stdin);
+  if (input === undefined && child.stdin) process.send({ id, stream: 'stdin' }, child.stdin);
   process.send({ id, stream: 'stdout' }, child.stdout);
   process.send({ id, stream: 'stderr' }, child.stderr);
-  child.once('exit', (code, signal) => process.send({ id, exit: { code, signal } }));
+  child.once('exit', (code, signal) => {
+    running.delete(id);
+    // What the program left in its group (`none` has no namespace that ends it): ended here,
+    // before the exit is reported.
+    if (req.endGroupOnExit) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // nothing left in the group
+      }
+    }
+    process.send({ id, exit: { code, signal } });
+  });
 });

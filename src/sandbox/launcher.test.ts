@@ -1,6 +1,7 @@
 // The launcher starts sandboxed programs for the main thread: real programs,
 // real bwrap, the launcher as its own process (no stand-ins).
-import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { fork } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -59,6 +60,32 @@ describe('the sandbox launcher', () => {
     expect(proc.child.pid).toBeGreaterThan(0);
   });
 
+  it('gives an input known in advance whole, and leaves no stdin to write to', async () => {
+    const input = 'x'.repeat(1024 * 1024) + '\nend\n';
+    const proc = sandbox.spawn({ argv: ['/usr/bin/wc', '-c'], env: {}, stdin: { content: input } });
+    expect(proc.child.stdin).toBeNull();
+    const { exit, stdout } = await collect(proc)();
+    expect(exit.code).toBe(0);
+    expect(stdout.toString().trim()).toBe(String(input.length));
+  });
+
+  it('closes the pipe of a reader that stops early: the program gets EPIPE, nothing is left open', async () => {
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const before = fds();
+    for (let i = 0; i < 5; i++) {
+      const proc = sandbox.spawn({ argv: ['/usr/bin/yes'], env: {}, stdin: 'ignore' });
+      for await (const chunk of proc.child.stdout) {
+        expect((chunk as Buffer).length).toBeGreaterThan(0);
+        break; // destroys the stream
+      }
+      proc.child.stderr.resume();
+      const exit = await proc.exited; // `yes` ends on its broken pipe, not at any timeout
+      expect(exit.code ?? exit.signal).toBeTruthy();
+    }
+    await sleep(100);
+    expect(fds()).toBeLessThanOrEqual(before + 1);
+  });
+
   it('passes 32 MiB of output whole to a reader that starts late and reads slowly', async () => {
     const proc = sandbox.spawn({
       argv: ['/usr/bin/head', '-c', String(32 * 1024 * 1024), '/dev/zero'],
@@ -95,25 +122,33 @@ describe('the sandbox launcher', () => {
     expect(exit.signal).toBe('SIGKILL');
   });
 
-  it('runs nothing when a mounted descriptor names another file by the time it starts', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-fd-'));
-    const checked = openSync('/usr/bin/true', 'r');
-    const proc = sandbox.spawn({
-      argv: ['/usr/bin/true'],
-      env: {},
-      stdin: 'ignore',
-      mounts: [{ host: checked, inside: '/usr/bin/true' }],
+  it('runs nothing when a mounted descriptor names another file by the time the launcher opens it', async () => {
+    // The launcher itself, spoken to as the worker speaks to it: the descriptor's /proc link now
+    // names a file whose device and inode are not the ones the worker checked.
+    const launcher = fork(new URL('./launcher.mjs', import.meta.url), [], {
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
-    // Closed too early, and the number reused for another file before the launcher opens it.
-    closeSync(checked);
-    const other = openSync(path.join(dir, 'other'), 'w');
+    const fd = openSync('/usr/bin/true', 'r');
     try {
-      expect(other).toBe(checked);
-      const exit = await proc.exited;
-      expect(exit.error?.message).toMatch(/no longer the file the worker checked/);
-      expect(proc.child.pid).toBeUndefined();
+      const answer = new Promise<Record<string, unknown>>((resolve) => launcher.once('message', resolve));
+      launcher.send({
+        id: 1,
+        file: '/usr/bin/true',
+        args: [],
+        cwd: '/',
+        env: {},
+        stdin: 'ignore',
+        fds: [{ link: `/proc/${process.pid}/fd/${fd}`, file: '1:1' }],
+        data: [],
+        endGroupOnExit: false,
+      });
+      expect(await answer).toMatchObject({
+        id: 1,
+        error: { message: expect.stringMatching(/no longer the file the worker checked/) },
+      });
     } finally {
-      closeSync(other);
+      closeSync(fd);
+      launcher.disconnect();
     }
   });
 
@@ -127,12 +162,22 @@ describe('the sandbox launcher', () => {
     process.kill(launcher, 'SIGKILL');
     const exit = await proc.exited;
     expect(exit.signal).toBe('SIGKILL');
+    expect(exit.error?.message).toMatch(/launcher process ended while it ran/);
+    // Its output ends (a reader is never left waiting), and it is never signalled again.
+    for await (const _ of proc.child.stdout) void _;
+    expect(proc.child.kill('SIGKILL')).toBe(false);
     // The sandbox went with it (bwrap --die-with-parent), and the next program gets a new launcher.
     await expect.poll(() => existsPid(proc.child.pid!), { timeout: 5_000 }).toBe(false);
     const next = sandbox.spawn({ argv: ['/usr/bin/echo', 'again'], env: {}, stdin: 'ignore' });
     const { stdout } = await collect(next)();
     expect(stdout.toString()).toBe('again\n');
     expect(launcherPid()).not.toBe(launcher);
+  });
+
+  it('refuses a descriptor that is not open before anything starts', () => {
+    expect(() =>
+      sandbox.spawn({ argv: ['/usr/bin/true'], env: {}, mounts: [{ host: 999_999, inside: '/x' }] }),
+    ).toThrow(/EBADF/);
   });
 
   it('answers a program that cannot start with an error, as a ChildProcess does', async () => {
@@ -144,6 +189,7 @@ describe('the sandbox launcher', () => {
       stdin: 'ignore',
       fds: [],
       data: [],
+      endGroupOnExit: false,
     });
     const err = await new Promise<Error & { code?: string }>((resolve) => child.once('error', resolve));
     expect(err.code).toBe('ENOENT');

@@ -3,21 +3,23 @@
 // with the event loop stopped, per launch, and as much again while the child
 // leaves that copy for the program. So the main thread hands its spawns to the
 // launcher (launcher.mjs), a small process forked once; the program's stdio
-// comes back as its sockets, read here directly. Worker threads (extraction)
-// spawn themselves: a launcher's IPC channel belongs to the main thread.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+// comes back as its sockets, read here. Worker threads (extraction) spawn
+// themselves: a launcher's IPC channel belongs to the main thread.
+import { fork, spawn, type ChildProcess, type Serializable } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { fstatSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { isMainThread } from 'node:worker_threads';
+import { signalGroup } from './processes.ts';
 
 export interface ProgramSpec {
   file: string;
   args: string[];
   cwd: string;
   env: Record<string, string>;
-  stdin: 'pipe' | 'ignore';
+  /** A pipe to write to, nothing, or an input known in advance (written and closed for the program). */
+  stdin: 'pipe' | 'ignore' | { content: string };
   /**
    * Open descriptors of this process the program gets as fds 3, 4, …; keep
    * them open until the program started ('spawn') or could not ('error').
@@ -25,6 +27,8 @@ export interface ProgramSpec {
   fds: number[];
   /** Contents the program reads from pipes after those descriptors. */
   data: string[];
+  /** When the first process exits, SIGKILL what is left of its process group (it leads one). */
+  endGroupOnExit: boolean;
 }
 
 /** What the sandbox needs of a started program: a ChildProcess fits it. */
@@ -34,12 +38,22 @@ export interface ProgramChild extends EventEmitter {
   readonly stdout: Readable;
   readonly stderr: Readable;
   readonly stdin: Writable | null;
+  /** Signals the first process, never once it has been reaped (its pid may be another's by then). */
+  kill(signal: NodeJS.Signals): boolean;
+  /** Set when the program was ended by the loss of the process that started it, not by itself. */
+  readonly lostBecause?: string;
 }
 
 /** Starts a program (its own process group and session) with the spec's stdio. */
 export function startProgram(spec: ProgramSpec): ProgramChild {
-  if (!isMainThread || process.env.DOSSIER_DIRECT_SPAWN === '1') return direct(spec);
+  if (!isMainThread) return direct(spec);
   return (launcher ??= new Launcher()).start(spec);
+}
+
+/** Writes the contents a program reads from its pipes, and closes them. */
+function fill(pipe: Writable | null | undefined, content: string) {
+  pipe?.on('error', () => undefined); // the program may exit without reading it all
+  pipe?.end(content);
 }
 
 function direct(spec: ProgramSpec): ProgramChild {
@@ -47,13 +61,21 @@ function direct(spec: ProgramSpec): ProgramChild {
     cwd: spec.cwd,
     env: spec.env,
     detached: true,
-    stdio: [spec.stdin, 'pipe', 'pipe', ...spec.fds, ...spec.data.map(() => 'pipe' as const)],
+    stdio: [
+      typeof spec.stdin === 'string' ? spec.stdin : 'pipe',
+      'pipe',
+      'pipe',
+      ...spec.fds,
+      ...spec.data.map(() => 'pipe' as const),
+    ],
   });
-  spec.data.forEach((content, i) => {
-    const pipe = child.stdio[3 + spec.fds.length + i] as Writable | null;
-    pipe?.on('error', () => undefined);
-    pipe?.end(content);
-  });
+  if (typeof spec.stdin === 'object') fill(child.stdin, spec.stdin.content);
+  spec.data.forEach((content, i) => fill(child.stdio[3 + spec.fds.length + i] as Writable | null, content));
+  if (spec.endGroupOnExit) child.once('exit', () => child.pid && signalGroup(child.pid, 'SIGKILL'));
+  if (typeof spec.stdin === 'object') {
+    // As through the launcher: the input was given whole, so there is no stdin to write to.
+    Object.defineProperty(child, 'stdin', { value: null });
+  }
   return child as ChildProcess & ProgramChild;
 }
 
@@ -70,13 +92,18 @@ type FromLauncher =
  */
 class LaunchedProgram extends EventEmitter implements ProgramChild {
   pid: number | undefined;
+  lostBecause: string | undefined;
   readonly stdout = new PassThrough();
   readonly stderr = new PassThrough();
   readonly stdin: PassThrough | null;
   private exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   private open = 2;
+  private readonly arrived = new Set<string>();
 
-  constructor(stdin: 'pipe' | 'ignore') {
+  constructor(
+    stdin: ProgramSpec['stdin'],
+    private readonly signal: (signal: NodeJS.Signals) => void,
+  ) {
     super();
     this.stdin = stdin === 'pipe' ? new PassThrough() : null;
     for (const stream of [this.stdout, this.stderr]) {
@@ -87,12 +114,19 @@ class LaunchedProgram extends EventEmitter implements ProgramChild {
     }
   }
 
+  kill(signal: NodeJS.Signals): boolean {
+    if (this.pid === undefined || this.exited) return false;
+    this.signal(signal);
+    return true;
+  }
+
   started(pid: number) {
     this.pid = pid;
     this.emit('spawn');
   }
 
   stream(name: 'stdin' | 'stdout' | 'stderr', socket: Socket | undefined) {
+    this.arrived.add(name);
     if (name === 'stdin') {
       if (!this.stdin) return socket?.destroy();
       if (!socket) return this.discardInput();
@@ -104,6 +138,10 @@ class LaunchedProgram extends EventEmitter implements ProgramChild {
     const into = this[name];
     if (!socket) return void into.end();
     socket.on('error', (err) => into.destroy(err));
+    // A reader that stops early (destroys the stream) closes the pipe, as with a ChildProcess:
+    // the program gets EPIPE instead of waiting on a full pipe, and no descriptor is left behind.
+    if (into.destroyed) return void socket.destroy();
+    into.once('close', () => socket.destroy());
     socket.pipe(into);
   }
 
@@ -127,6 +165,15 @@ class LaunchedProgram extends EventEmitter implements ProgramChild {
     this.emit('error', err);
   }
 
+  /** The launcher is gone, and the program with it: end what never arrived, and report it killed. */
+  lost(why: string) {
+    if (this.pid === undefined) return this.failed(new Error(why));
+    for (const name of ['stdout', 'stderr'] as const) if (!this.arrived.has(name)) this[name].end();
+    if (!this.arrived.has('stdin')) this.discardInput();
+    if (!this.exited) this.lostBecause = why;
+    this.exit(null, 'SIGKILL');
+  }
+
   private maybeClose() {
     if (this.exited && this.open === 0) this.emit('close', this.exited.code, this.exited.signal);
   }
@@ -138,31 +185,41 @@ class Launcher {
   private next = 0;
 
   start(spec: ProgramSpec): ProgramChild {
+    // The launcher opens each by its /proc link and checks it is still the same file (this throws
+    // for a descriptor that is not open, before anything is recorded).
+    const fds = spec.fds.map((fd) => {
+      const { dev, ino } = fstatSync(fd, { bigint: true });
+      return { link: `/proc/${process.pid}/fd/${fd}`, file: `${dev}:${ino}` };
+    });
     const proc = (this.proc ??= this.fork());
     const id = this.next++;
-    const program = new LaunchedProgram(spec.stdin);
+    const program = new LaunchedProgram(spec.stdin, (signal) => this.send(proc, { id, kill: signal }));
     this.programs.set(id, program);
     proc.channel?.ref(); // until the program has ended: a worker with nothing else to do waits for it
-    proc.send({
+    this.send(proc, {
       id,
       file: spec.file,
       args: spec.args,
       cwd: spec.cwd,
       env: spec.env,
       stdin: spec.stdin,
-      // The launcher opens each by its /proc link and checks it is still the same file.
-      fds: spec.fds.map((fd) => {
-        const { dev, ino } = fstatSync(fd, { bigint: true });
-        return { link: `/proc/${process.pid}/fd/${fd}`, file: `${dev}:${ino}` };
-      }),
+      fds,
       data: spec.data,
+      endGroupOnExit: spec.endGroupOnExit,
     });
     return program;
+  }
+
+  /** A send to a launcher that is gone is answered by its 'disconnect' (every program is lost). */
+  private send(proc: ChildProcess, message: Serializable) {
+    if (proc.connected) proc.send(message, (err) => err && this.gone(proc, err.message));
   }
 
   private fork(): ChildProcess {
     const proc = fork(new URL('./launcher.mjs', import.meta.url), [], {
       execArgv: [],
+      // It needs nothing of the worker's environment (programs get theirs with each request).
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
       // Its own group: a Ctrl-C to the terminal is for the worker, which decides what ends.
       detached: true,
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
@@ -173,27 +230,36 @@ class Launcher {
       if ('pid' in msg) program.started(msg.pid);
       else if ('stream' in msg) program.stream(msg.stream, socket);
       else {
-        this.programs.delete(msg.id);
-        if (this.programs.size === 0) proc.channel?.unref();
+        this.forget(proc, msg.id);
         if ('exit' in msg) program.exit(msg.exit.code, msg.exit.signal);
         else program.failed(Object.assign(new Error(msg.error.message), { code: msg.error.code }));
       }
     });
-    proc.on('error', () => undefined); // reported below, as its exit
-    proc.once('exit', (code, signal) => {
-      if (this.proc === proc) this.proc = undefined;
-      // Its programs went with it (bwrap --die-with-parent); the next start forks a new launcher.
-      for (const [id, program] of this.programs) {
-        this.programs.delete(id);
-        if (program.pid === undefined)
-          program.failed(new Error(`the launcher process ended (${signal ?? `exit ${code}`})`));
-        else program.exit(null, 'SIGKILL');
-      }
+    // Gone: it could not be forked (EAGAIN, EMFILE), or its channel closed after every message
+    // it sent was read (it died, or was killed).
+    proc.on('error', (err) => {
+      if (!proc.connected) this.gone(proc, `the sandbox launcher could not run: ${err.message}`);
     });
+    proc.once('disconnect', () => this.gone(proc, 'the sandbox launcher process ended while it ran'));
     // It keeps nothing alive by itself (its channel is held only while programs run).
     proc.unref();
     proc.channel?.unref();
     return proc;
+  }
+
+  private forget(proc: ChildProcess, id: number) {
+    this.programs.delete(id);
+    if (this.programs.size === 0) proc.channel?.unref();
+  }
+
+  /** Its programs went with it (bwrap --die-with-parent); the next start forks a new launcher. */
+  private gone(proc: ChildProcess, why: string) {
+    if (this.proc !== proc) return;
+    this.proc = undefined;
+    for (const [id, program] of this.programs) {
+      this.programs.delete(id);
+      program.lost(why);
+    }
   }
 }
 

@@ -87,7 +87,8 @@ export interface SandboxRequest {
   tmpBytes?: number;
   /** `none` runs without namespaces (the admin's escape): still unprivileged when the worker is root. */
   isolation?: 'sandbox' | 'none';
-  stdin?: 'pipe' | 'ignore';
+  /** A pipe to write to (the default), nothing, or an input known in advance (written and closed). */
+  stdin?: 'pipe' | 'ignore' | { content: string };
 }
 
 /** What the Evidence says about the place a program ran in. */
@@ -116,6 +117,9 @@ export interface SandboxedProcess {
 }
 
 const isRoot = () => process.getuid?.() === 0;
+
+/** This process's PID namespace: never a sandbox's. */
+const OWN_PID_NAMESPACE = pidNamespaceOf(process.pid);
 
 function which(name: string, pkg: string): string {
   for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin']) {
@@ -282,16 +286,24 @@ export class Sandbox {
       stdin: req.stdin ?? 'pipe',
       fds,
       data,
+      // A sandbox dies with its first process; `none` leaves strays in the group: end them too.
+      endGroupOnExit: isolation === 'none',
     });
     child.stdin?.on('error', () => undefined); // the program may exit without reading its input
+    let over = false;
+    child.once('exit', () => (over = true));
+    child.once('error', () => (over = true));
 
     // bwrap's first process stays outside; its child is the sandbox's PID 1, and every
     // process the program forks lives in that namespace.
+    // Learned only while the first process runs (its pid is not reused before it is reaped), and
+    // never the worker's own namespace: that would be every process on the host.
     let namespace: string | undefined;
     const learnNamespace = () => {
-      if (isolation !== 'sandbox' || child.pid === undefined || namespace) return;
+      if (isolation !== 'sandbox' || child.pid === undefined || namespace || over) return;
       const inner = childrenOf(child.pid)[0];
-      namespace = inner === undefined ? undefined : pidNamespaceOf(inner);
+      const found = inner === undefined ? undefined : pidNamespaceOf(inner);
+      if (!over && found && found !== OWN_PID_NAMESPACE) namespace = found;
     };
     const members = (): number[] => {
       if (child.pid === undefined) return [];
@@ -300,6 +312,8 @@ export class Sandbox {
       return namespace ? liveNamespaceMembers(namespace) : [];
     };
     const signalAll = (signal: NodeJS.Signals): void => {
+      // Once the first process is gone, so is its sandbox (and the rest of its group was ended).
+      if (over) return;
       // Asked before the launcher said it started: as soon as it has.
       if (child.pid === undefined) return void child.once('spawn', () => signalAll(signal));
       if (isolation === 'none') {
@@ -307,7 +321,7 @@ export class Sandbox {
         return;
       }
       for (const pid of members()) signalProcess(pid, signal);
-      if (signal === 'SIGKILL') signalProcess(child.pid, signal);
+      if (signal === 'SIGKILL') child.kill(signal);
     };
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
       (resolve) => {
@@ -316,10 +330,8 @@ export class Sandbox {
           resolve({ code: null, signal: null, error });
         });
         child.once('exit', (code, signal) => {
-          // A sandbox dies with its first process; `none` leaves strays in the group: end them too.
-          if (isolation === 'none') signalGroup(child.pid!, 'SIGKILL');
           identity.release();
-          resolve({ code, signal });
+          resolve({ code, signal, ...(child.lostBecause ? { error: new Error(child.lostBecause) } : {}) });
         });
       },
     );

@@ -198,6 +198,20 @@ describe('CLI client', () => {
     );
     expect(refused.status).toBe(1);
     expect(JSON.parse(refused.stdout).error.code).toBe('invalid_params');
+    // A mistyped option is a usage error (exit 2) that names it, not a stack trace; --help is the usage.
+    const mistyped = await spawnSync(process.execPath, ['bin/dossier.js', 'call', 'whoami', '--jsno', '{}'], {
+      env,
+      encoding: 'utf8',
+    });
+    expect(mistyped.status).toBe(2);
+    expect(mistyped.stderr).toMatch(/Unknown option '--jsno'[\s\S]*usage: dossier <command>/);
+    expect(mistyped.stderr).not.toMatch(/\bat \w+ \(/);
+    const help = await spawnSync(process.execPath, ['bin/dossier.js', 'call', '--help'], {
+      env,
+      encoding: 'utf8',
+    });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/call TOOL \[--key K\]/);
   });
 });
 
