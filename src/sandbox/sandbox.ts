@@ -296,8 +296,9 @@ export class Sandbox {
 
     // bwrap's first process stays outside; its child is the sandbox's PID 1, and every
     // process the program forks lives in that namespace.
-    // Learned only while the first process runs (its pid is not reused before it is reaped), and
-    // never the worker's own namespace: that would be every process on the host.
+    // Learned only while the first process runs (pids are handed out in sequence: the one it had
+    // is not another process's within the moment its exit report takes), and never the worker's
+    // own namespace, which would be every process on the host.
     let namespace: string | undefined;
     const learnNamespace = () => {
       if (isolation !== 'sandbox' || child.pid === undefined || namespace || over) return;
