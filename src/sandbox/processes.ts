@@ -39,9 +39,43 @@ export function pidNamespaceOf(pid: number): string | undefined {
   }
 }
 
-/** PIDs of the live processes in a PID namespace (a sandbox's processes, wherever they forked). */
-export function liveNamespaceMembers(namespace: string): number[] {
-  return liveProcesses().filter((pid) => pidNamespaceOf(pid) === namespace);
+/** Whether a process exists and is not a zombie. */
+function isLive(pid: number): boolean {
+  const stat = read(`/proc/${pid}/stat`);
+  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+}
+
+/**
+ * PIDs of the live processes of a sandbox: its PID namespace's init and
+ * everything under it. Every process of a PID namespace descends from its
+ * init (an orphan is reparented to it), so this walks only the sandbox's own
+ * processes, never the host's whole /proc; each is checked to be in the
+ * namespace, so a pid that has become another process's is never counted.
+ */
+export function liveNamespaceTree(init: number, namespace: string, max = 100_000): number[] {
+  const out: number[] = [];
+  const queue = [init];
+  const seen = new Set(queue);
+  while (queue.length > 0 && seen.size <= max) {
+    const pid = queue.shift()!;
+    if (isLive(pid) && pidNamespaceOf(pid) === namespace) out.push(pid);
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; // ended while we looked
+    }
+    for (const tid of tasks) {
+      for (const child of read(`/proc/${pid}/task/${tid}/children`).trim().split(/\s+/)) {
+        const c = Number(child);
+        if (child && !seen.has(c)) {
+          seen.add(c);
+          queue.push(c);
+        }
+      }
+    }
+  }
+  return out;
 }
 
 /** The children of a process, from /proc. */

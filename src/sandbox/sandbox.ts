@@ -17,7 +17,7 @@ import { startProgram, type ProgramChild } from './launcher.ts';
 import {
   childrenOf,
   liveGroupMembers,
-  liveNamespaceMembers,
+  liveNamespaceTree,
   pidNamespaceOf,
   signalGroup,
   signalProcess,
@@ -299,18 +299,18 @@ export class Sandbox {
     // Learned only while the first process runs (pids are handed out in sequence: the one it had
     // is not another process's within the moment its exit report takes), and never the worker's
     // own namespace, which would be every process on the host.
-    let namespace: string | undefined;
+    let sandboxed: { init: number; namespace: string } | undefined;
     const learnNamespace = () => {
-      if (isolation !== 'sandbox' || child.pid === undefined || namespace || over) return;
-      const inner = childrenOf(child.pid)[0];
-      const found = inner === undefined ? undefined : pidNamespaceOf(inner);
-      if (!over && found && found !== OWN_PID_NAMESPACE) namespace = found;
+      if (isolation !== 'sandbox' || child.pid === undefined || sandboxed || over) return;
+      const init = childrenOf(child.pid)[0];
+      const namespace = init === undefined ? undefined : pidNamespaceOf(init);
+      if (!over && namespace && namespace !== OWN_PID_NAMESPACE) sandboxed = { init: init!, namespace };
     };
     const members = (): number[] => {
       if (child.pid === undefined) return [];
       learnNamespace();
       if (isolation === 'none') return liveGroupMembers(child.pid).filter((p) => p !== child.pid);
-      return namespace ? liveNamespaceMembers(namespace) : [];
+      return sandboxed ? liveNamespaceTree(sandboxed.init, sandboxed.namespace) : [];
     };
     const signalAll = (signal: NodeJS.Signals): void => {
       // Once the first process is gone, so is its sandbox (and the rest of its group was ended).

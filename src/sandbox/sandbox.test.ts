@@ -1,0 +1,53 @@
+// A sandbox's processes, wherever they forked: real programs in real bwrap.
+import { mkdtempSync, readlinkSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Sandbox } from './sandbox.ts';
+
+const sandbox = new Sandbox({
+  readOnlyPaths: [],
+  uids: { first: 1_900_100, last: 1_900_199 },
+  leaseDir: mkdtempSync(path.join(os.tmpdir(), 'dossier-leases-')),
+  allowNetwork: false,
+  allowUnsandboxed: false,
+  tmpBytes: 16 * 1024 * 1024,
+});
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("a sandbox's processes", () => {
+  it('are all found, double-forked ones too, all in its own namespace, and all end with it', async () => {
+    // Two background sleeps, one of them orphaned (reparented to the namespace's init).
+    const proc = sandbox.spawn({
+      argv: [
+        '/usr/bin/sh',
+        '-c',
+        '(/usr/bin/sleep 30 &); /usr/bin/sleep 30 & echo started; /usr/bin/sleep 30',
+      ],
+      env: { PATH: '/usr/bin' },
+      stdin: 'ignore',
+    });
+    await new Promise<void>((resolve) => proc.child.stdout.once('data', () => resolve()));
+    proc.child.stderr.resume();
+    let members: number[] = [];
+    await expect.poll(() => (members = proc.members()).length, { timeout: 5_000 }).toBeGreaterThanOrEqual(5); // the namespace's init, sh and three sleeps
+    const own = readlinkSync('/proc/self/ns/pid');
+    const namespaces = new Set(members.map((pid) => readlinkSync(`/proc/${pid}/ns/pid`)));
+    expect(namespaces.size).toBe(1);
+    expect(namespaces.has(own)).toBe(false);
+    expect(members).not.toContain(process.pid);
+
+    proc.kill();
+    expect((await proc.exited).signal).toBe('SIGKILL');
+    await expect.poll(() => members.filter(alive).length, { timeout: 5_000 }).toBe(0);
+    expect(proc.members()).toEqual([]);
+  });
+});
