@@ -13,25 +13,32 @@
 // running launches finish), and it exits when the worker's channel closes;
 // every sandbox then goes with it (bwrap --die-with-parent).
 import { spawn } from 'node:child_process';
-import { closeSync, fstatSync, openSync } from 'node:fs';
+import { closeSync, fstat, open } from 'node:fs';
 import process from 'node:process';
+import { promisify } from 'node:util';
 
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => undefined);
 process.on('disconnect', () => process.exit(0));
 
 const describe = (err) => ({ message: String(err?.message ?? err), code: err?.code });
 
+// Plain descriptors (not FileHandles, which would close their number again when collected),
+// opened off the event loop: a slow file system delays only its own program.
+const openFd = promisify(open);
+const statFd = promisify(fstat);
+
 /** The programs started and not yet reaped, by request id. */
 const running = new Map();
 
 process.on('message', (req) => {
+  // Node signals only a child it has not reaped: a pid that was this program's and is now
+  // another process's is never signalled.
+  if (req.kill) running.get(req.id)?.kill(req.kill);
+  else void start(req);
+});
+
+async function start(req) {
   const { id } = req;
-  if (req.kill) {
-    // Node signals only a child it has not reaped: a pid that was this program's and is now
-    // another process's is never signalled.
-    running.get(id)?.kill(req.kill);
-    return;
-  }
   const opened = [];
   const input = typeof req.stdin === 'object' ? req.stdin.content : undefined;
   let child;
@@ -40,9 +47,9 @@ process.on('message', (req) => {
     // /proc links: the same file, whatever has happened to its name since; and if the worker
     // closed one too early and its number now names another file, nothing runs.
     for (const { link, file } of req.fds) {
-      const fd = openSync(link, 'r');
+      const fd = await openFd(link, 'r');
       opened.push(fd);
-      const { dev, ino } = fstatSync(fd, { bigint: true });
+      const { dev, ino } = await statFd(fd, { bigint: true });
       if (`${dev}:${ino}` !== file) throw new Error(`${link} is no longer the file the worker checked`);
     }
     child = spawn(req.file, req.args, {
@@ -100,4 +107,4 @@ process.on('message', (req) => {
     }
     process.send({ id, exit: { code, signal } });
   });
-});
+}
