@@ -46,7 +46,10 @@ describe("a sandbox's processes", () => {
     expect(members).not.toContain(process.pid);
 
     proc.kill();
-    expect((await proc.exited).signal).toBe('SIGKILL');
+    // bwrap itself may see its namespace end first and exit on its own (status 137) before the kill
+    // reaches it: either way, not a clean exit.
+    const exit = await proc.exited;
+    expect(exit.signal === 'SIGKILL' || exit.code === 137, JSON.stringify(exit)).toBe(true);
     await expect.poll(() => members.filter(alive).length, { timeout: 5_000 }).toBe(0);
     expect(proc.members()).toEqual([]);
   });
