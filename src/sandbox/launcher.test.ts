@@ -1,23 +1,15 @@
 // The launcher starts sandboxed programs for the main thread: real programs,
 // real bwrap, the launcher as its own process (no stand-ins).
 import { fork } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { childrenOf } from './processes.ts';
-import { Sandbox, type SandboxedProcess } from './sandbox.ts';
+import type { SandboxedProcess } from './sandbox.ts';
+import { testSandbox } from '../../tests/helpers/sandbox.ts';
 import { startProgram } from './launcher.ts';
 
-const sandbox = new Sandbox({
-  readOnlyPaths: [],
-  uids: { first: 1_900_000, last: 1_900_099 },
-  leaseDir: mkdtempSync(path.join(os.tmpdir(), 'dossier-leases-')),
-  allowNetwork: false,
-  allowUnsandboxed: false,
-  tmpBytes: 16 * 1024 * 1024,
-});
+const sandbox = testSandbox(1_900_000);
 
 function collect(proc: SandboxedProcess) {
   const out: Buffer[] = [];

@@ -1,18 +1,9 @@
 // A sandbox's processes, wherever they forked: real programs in real bwrap.
-import { mkdtempSync, readlinkSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { readlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { Sandbox } from './sandbox.ts';
+import { testSandbox } from '../../tests/helpers/sandbox.ts';
 
-const sandbox = new Sandbox({
-  readOnlyPaths: [],
-  uids: { first: 1_900_100, last: 1_900_199 },
-  leaseDir: mkdtempSync(path.join(os.tmpdir(), 'dossier-leases-')),
-  allowNetwork: false,
-  allowUnsandboxed: false,
-  tmpBytes: 16 * 1024 * 1024,
-});
+const sandbox = testSandbox(1_900_100);
 
 const alive = (pid: number) => {
   try {
