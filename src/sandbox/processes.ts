@@ -11,16 +11,19 @@ function read(file: string): string {
   }
 }
 
-/** Live (non-zombie) processes, optionally only those whose stat fields (after the name) pass `accept`. */
-function liveProcesses(accept: (statFields: string[]) => boolean = () => true): number[] {
+/** A process's stat fields after its name (which is in parentheses and may hold spaces); undefined once it is gone. */
+function statFields(pid: number | string): string[] | undefined {
+  const stat = read(`/proc/${pid}/stat`);
+  return stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ') : undefined;
+}
+
+/** Live (non-zombie) processes whose stat fields pass `accept`. */
+function liveProcesses(accept: (statFields: string[]) => boolean): number[] {
   const out: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (entry.charCodeAt(0) < 48 || entry.charCodeAt(0) > 57) continue;
-    const stat = read(`/proc/${entry}/stat`);
-    if (!stat) continue;
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (fields[0] !== 'Z' && accept(fields)) out.push(Number(entry));
+    const fields = statFields(entry);
+    if (fields && fields[0] !== 'Z' && accept(fields)) out.push(Number(entry));
   }
   return out;
 }
@@ -41,8 +44,8 @@ export function pidNamespaceOf(pid: number): string | undefined {
 
 /** Whether a process exists and is not a zombie. */
 function isLive(pid: number): boolean {
-  const stat = read(`/proc/${pid}/stat`);
-  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  const fields = statFields(pid);
+  return fields !== undefined && fields[0] !== 'Z';
 }
 
 /**
