@@ -25,6 +25,14 @@ describe('loadConfig', () => {
       expect(() => loadConfig({ DOSSIER_HOME: '/srv/d', DOSSIER_INBOX: inbox })).toThrow(/DOSSIER_INBOX/);
   });
 
+  it('refuses an HTTP port that browsers and fetch() will not connect to', () => {
+    for (const v of ['DOSSIER_PORT', 'DOSSIER_UI_PORT'])
+      expect(() => loadConfig({ [v]: '6000' })).toThrow(new RegExp(`${v}="6000": browsers and fetch\\(\\)`));
+    expect(loadConfig({ DOSSIER_PORT: '6001' }).port).toBe(6001);
+    // gRPC is not fetch: the Temporal port may be any.
+    expect(loadConfig({ DOSSIER_TEMPORAL_PORT: '6000' }).temporalPort).toBe(6000);
+  });
+
   it('names every bad variable, what was given and what is accepted', () => {
     try {
       loadConfig({

@@ -17,6 +17,24 @@ function intIn(min: number, max: number, fallback: number) {
 }
 
 const port = (fallback: number) => intIn(0, 65535, fallback);
+
+/**
+ * The Fetch standard's "bad ports": browsers and Node's fetch() (so every MCP SDK client) refuse
+ * to connect to them, whatever listens there.
+ */
+export const FETCH_BLOCKED_PORTS: ReadonlySet<number> = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104,
+  109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515,
+  526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049,
+  3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
+
+/** A port browsers and HTTP clients reach: not one the Fetch standard blocks. */
+const webPort = (fallback: number) =>
+  port(fallback).refine((p) => !FETCH_BLOCKED_PORTS.has(p), {
+    error:
+      "browsers and fetch() (so MCP clients) refuse to connect to this port (the Fetch standard's bad ports); choose another",
+  });
 const name = (fallback: string) =>
   z
     .string()
@@ -26,13 +44,13 @@ const name = (fallback: string) =>
 const schema = z.object({
   DOSSIER_HOME: z.string().min(1).default('.dossier'),
   DOSSIER_HOST: z.string().min(1).default('127.0.0.1'),
-  DOSSIER_PORT: port(7400),
+  DOSSIER_PORT: webPort(7400),
   /** Extra Host header values (host:port) the gateway accepts, comma-separated, e.g. a load balancer's name. */
   DOSSIER_ALLOWED_HOSTS: z.string().default(''),
   /** Browser Origins the gateway accepts, comma-separated; requests without Origin are not browsers. */
   DOSSIER_ALLOWED_ORIGINS: z.string().default(''),
   DOSSIER_TEMPORAL_PORT: port(7233),
-  DOSSIER_UI_PORT: port(8233),
+  DOSSIER_UI_PORT: webPort(8233),
   /** host:port of an existing Temporal frontend; unset means the embedded dev server. */
   DOSSIER_TEMPORAL_ADDRESS: z
     .string()
