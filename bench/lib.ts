@@ -21,7 +21,7 @@ export function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 }
 
-export const ms = (x: number) => `${x.toFixed(1)} ms`;
+export const ms = (x: number) => `${x.toFixed(x < 10 ? 2 : 1)} ms`;
 
 export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const t0 = performance.now();

@@ -1,9 +1,12 @@
 // The MCP sessions of one gateway replica. Each is recorded in the store with
 // its client's initialize request, so another replica (or this one after a
 // restart) resumes it by replaying that request, and a principal's session cap
-// counts every replica's sessions. Every request marks its session seen in the
-// store (one statement, as the token lookup is), so a session closed by
-// another replica (its principal's cap, DELETE) or expired ends here too.
+// counts every replica's sessions. Every request reads its session's row (one
+// statement, as the token lookup is), so a session closed by another replica
+// (its principal's cap, DELETE) or expired ends here too. When each was last
+// seen is kept here and written to the store in one transaction at most every
+// SEEN_WRITE_MS, and before this replica opens a session (the cap closes the
+// least recently seen): a busy session costs the store no write per request.
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { randomUUID } from 'node:crypto';
@@ -31,6 +34,9 @@ export interface SessionLimits {
 
 const who = (p: Principal) => `${p.team}/${p.principal}`;
 
+/** How long a session's last-seen time may wait here before the store has it. */
+export const SEEN_WRITE_MS = 250;
+
 /** Largest record of a client's initialize kept to resume its session (capabilities and client info). */
 export const MAX_INIT_BYTES = 16 * 1024;
 
@@ -55,6 +61,9 @@ export class Sessions {
   // Sessions being opened count from the moment they are admitted: a burst of
   // initialize requests cannot pass the caps before any of them is recorded.
   private readonly opening = new Map<string, number>();
+  /** Sessions seen since their last-seen time was last written, and when. */
+  private readonly unwritten = new Map<string, { team: string; principal: string; at: number }>();
+  private writeTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly gateway: Gateway,
@@ -113,6 +122,8 @@ export class Sessions {
   open(p: Principal, init: string): Promise<Session> {
     return this.make(p, undefined, async (id) => {
       if (!this.limits.store) return;
+      // The cap closes the least recently seen: what this replica has seen counts.
+      await this.writeSeen();
       const closed = await this.limits.store.open(
         { id, team: p.team, principal: p.principal, init },
         this.limits.perPrincipal,
@@ -133,11 +144,14 @@ export class Sessions {
     const store = this.limits.store;
     if (!store) return held;
     const liveSince = Date.now() - this.limits.idleMs;
-    if (!(await store.touch(id, p, liveSince))) {
-      if (held) this.evict(id, false);
-      return undefined;
+    if (held) {
+      if (!(await store.isLive(id, p, liveSince))) {
+        this.evict(id, false);
+        return undefined;
+      }
+      this.seen(id, p);
+      return held;
     }
-    if (held) return held;
     let resuming = this.resuming.get(id);
     if (!resuming) {
       resuming = store
@@ -148,11 +162,33 @@ export class Sessions {
     }
     const resumed = await resuming;
     // A request of another principal that raced in with the same id gets nothing of it.
-    return resumed !== 'busy' && resumed && who(resumed.principal) !== who(p) ? undefined : resumed;
+    if (resumed === 'busy' || !resumed) return resumed;
+    if (who(resumed.principal) !== who(p)) return undefined;
+    this.seen(id, p);
+    return resumed;
+  }
+
+  /** Notes that session `id` of `p` was seen now; the store has it within SEEN_WRITE_MS. */
+  private seen(id: string, p: Principal) {
+    this.unwritten.set(id, { team: p.team, principal: p.principal, at: Date.now() });
+    if (this.writeTimer) return;
+    this.writeTimer = setTimeout(() => void this.writeSeen(), SEEN_WRITE_MS);
+    this.writeTimer.unref();
+  }
+
+  /** Writes the last-seen times waiting here (a failed write only leaves them older in the store). */
+  async writeSeen(): Promise<void> {
+    clearTimeout(this.writeTimer);
+    this.writeTimer = undefined;
+    if (!this.limits.store || this.unwritten.size === 0) return;
+    const marks = [...this.unwritten].map(([id, m]) => ({ id, ...m }));
+    this.unwritten.clear();
+    await this.limits.store.markSeen(marks, Date.now() - this.limits.idleMs).catch(() => undefined);
   }
 
   /** Closes a session here and, unless it was closed elsewhere already, in the store (its client must initialize again). */
   evict(id: string, inStoreToo = true) {
+    this.unwritten.delete(id);
     if (inStoreToo) this.limits.store?.close(id).catch(() => undefined);
     const s = this.held.get(id);
     if (!s) return;
@@ -170,6 +206,7 @@ export class Sessions {
 
   /** Closes every session here, keeping them in the store for another replica, or this one restarted. */
   async closeAll() {
+    await this.writeSeen();
     await Promise.allSettled(this.all().map((s) => s.transport.close()));
     this.held.clear();
   }

@@ -61,15 +61,29 @@ export class SessionStore {
     });
   }
 
-  /** Marks the live session `id` of `owner` seen now; false if it was closed, expired or is another's. */
-  async touch(id: string, owner: Owner, liveSince: number, at = Date.now()): Promise<boolean> {
+  /** Whether `id` is a live session of `owner`: not closed, not expired, not another's. */
+  async isLive(id: string, owner: Owner, liveSince: number): Promise<boolean> {
     const row = await this.db.get<Row>(
-      `UPDATE mcp_sessions SET last_seen_at = ?
-       WHERE id = ? AND team = ? AND principal = ? AND last_seen_at >= ?
-       RETURNING id`,
-      [at, id, owner.team, owner.principal, liveSince],
+      'SELECT 1 AS live FROM mcp_sessions WHERE id = ? AND team = ? AND principal = ? AND last_seen_at >= ?',
+      [id, owner.team, owner.principal, liveSince],
     );
     return row !== undefined;
+  }
+
+  /**
+   * Records when each session was last seen, in one transaction; a session
+   * closed or expired meanwhile stays so, and no mark moves a time back.
+   */
+  async markSeen(marks: (Owner & { id: string; at: number })[], liveSince: number): Promise<void> {
+    if (marks.length === 0) return;
+    await this.db.transaction(async (tx) => {
+      for (const m of marks)
+        await tx.run(
+          `UPDATE mcp_sessions SET last_seen_at = ?
+           WHERE id = ? AND team = ? AND principal = ? AND last_seen_at >= ? AND last_seen_at < ?`,
+          [m.at, m.id, m.team, m.principal, liveSince, m.at],
+        );
+    });
   }
 
   /** The live session `id` of `owner`, with what its client said at initialize (to resume it). */

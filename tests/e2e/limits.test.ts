@@ -124,6 +124,23 @@ describe('sessions and slow bodies', () => {
     expect((await call(bob, 'whoami')).principal).toBe('bob');
   });
 
+  it('counts a session used a moment ago as recently used when the cap closes one, and records when each was seen', async () => {
+    const token = await s.tokenFor('lru', 'lru-team');
+    const [a, b, c] = [await s.connect(token), await s.connect(token), await s.connect(token)];
+    // a is the oldest, but used just now: opening a fourth closes b, the least recently used.
+    expect((await call(a, 'whoami')).principal).toBe('lru');
+    const d = await s.connect(token);
+    await expect(call(b, 'whoami')).rejects.toThrow(/Session not found|404/);
+    for (const client of [a, c, d]) expect((await call(client, 'whoami')).principal).toBe('lru');
+    // What another replica would see: the store has a's last use within a quarter second.
+    const used = Date.now();
+    expect((await call(a, 'whoami')).principal).toBe('lru');
+    const id = (a.transport as { sessionId?: string }).sessionId!;
+    const owner = { team: 'lru-team', principal: 'lru' };
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await s.stack.store.sessions.get(id, owner, 0))!.last_seen_at).toBeGreaterThanOrEqual(used);
+  });
+
   it('holds the cap under a burst: 20 sessions opened at once leave at most 3 for that principal', async () => {
     const token = await s.tokenFor('burst', 'burst-team');
     const before = s.stack.http.sessions();

@@ -18,13 +18,19 @@ describe.each(BACKENDS)('shared sessions and rate buckets on %s', (backend) => {
     await close();
   });
 
+  /** Marks `id` of `owner` seen at `at`; whether it is then a live session of `owner`. */
+  async function seen(id: string, owner: typeof alice, liveSince: number, at = Date.now()) {
+    await store.sessions.markSeen([{ ...owner, id, at }], liveSince);
+    return store.sessions.isLive(id, owner, liveSince);
+  }
+
   it('keeps a principal’s newest sessions up to the cap, closing the least recently seen', async () => {
     const t0 = 1_000_000;
     for (let i = 0; i < 3; i++) {
       const closed = await store.sessions.open({ ...alice, id: `s${i}`, init: '{}' }, 3, 0, t0 + i);
       expect(closed).toEqual([]);
     }
-    expect(await store.sessions.touch('s0', alice, 0, t0 + 10)).toBe(true);
+    expect(await seen('s0', alice, 0, t0 + 10)).toBe(true);
     expect(await store.sessions.get('s0', alice, 0)).toMatchObject({
       id: 's0',
       init: '{}',
@@ -32,12 +38,12 @@ describe.each(BACKENDS)('shared sessions and rate buckets on %s', (backend) => {
     });
     // s1 is now the least recently seen: the fourth session closes it.
     expect(await store.sessions.open({ ...alice, id: 's3', init: '{}' }, 3, 0, t0 + 11)).toEqual(['s1']);
-    expect(await store.sessions.touch('s1', alice, 0, t0 + 12)).toBe(false);
+    expect(await seen('s1', alice, 0, t0 + 12)).toBe(false);
     // Another team's principal of the same name neither counts nor reaches alice's sessions.
     expect(await store.sessions.open({ ...mallory, id: 'm0', init: '{}' }, 3, 0, t0 + 13)).toEqual([]);
-    expect(await store.sessions.touch('s0', mallory, 0, t0 + 14)).toBe(false);
+    expect(await seen('s0', mallory, 0, t0 + 14)).toBe(false);
     expect(await store.sessions.get('s0', mallory, 0)).toBeUndefined();
-    expect(await store.sessions.touch('s0', alice, 0, t0 + 15)).toBe(true);
+    expect(await seen('s0', alice, 0, t0 + 15)).toBe(true);
   });
 
   it('never closes the session it opens, whatever the replicas’ clocks say', async () => {
@@ -46,15 +52,40 @@ describe.each(BACKENDS)('shared sessions and rate buckets on %s', (backend) => {
     await store.sessions.open({ ...bob, id: 'b1', init: '{}' }, 2, 0, 9_001);
     // A replica whose clock is behind opens the third: the least recently seen other one goes.
     expect(await store.sessions.open({ ...bob, id: 'b2', init: '{}' }, 2, 0, 8_000)).toEqual(['b0']);
-    expect(await store.sessions.touch('b2', bob, 0, 8_001)).toBe(true);
+    expect(await seen('b2', bob, 0, 8_001)).toBe(true);
   });
 
   it('treats sessions not seen within the idle time as gone, and sweeps them', async () => {
     await store.sessions.open({ ...alice, id: 'old', init: '{}' }, 100, 0, 5_000);
-    expect(await store.sessions.touch('old', alice, 6_000, 7_000)).toBe(false);
+    expect(await seen('old', alice, 6_000, 7_000)).toBe(false);
     expect(await store.sessions.sweep(6_000)).toBeGreaterThanOrEqual(1);
     await store.sessions.close('s0');
-    expect(await store.sessions.touch('s0', alice, 0)).toBe(false);
+    expect(await seen('s0', alice, 0)).toBe(false);
+  });
+
+  it('writes many last-seen times in one go, never moving one back or reviving a closed or expired session', async () => {
+    const carol = { team: 't', principal: 'carol' };
+    for (const [id, at] of [
+      ['c0', 20_000],
+      ['c1', 20_001],
+      ['c2', 10_000],
+    ] as const)
+      await store.sessions.open({ ...carol, id, init: '{}' }, 10, 0, at);
+    await store.sessions.close('c1');
+    await store.sessions.markSeen(
+      [
+        { ...carol, id: 'c0', at: 19_000 }, // older than what the store has: kept as it was
+        { ...carol, id: 'c1', at: 21_000 }, // closed meanwhile: stays closed
+        { ...carol, id: 'c2', at: 21_000 }, // expired meanwhile (live since 15,000): stays expired
+      ],
+      15_000,
+    );
+    expect((await store.sessions.get('c0', carol, 0))?.last_seen_at).toBe(20_000);
+    expect(await store.sessions.get('c1', carol, 0)).toBeUndefined();
+    expect((await store.sessions.get('c2', carol, 0))?.last_seen_at).toBe(10_000);
+    expect(await store.sessions.isLive('c2', carol, 15_000)).toBe(false);
+    await store.sessions.markSeen([{ ...carol, id: 'c0', at: 22_000 }], 15_000);
+    expect((await store.sessions.get('c0', carol, 0))?.last_seen_at).toBe(22_000);
   });
 
   it('grants exactly the burst to concurrent takers, then the refill', async () => {
