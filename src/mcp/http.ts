@@ -1,6 +1,7 @@
 // Streamable HTTP transport for the gateway. Checks, in order: route, Host and
 // Origin (DNS-rebinding protection), bearer token, body size; then hands the
 // request to the MCP session it belongs to.
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { toToolError } from '../domain/errors.ts';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -11,7 +12,8 @@ import type { Principal } from '../domain/types.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import type { TeamPayloadCodec } from '../temporal/codec.ts';
 import { CODEC_COOKIE, codecCors, codecToken, decodeForTeam, LOGIN_FORM, signedIn } from './codecEndpoint.ts';
-import { initRecord, MAX_INIT_BYTES, Sessions } from './sessions.ts';
+import { initRecord, MAX_INIT_BYTES, Sessions, type Session } from './sessions.ts';
+import { webRequest, writeResponse } from './webResponse.ts';
 import { serveMetrics } from './metricsRoute.ts';
 import { isRestRoute, sendJson, serveRest } from './rest.ts';
 
@@ -177,7 +179,7 @@ export async function startHttpGateway(
       }
       if (!session) return rpcError(res, 404, -32001, 'Session not found; initialize a new session');
       session.lastSeen = Date.now();
-      return session.transport.handleRequest(req, res, body);
+      return serveMcp(session, req, res, body);
     }
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return rpcError(
@@ -205,7 +207,7 @@ export async function startHttpGateway(
     }
     try {
       const session = await sessions.open(principal, init);
-      await session.transport.handleRequest(req, res, body);
+      await serveMcp(session, req, res, body);
     } finally {
       sessions.done(principal);
     }
@@ -288,6 +290,16 @@ export async function startHttpGateway(
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     },
   };
+}
+
+/** Hands one request to its session's transport and writes the reply. */
+async function serveMcp(session: Session, req: IncomingMessage, res: ServerResponse, body: unknown) {
+  const { auth } = req as IncomingMessage & { auth?: AuthInfo };
+  const response = await session.transport.handleRequest(webRequest(req), {
+    authInfo: auth,
+    parsedBody: body,
+  });
+  await writeResponse(response, res);
 }
 
 async function authenticate(req: IncomingMessage, tokens: TokenStore): Promise<Principal | undefined> {

@@ -7,8 +7,7 @@
 // seen is kept here and written to the store in one transaction at most every
 // SEEN_WRITE_MS, and before this replica opens a session (the cap closes the
 // least recently seen): a busy session costs the store no write per request.
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../domain/types.ts';
 import type { Gateway } from '../gateway/gateway.ts';
@@ -16,7 +15,8 @@ import type { SessionRecord, SessionStore } from '../store/sessions.ts';
 import { createMcpServer } from './server.ts';
 
 export interface Session {
-  transport: StreamableHTTPServerTransport;
+  /** Web-standard: http.ts hands it requests and writes its responses (webResponse.ts). */
+  transport: WebStandardStreamableHTTPServerTransport;
   server: ReturnType<typeof createMcpServer>;
   principal: Principal;
   lastSeen: number;
@@ -224,7 +224,7 @@ export class Sessions {
   ): Promise<Session> {
     const server = createMcpServer(this.gateway, (extra) => extra?.principal as Principal | undefined);
     const session: Session = {
-      transport: new StreamableHTTPServerTransport({
+      transport: new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => id ?? randomUUID(),
         onsessioninitialized: async (sid) => {
           this.held.set(sid, session);
@@ -250,13 +250,9 @@ export class Sessions {
     if (!this.admit(p, false)) return 'busy';
     try {
       const session = await this.make(p, row.id, async () => undefined);
-      // The SDK's Node transport wraps a web-standard one, which takes a Request directly.
-      const inner = (
-        session.transport as unknown as { _webStandardTransport?: WebStandardStreamableHTTPServerTransport }
-      )._webStandardTransport;
       const init = JSON.parse(row.init) as { protocolVersion?: string };
       const replay = async (message: Record<string, unknown>, headers: Record<string, string> = {}) => {
-        const response = await inner!.handleRequest(
+        const response = await session.transport.handleRequest(
           new Request('http://gateway/mcp', {
             method: 'POST',
             headers: {
@@ -272,10 +268,8 @@ export class Sessions {
         return response.status;
       };
       const resumed =
-        inner !== undefined &&
         (await replay({ jsonrpc: '2.0', id: `resume-${row.id}`, method: 'initialize', params: init })) ===
-          200 &&
-        this.held.get(row.id) === session;
+          200 && this.held.get(row.id) === session;
       if (!resumed) {
         await session.transport.close();
         return undefined;

@@ -1,0 +1,112 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { webRequest, writeResponse } from './webResponse.ts';
+
+const encoder = new TextEncoder();
+let server: http.Server | undefined;
+
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve));
+  server = undefined;
+});
+
+/** A server answering every request with `reply()`, written by writeResponse. */
+async function serve(reply: (req: Request) => Response): Promise<string> {
+  server = http.createServer((req, res) => void writeResponse(reply(webRequest(req)), res));
+  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A body that sends `events`, `gapMs` apart, then ends; `cancelled` says whether its reader gave up. */
+function events(texts: string[], gapMs: number) {
+  const state = { cancelled: false };
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      for (const text of texts) {
+        if (state.cancelled) return;
+        controller.enqueue(encoder.encode(text));
+        await new Promise((resolve) => setTimeout(resolve, gapMs));
+      }
+      if (!state.cancelled) controller.close();
+    },
+    cancel() {
+      state.cancelled = true;
+    },
+  });
+  return { body, state };
+}
+
+describe('writeResponse', () => {
+  it('sends a reply that ends at once whole, with its length, status and headers', async () => {
+    const url = await serve(
+      () =>
+        new Response(events(['event: a\n\n', 'event: b\n\n'], 0).body, {
+          status: 200,
+          headers: { 'content-type': 'text/event-stream', 'mcp-session-id': 's1' },
+        }),
+    );
+    const res = await fetch(url);
+    expect(res.headers.get('content-length')).toBe('20');
+    expect(res.headers.get('transfer-encoding')).toBeNull();
+    expect(res.headers.get('mcp-session-id')).toBe('s1');
+    expect(await res.text()).toBe('event: a\n\nevent: b\n\n');
+  });
+
+  it('streams a reply that takes longer: the first event arrives before the last is sent', async () => {
+    const url = await serve(() => new Response(events(['one\n\n', 'two\n\n', 'three\n\n'], 150).body));
+    const started = Date.now();
+    const res = await fetch(url);
+    expect(res.headers.get('transfer-encoding')).toBe('chunked');
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toBe('one\n\n');
+    expect(Date.now() - started).toBeLessThan(250);
+    let rest = '';
+    for (let next = await reader.read(); !next.done; next = await reader.read())
+      rest += new TextDecoder().decode(next.value);
+    expect(rest).toBe('two\n\nthree\n\n');
+  });
+
+  it('sends the headers of a reply whose body has not ended by then, and a body-less reply with its status', async () => {
+    const url = await serve((req) =>
+      req.method === 'DELETE'
+        ? new Response(null, { status: 202 })
+        : new Response(new ReadableStream({ start: (c) => void setTimeout(() => c.close(), 400) })),
+    );
+    expect((await fetch(url, { method: 'DELETE' })).status).toBe(202);
+    const started = Date.now();
+    const res = await fetch(url);
+    expect(Date.now() - started).toBeLessThan(300);
+    expect(await res.text()).toBe('');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(390);
+  });
+
+  it('cancels the reply’s stream when the client goes away', async () => {
+    const stream = events(
+      Array.from({ length: 100 }, (_, i) => `e${i}\n\n`),
+      20,
+    );
+    const url = await serve(() => new Response(stream.body));
+    const aborted = new AbortController();
+    const res = await fetch(url, { signal: aborted.signal });
+    await res.body!.getReader().read();
+    aborted.abort();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(stream.state.cancelled).toBe(true);
+  });
+
+  it('passes the method, path and every header to the transport', async () => {
+    let seen: Request | undefined;
+    const url = await serve((req) => {
+      seen = req;
+      return new Response(null, { status: 204 });
+    });
+    await fetch(`${url}/mcp?x=1`, { method: 'POST', headers: { 'mcp-session-id': 'abc', accept: 'a, b' } });
+    expect(seen!.method).toBe('POST');
+    expect(new URL(seen!.url).pathname).toBe('/mcp');
+    expect(seen!.headers.get('mcp-session-id')).toBe('abc');
+    expect(seen!.headers.get('accept')).toBe('a, b');
+  });
+});

@@ -1,0 +1,95 @@
+// Node's HTTP request and response around the MCP SDK's web-standard
+// transport. A reply whose body ends at once (a tool's result, an error, a
+// notification's 202) goes out whole, with its length, in one write; one that
+// does not end within WHOLE_REPLY_MS (a launch still waiting, progress
+// notifications, a session's event stream) sends its headers then and streams
+// each event as it comes. The SDK's own Node adapter waits only a timer tick
+// before it streams, so most replies of a gateway that reads its store went
+// out chunked, in three writes.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** How long a reply may take to end before its headers go out and it streams. */
+export const WHOLE_REPLY_MS = 100;
+
+/**
+ * What the SDK's transport reads of a request, for `req`: its method, URL and
+ * headers (the body goes to the transport already parsed). Not a whole `Request`:
+ * building one (its header list, URL and abort signal) cost more than the rest
+ * of answering the cheapest call. The tests of webResponse.ts and the MCP
+ * conformance suite hold the transport to this.
+ */
+export function webRequest(req: IncomingMessage): Request {
+  const value = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(', ') : v);
+  const headers = {
+    get: (name: string) => value(req.headers[name.toLowerCase()]) ?? null,
+    has: (name: string) => req.headers[name.toLowerCase()] !== undefined,
+    entries: () => {
+      const pairs: [string, string][] = [];
+      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) pairs.push([k, value(v)!]);
+      return pairs[Symbol.iterator]();
+    },
+  };
+  // The host was checked before; the transport reads the path only.
+  return { method: req.method, url: `http://gateway${req.url ?? '/'}`, headers } as unknown as Request;
+}
+
+/** Writes `response` to `res`, whole when its body ends within `wholeMs`, else streamed; settles when done. */
+export async function writeResponse(
+  response: Response,
+  res: ServerResponse,
+  wholeMs = WHOLE_REPLY_MS,
+): Promise<void> {
+  const headers: Record<string, string> = Object.fromEntries(response.headers);
+  if (!response.body) {
+    res.writeHead(response.status, headers).end();
+    return;
+  }
+  const reader = response.body.getReader();
+  // The client went away: the transport forgets the stream (a session's event stream, a call's).
+  const gone = () => void reader.cancel().catch(() => undefined);
+  res.once('close', gone);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const chunks: Uint8Array[] = [];
+    let pending = reader.read();
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), wholeMs);
+    });
+    for (;;) {
+      const next = await Promise.race([pending, late]);
+      if (next === 'late') break;
+      if (next.done) {
+        const body = Buffer.concat(chunks);
+        res.writeHead(response.status, { ...headers, 'content-length': String(body.length) }).end(body);
+        return;
+      }
+      chunks.push(next.value);
+      pending = reader.read();
+    }
+    res.writeHead(response.status, headers);
+    if (chunks.length === 0) res.flushHeaders();
+    for (const chunk of chunks) res.write(chunk);
+    for (;;) {
+      const next = await pending;
+      if (next.done || res.destroyed) break;
+      if (!res.write(next.value)) {
+        await new Promise<void>((resolve) => {
+          const on = () => {
+            res.off('drain', on).off('close', on);
+            resolve();
+          };
+          res.on('drain', on).on('close', on);
+        });
+      }
+      pending = reader.read();
+    }
+    res.end();
+  } catch (err) {
+    // The reply's own stream failed: nothing more can be said on this response.
+    if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+    res.destroy(err as Error);
+  } finally {
+    clearTimeout(timer);
+    res.off('close', gone);
+  }
+}
