@@ -27,11 +27,12 @@ say() { echo "dossier: $*" >&2; }
 temps=()
 cleanup() { if [ ${#temps[@]} -gt 0 ]; then rm -rf "${temps[@]}"; fi; }
 trap cleanup EXIT
+# Sets the variable named $1 to a new scratch folder, removed when this script exits. Not through
+# $(...): a command substitution's subshell would record the folder in its own copy of temps.
 scratch() {
-  local d
-  d="$(mktemp -d)"
-  temps+=("$d")
-  echo "$d"
+  local -n into="$1"
+  into="$(mktemp -d)"
+  temps+=("$into")
 }
 
 status() {
@@ -104,7 +105,7 @@ build() {
 # this machine's certificate authorities (so npm and pip reach their registries inside builds).
 base_image() {
   local extra=/usr/local/share/ca-certificates tmp sum sources
-  tmp="$(scratch)"
+  scratch tmp
   mkdir -p "$tmp/ca"
   if compgen -G "$extra/*.crt" >/dev/null; then cp "$extra"/*.crt "$tmp/ca/"; fi
   sources=("deb $mirror bookworm main" "deb $mirror bookworm-updates main" "deb $security bookworm-security main")
@@ -131,9 +132,11 @@ npm_tarball() {
   file="$cache/npm/${spec/@/-}.tgz"
   if [ ! -s "$file" ]; then
     mkdir -p "$cache/npm"
-    tmp="$(scratch)"
+    # npm_tarball runs in $(...), whose exit does not clean up: remove the folder here.
+    tmp="$(mktemp -d)"
     (cd "$tmp" && npm pack --silent "$spec" >/dev/null)
     mv "$tmp"/*.tgz "$file"
+    rm -rf "$tmp"
   fi
   if [ "sha512-$(openssl dgst -sha512 -binary "$file" | base64 -w0)" != "$integrity" ]; then
     rm -f "$file"
@@ -159,7 +162,7 @@ temporal_tools() {
 images() {
   local tmp ui_module modcache
   base_image
-  tmp="$(scratch)"
+  scratch tmp
 
   cp -r "$root/deploy/standins/postgres" "$tmp/postgres"
   build docker.io/library/postgres:15 "$tmp/postgres"
