@@ -4,8 +4,7 @@
 // references and owners; one database build however many ask; real Debian
 // binaries as smoke targets; bad input.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,8 +12,9 @@ import { providerKey } from '../../src/analysis/venv.ts';
 import { databaseKey } from '../../src/launches/keys.ts';
 import { call, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
 
-const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-analysis-'));
+const work = scratchDir('analysis');
 const FEATURE = 'FEATURE_FLAG_TELEMETRY';
 const FIXTURE = `
 #include <stdio.h>

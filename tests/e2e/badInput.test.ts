@@ -2,19 +2,18 @@
 // PostgreSQL (issue 13): NUL characters, huge offsets, archive members the
 // parser skips or the filesystem cannot hold, and lists of large records.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BACKENDS, freshStoreLocation } from '../helpers/backends.ts';
 import { call, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
 
 const NO_DATABASE_TEXT = /byte sequence|syntax|SQLITE|relation|integer|violat|constraint failed/i;
 
 describe.each(BACKENDS)('bad input on %s', (backend) => {
-  const work = mkdtempSync(path.join(os.tmpdir(), `dossier-bad-${backend}-`));
+  const work = scratchDir(`bad-${backend}`);
   let t: TestStack;
   let client: Client;
   beforeAll(async () => {

@@ -9,7 +9,6 @@ import {
   appendFileSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   rmSync,
   statSync,
@@ -24,9 +23,10 @@ import { spawnDossier, type Proc } from '../helpers/processes.ts';
 import { DEVICE_HOME, startSshd, type TestSshd } from '../helpers/sshd.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 import { eventually } from '../helpers/wait.ts';
+import { scratchDir } from '../helpers/scratch.ts';
 
 const isRoot = process.getuid?.() === 0;
-const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-devices-'));
+const work = scratchDir('devices');
 const roots = path.join(work, 'roots');
 const TURN_MS = 4_000;
 let t: TestStack;

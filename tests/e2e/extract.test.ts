@@ -2,23 +2,15 @@
 // hostile archives written the way an attacker would (tests/fixtures).
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRows, call, registerAndExtract } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
 
-const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-archives-'));
+const work = scratchDir('archives');
 const outside = path.join(work, 'outside');
 const hostile = path.join(work, 'hostile');
 let t: TestStack;

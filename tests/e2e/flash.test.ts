@@ -6,15 +6,15 @@
 // space bound, and images that are not what they claim.
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRows, registerAndExtract, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
 
-const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-flash-'));
+const work = scratchDir('flash');
 const tree = path.join(work, 'tree');
 const devices = path.join(work, 'devices.txt');
 let t: TestStack;

@@ -7,7 +7,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -16,8 +16,9 @@ import { canonicalJson } from '../../src/domain/canonical.ts';
 import { buildEvidence } from '../../src/domain/evidence.ts';
 import { allRows, call, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
 
-const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-formats-'));
+const work = scratchDir('formats');
 const tree = path.join(work, 'tree');
 let t: TestStack;
 let client: Client;

@@ -4,16 +4,7 @@
 // its UI show of a team's secrets.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  chmodSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import os from 'node:os';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -22,8 +13,9 @@ import { artifactPath } from '../../src/evidence/artifacts.ts';
 import { call, effectCounter, type Reply } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
 
-const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-isolation-'));
+const work = scratchDir('isolation');
 const roots = path.join(work, 'roots');
 let t: TestStack;
 let alice: Client; // team local

@@ -1,15 +1,15 @@
 // The Evidence ledger end to end over MCP, on a stack whose store is
 // PostgreSQL (the other e2e files use the SQLite default).
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshStoreLocation } from '../helpers/backends.ts';
 import { call, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
 
-const inbox = mkdtempSync(path.join(os.tmpdir(), 'dossier-bundles-'));
+const inbox = scratchDir('bundles');
 let t: TestStack;
 let client: Client;
 beforeAll(async () => {

@@ -2,16 +2,16 @@
 // team's id with not_found (no existence leak), every effectful tool refuses
 // a viewer with forbidden, and neither changes anything.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG } from '../../src/tools/catalog.ts';
 import { isLaunchTool } from '../../src/tools/contract.ts';
 import { call, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-tenancy-'));
+const dir = scratchDir('tenancy');
 let t: TestStack;
 let owner: Client;
 let ids: { key: string; evidence: string; unknown: string; artifact: string };

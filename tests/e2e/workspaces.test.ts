@@ -1,20 +1,12 @@
 // Launch workspaces are bounded on disk while the program runs, and reclaimed
 // by the stated policy afterwards (docs/operations.md).
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepWorkspaces } from '../../src/activities/workspaces.ts';
 import { call } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
 
 const MiB = 1024 * 1024;
 let t: TestStack;
@@ -95,8 +87,10 @@ describe('workspace disk', () => {
 });
 
 describe('the sweep', () => {
+  const scratch = scratchDir('sweep');
+
   it('removes finished workspaces past retention and week-old orphans by their stamps; keeps the rest', async () => {
-    const home = mkdtempSync(path.join(os.tmpdir(), 'dossier-sweep-'));
+    const home = scratch;
     const dir = path.join(home, 'workspaces', 'abc');
     mkdirSync(dir, { recursive: true });
     const ago = (hours: number) => (Date.now() - hours * 3_600_000) / 1000;

@@ -2,7 +2,7 @@
 // a throwaway host key, SFTP, and one unprivileged user whose authorized key
 // the test holds. Needs root (sshd's privilege separation and the user).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './ports.ts';
@@ -83,6 +83,7 @@ export async function startSshd(): Promise<TestSshd> {
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
