@@ -4,14 +4,13 @@
 // seed 001's measurement): the summary view's size and latency and a 64-row
 // references page's latency, through the gateway over MCP.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildDatabase } from '../src/analysis/build.ts';
 import { provisionProvider } from '../src/analysis/venv.ts';
 import { loadConfig } from '../src/config.ts';
 import { Sandbox } from '../src/sandbox/sandbox.ts';
-import { benchStack, callTool, connect, median, ms, timed } from './lib.ts';
+import { benchDir, benchStack, callTool, connect, median, ms, timed } from './lib.ts';
 
 const BARE = `
 import sys, logging
@@ -36,7 +35,7 @@ function runBare(python: string, binary: string): Promise<number> {
 
 export async function benchAnalysis(): Promise<string[]> {
   const lines: string[] = [];
-  const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-analysis-'));
+  const work = benchDir('analysis');
   const config = loadConfig({ DOSSIER_HOME: path.join(work, 'home') });
   const provider = await provisionProvider(config.analysis.python);
   const sandbox = new Sandbox(config.sandbox);

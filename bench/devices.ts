@@ -6,12 +6,12 @@
 // and the next one's start, read from timestamps written on the device); and
 // a firmware program under qemu-user through dossier against qemu run bare.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'ssh2';
 import { DEVICE_HOME, DEVICE_USER, startSshd, userIds } from '../tests/helpers/sshd.ts';
-import { benchStack, callTool, connect, median, ms, percentile, timed } from './lib.ts';
+import { benchDir, benchStack, callTool, connect, median, ms, percentile, timed } from './lib.ts';
 
 const RUNS = 30;
 
@@ -34,7 +34,7 @@ function sshExec(port: number, privateKey: string, command: string): Promise<voi
 export async function benchDevices(): Promise<string[]> {
   if (process.getuid?.() !== 0) return ['(skipped: the device benchmark starts sshd and needs root)'];
   const sshd = await startSshd();
-  const roots = mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-roots-'));
+  const roots = benchDir('roots');
   const stack = await benchStack({
     DOSSIER_RATE_LIMIT_PER_MINUTE: '1000000',
     DOSSIER_ALLOWED_ROOTS: `/usr/bin:/bin:${roots}`,
@@ -139,7 +139,7 @@ export async function benchDevices(): Promise<string[]> {
     // Emulation: busybox true under qemu-arm, through dossier and bare.
     const deb = path.join(os.homedir(), '.cache', 'dossier', 'fixtures', 'busybox-static-armhf.deb');
     if (existsSync(deb) && existsSync('/usr/bin/qemu-arm-static')) {
-      const work = mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-dev-'));
+      const work = benchDir('dev');
       execFileSync('dpkg-deb', ['-x', deb, path.join(work, 'deb')]);
       const fs = path.join(work, 'fs', 'bin');
       mkdirSync(fs, { recursive: true });

@@ -2,10 +2,9 @@
 // unzip on the same ~200 MB archives, and capture overhead vs direct spawn.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { benchStack, callTool, connect, median, ms, timed } from './lib.ts';
+import { benchDir, benchStack, callTool, connect, median, ms, timed } from './lib.ts';
 
 const RUNS = 5;
 
@@ -22,7 +21,7 @@ function runCommand(cmd: string, args: string[]): Promise<number> {
 
 export async function benchExtract(): Promise<string[]> {
   const lines = ['| figure | value |', '|---|---|'];
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-extract-'));
+  const dir = benchDir('extract');
   // ~200 MB: 100 files of 1 MiB random bytes and 100 of 1 MiB text, in nested folders.
   const tree = path.join(dir, 'tree');
   for (let i = 0; i < 200; i++) {

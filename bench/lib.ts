@@ -1,7 +1,7 @@
 // Shared helpers for benchmarks: statistics, a real embedded stack, MCP clients.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.ts';
@@ -9,6 +9,18 @@ import { startStack, type Stack } from '../src/dev/stack.ts';
 import { freePort } from '../tests/helpers/ports.ts';
 
 export { freePort };
+
+const scratch: string[] = [];
+process.once('exit', () => {
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A folder `dossier-bench-<name>-…` for this run, removed when the benchmark process exits. */
+export function benchDir(name?: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), name ? `dossier-bench-${name}-` : 'dossier-bench-'));
+  scratch.push(dir);
+  return dir;
+}
 
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -31,7 +43,7 @@ export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
 
 export async function benchEnv(extra: Record<string, string> = {}): Promise<Record<string, string>> {
   return {
-    DOSSIER_HOME: mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-')),
+    DOSSIER_HOME: benchDir(),
     DOSSIER_PORT: String(await freePort()),
     DOSSIER_TEMPORAL_PORT: String(await freePort()),
     DOSSIER_UI_PORT: String(await freePort()),
