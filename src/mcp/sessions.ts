@@ -9,6 +9,7 @@
 // least recently seen): a busy session costs the store no write per request.
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { randomUUID } from 'node:crypto';
+import { toToolError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import type { SessionRecord, SessionStore } from '../store/sessions.ts';
@@ -64,6 +65,8 @@ export class Sessions {
   /** Sessions seen since their last-seen time was last written, and when. */
   private readonly unwritten = new Map<string, { team: string; principal: string; at: number }>();
   private writeTimer: NodeJS.Timeout | undefined;
+  /** The write of last-seen times under way (one at a time). */
+  private writing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly gateway: Gateway,
@@ -176,14 +179,27 @@ export class Sessions {
     this.writeTimer.unref();
   }
 
-  /** Writes the last-seen times waiting here (a failed write only leaves them older in the store). */
-  async writeSeen(): Promise<void> {
+  /**
+   * Writes the last-seen times waiting here, after any write already under
+   * way (so an open that follows counts every one). A write that fails puts
+   * its times back for the next, unless newer ones came meanwhile.
+   */
+  writeSeen(): Promise<void> {
     clearTimeout(this.writeTimer);
     this.writeTimer = undefined;
-    if (!this.limits.store || this.unwritten.size === 0) return;
-    const marks = [...this.unwritten].map(([id, m]) => ({ id, ...m }));
-    this.unwritten.clear();
-    await this.limits.store.markSeen(marks, Date.now() - this.limits.idleMs).catch(() => undefined);
+    const store = this.limits.store;
+    if (!store) return this.writing;
+    this.writing = this.writing.then(async () => {
+      if (this.unwritten.size === 0) return;
+      const marks = [...this.unwritten].map(([id, m]) => ({ id, ...m }));
+      this.unwritten.clear();
+      try {
+        await store.markSeen(marks, this.limits.idleMs);
+      } catch {
+        for (const { id, ...m } of marks) if (!this.unwritten.has(id)) this.unwritten.set(id, m);
+      }
+    });
+    return this.writing;
   }
 
   /** Closes a session here and, unless it was closed elsewhere already, in the store (its client must initialize again). */
@@ -228,7 +244,13 @@ export class Sessions {
         sessionIdGenerator: () => id ?? randomUUID(),
         onsessioninitialized: async (sid) => {
           this.held.set(sid, session);
-          await recorded(sid);
+          try {
+            await recorded(sid);
+          } catch (err) {
+            // The SDK answers with what is thrown here: never the store's own text.
+            this.held.delete(sid);
+            throw new Error(toToolError(err).message);
+          }
         },
         // DELETE /mcp: the client ends the session everywhere.
         onsessionclosed: (sid) => this.evict(sid),

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { webRequest, writeResponse } from './webResponse.ts';
 
@@ -95,6 +95,22 @@ describe('writeResponse', () => {
     aborted.abort();
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(stream.state.cancelled).toBe(true);
+  });
+
+  it('cancels the reply’s stream when the client went away before the reply was ready', async () => {
+    let cancelled = false;
+    server = http.createServer(async (_req, res) => {
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the gateway reading its store
+      const body = new ReadableStream({ cancel: () => void (cancelled = true) }); // an event stream
+      void writeResponse(new Response(body), res);
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const socket = net.connect((server.address() as AddressInfo).port, '127.0.0.1', () => {
+      socket.write('GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n');
+      socket.destroy();
+    });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(cancelled).toBe(true);
   });
 
   it('passes the method, path and every header to the transport', async () => {

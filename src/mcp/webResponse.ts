@@ -48,6 +48,8 @@ export async function writeResponse(
   // The client went away: the transport forgets the stream (a session's event stream, a call's).
   const gone = () => void reader.cancel().catch(() => undefined);
   res.once('close', gone);
+  // It may have gone while the transport was still answering (a store read): 'close' has fired.
+  if (res.destroyed) gone();
   let timer: NodeJS.Timeout | undefined;
   try {
     const chunks: Uint8Array[] = [];
@@ -71,7 +73,11 @@ export async function writeResponse(
     for (const chunk of chunks) res.write(chunk);
     for (;;) {
       const next = await pending;
-      if (next.done || res.destroyed) break;
+      if (next.done) break;
+      if (res.destroyed) {
+        gone();
+        break;
+      }
       if (!res.write(next.value)) {
         await new Promise<void>((resolve) => {
           const on = () => {

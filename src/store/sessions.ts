@@ -71,17 +71,38 @@ export class SessionStore {
   }
 
   /**
-   * Records when each session was last seen, in one transaction; a session
-   * closed or expired meanwhile stays so, and no mark moves a time back.
+   * Records when each session was last seen, all in one statement (one
+   * transaction on SQLite). A session closed meanwhile stays closed, one that
+   * was no longer live when it was seen (idle over `idleMs`) stays expired,
+   * and no mark moves a time back.
    */
-  async markSeen(marks: (Owner & { id: string; at: number })[], liveSince: number): Promise<void> {
+  async markSeen(marks: (Owner & { id: string; at: number })[], idleMs: number): Promise<void> {
     if (marks.length === 0) return;
+    // One order for every writer, so two replicas' writes of the same rows never wait in a cycle.
+    const sorted = [...marks].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if (this.db.dialect === 'postgres') {
+      await this.db.run(
+        `UPDATE mcp_sessions AS s SET last_seen_at = v.at
+         FROM (SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[]) AS u(id, team, principal, at)
+               ORDER BY id) AS v
+         WHERE s.id = v.id AND s.team = v.team AND s.principal = v.principal
+           AND s.last_seen_at >= v.at - ? AND s.last_seen_at < v.at`,
+        [
+          sorted.map((m) => m.id),
+          sorted.map((m) => m.team),
+          sorted.map((m) => m.principal),
+          sorted.map((m) => m.at),
+          idleMs,
+        ],
+      );
+      return;
+    }
     await this.db.transaction(async (tx) => {
-      for (const m of marks)
+      for (const m of sorted)
         await tx.run(
           `UPDATE mcp_sessions SET last_seen_at = ?
            WHERE id = ? AND team = ? AND principal = ? AND last_seen_at >= ? AND last_seen_at < ?`,
-          [m.at, m.id, m.team, m.principal, liveSince, m.at],
+          [m.at, m.id, m.team, m.principal, m.at - idleMs, m.at],
         );
     });
   }

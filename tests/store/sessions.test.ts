@@ -18,9 +18,9 @@ describe.each(BACKENDS)('shared sessions and rate buckets on %s', (backend) => {
     await close();
   });
 
-  /** Marks `id` of `owner` seen at `at`; whether it is then a live session of `owner`. */
+  /** Marks `id` of `owner` seen at `at` (live if seen since `liveSince`); whether it is then a live session of `owner`. */
   async function seen(id: string, owner: typeof alice, liveSince: number, at = Date.now()) {
-    await store.sessions.markSeen([{ ...owner, id, at }], liveSince);
+    await store.sessions.markSeen([{ ...owner, id, at }], at - liveSince);
     return store.sessions.isLive(id, owner, liveSince);
   }
 
@@ -72,20 +72,42 @@ describe.each(BACKENDS)('shared sessions and rate buckets on %s', (backend) => {
     ] as const)
       await store.sessions.open({ ...carol, id, init: '{}' }, 10, 0, at);
     await store.sessions.close('c1');
+    const idleMs = 6_000;
     await store.sessions.markSeen(
       [
         { ...carol, id: 'c0', at: 19_000 }, // older than what the store has: kept as it was
         { ...carol, id: 'c1', at: 21_000 }, // closed meanwhile: stays closed
-        { ...carol, id: 'c2', at: 21_000 }, // expired meanwhile (live since 15,000): stays expired
+        { ...carol, id: 'c2', at: 21_000 }, // idle 11 s when seen (over 6 s): stays expired
       ],
-      15_000,
+      idleMs,
     );
     expect((await store.sessions.get('c0', carol, 0))?.last_seen_at).toBe(20_000);
     expect(await store.sessions.get('c1', carol, 0)).toBeUndefined();
     expect((await store.sessions.get('c2', carol, 0))?.last_seen_at).toBe(10_000);
     expect(await store.sessions.isLive('c2', carol, 15_000)).toBe(false);
-    await store.sessions.markSeen([{ ...carol, id: 'c0', at: 22_000 }], 15_000);
+    await store.sessions.markSeen([{ ...carol, id: 'c0', at: 22_000 }], idleMs);
     expect((await store.sessions.get('c0', carol, 0))?.last_seen_at).toBe(22_000);
+  });
+
+  it('keeps a session that was live when it was seen, however late the time is written', async () => {
+    const dave = { team: 't', principal: 'dave' };
+    await store.sessions.open({ ...dave, id: 'd0', init: '{}' }, 10, 0, 30_000);
+    // Seen at 34,900 with a 5 s idle time (live then); written when 35,000 has passed.
+    await store.sessions.markSeen([{ ...dave, id: 'd0', at: 34_900 }], 5_000);
+    expect(await store.sessions.isLive('d0', dave, 36_000 - 5_000)).toBe(true);
+  });
+
+  it('lands two writes of the same sessions in opposite orders at once (two replicas)', async () => {
+    const erin = { team: 't', principal: 'erin' };
+    const ids = Array.from({ length: 300 }, (_, i) => `e${String(i).padStart(3, '0')}`);
+    for (const id of ids) await store.sessions.open({ ...erin, id, init: '{}' }, 1e9, 0, 40_000);
+    const marks = (at: number) => ids.map((id) => ({ ...erin, id, at }));
+    await Promise.all([
+      store.sessions.markSeen(marks(41_000), 60_000),
+      store.sessions.markSeen(marks(41_001).reverse(), 60_000),
+    ]);
+    for (const id of [ids[0]!, ids[299]!])
+      expect((await store.sessions.get(id, erin, 0))?.last_seen_at).toBe(41_001);
   });
 
   it('grants exactly the burst to concurrent takers, then the refill', async () => {
