@@ -129,6 +129,9 @@ function requireTemporal(config: Config): Config {
 
 async function runStack(config: Config, parts: StackParts, embedded: boolean) {
   const t0 = performance.now();
+  // Nothing this process inherited reaches the programs it runs (nor its Temporal, UI or launcher).
+  const { closeInheritedDescriptors } = await import('../sandbox/descriptors.ts');
+  closeInheritedDescriptors();
   const { startStack } = await import('../dev/stack.ts');
   const stack = await startStack(config, parts);
   stopOnSignal(() => stack.stop(), 'everything this command started');

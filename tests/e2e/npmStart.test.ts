@@ -1,7 +1,16 @@
 // `npm start` as a user runs it: a process that brings the whole embedded stack
 // up, writes dev.json, and on SIGINT/SIGTERM leaves nothing behind.
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -15,7 +24,8 @@ import { spawnDossier } from '../helpers/processes.ts';
 const home = mkdtempSync(path.join(os.tmpdir(), 'dossier-npm-start-'));
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-const startProduct = (env: Record<string, string>) => spawnDossier('start', env, 'dossier is ready');
+const startProduct = (env: Record<string, string>, inherited: number[] = []) =>
+  spawnDossier('start', env, 'dossier is ready', inherited);
 
 function processesUnder(dir: string): number[] {
   const pids: number[] = [];
@@ -85,7 +95,10 @@ describe('npm start (the embedded default)', () => {
     expect(await stopProduct(first.child, 'SIGINT')).toBe(0);
     expect(processesUnder(home)).toEqual([]);
 
-    const second = await startProduct(env);
+    // Started by a shell that left a file open (not close-on-exec): dossier's programs never get it.
+    const stray = openSync(path.join(home, 'shell-secret.txt'), 'w+');
+    const second = await startProduct(env, [stray]);
+    closeSync(stray);
     const again = JSON.parse(readFileSync(path.join(home, 'dev.json'), 'utf8'));
     expect(again.token).toBe(dev.token);
     const client2 = await mcp(again.mcp_url, again.token);
@@ -98,6 +111,20 @@ describe('npm start (the embedded default)', () => {
       evidence_id: launched.evidence_id,
       launch: { attached: true },
     });
+    const listing = await call(client2, 'capture_process_scenario', {
+      executable: '/usr/bin/ls',
+      args: ['-l', '/proc/self/fd/'],
+      idempotency_key: 'npm-start-fds',
+    });
+    expect(listing.status).toBe('succeeded');
+    expect(listing.summary.stdout_head).not.toContain('shell-secret');
+    // Its stdio and the listing's own descriptor, nothing else.
+    expect([...listing.summary.stdout_head.matchAll(/ (\d+) -> /g)].map((m) => m[1])).toEqual([
+      '0',
+      '1',
+      '2',
+      '3',
+    ]);
     await client2.close();
     expect(await stopProduct(second.child, 'SIGTERM')).toBe(0);
     expect(processesUnder(home)).toEqual([]);
@@ -136,7 +163,10 @@ describe('npm start (the embedded default)', () => {
       expect(processesUnder(crashHome)).toEqual([]);
 
       const t0 = Date.now();
-      const second = await startProduct(env);
+      // Started by a shell that left a file open (not close-on-exec): dossier's programs never get it.
+      const stray = openSync(path.join(home, 'shell-secret.txt'), 'w+');
+      const second = await startProduct(env, [stray]);
+      closeSync(stray);
       const client2 = await mcp(dev.mcp_url, dev.token);
       const outcome = await call(client2, 'await_launch', {
         idempotency_key: 'crashed-mid-launch',

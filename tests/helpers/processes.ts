@@ -7,15 +7,19 @@ export interface Proc {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Runs `dossier <command…>` and resolves once its output contains `readyText`. */
+/**
+ * Runs `dossier <command…>` and resolves once its output contains `readyText`;
+ * `inherited` descriptors are passed on as its 3, 4, … (as a shell's strays would be).
+ */
 export async function spawnDossier(
   command: string | string[],
   env: Record<string, string>,
   readyText: string,
+  inherited: number[] = [],
 ): Promise<Proc> {
   const child = spawn(process.execPath, ['bin/dossier.js', ...[command].flat()], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', ...inherited],
   });
   let output = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -31,8 +35,8 @@ export async function spawnDossier(
         resolve();
       }
     };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`dossier ${command} exited ${code}:\n${output}`)));
   });
   return {
