@@ -66,26 +66,36 @@ export async function callCommand(config: Config, argv: string[]) {
     args: argv,
     options: {
       key: { type: 'string' },
-      json: { type: 'string', default: '{}' },
+      json: { type: 'string' },
       'wait-ms': { type: 'string' },
     },
     allowPositionals: true,
   });
-  const tool = positionals[0];
-  if (!tool)
+  const usage = "usage: dossier call TOOL ['{…}' | --json '{…}'] [--key K] [--wait-ms N]";
+  const [tool, inline, ...extra] = positionals;
+  if (!tool) throw new ConfigError([usage], 'Invalid arguments');
+  if (extra.length > 0)
     throw new ConfigError(
-      ["usage: dossier call TOOL [--key K] [--json '{…}'] [--wait-ms N]"],
+      [`unexpected ${extra.map((e) => JSON.stringify(e)).join(' ')}`, usage],
       'Invalid arguments',
     );
-  let args: Record<string, unknown>;
+  if (inline !== undefined && values.json !== undefined)
+    throw new ConfigError(
+      ["the tool's arguments twice: give them as JSON after the tool's name or with --json, not both"],
+      'Invalid arguments',
+    );
+  let parsed: unknown;
   try {
-    args = JSON.parse(values.json!) as Record<string, unknown>;
+    parsed = JSON.parse(inline ?? values.json ?? '{}');
   } catch {
+    parsed = undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
     throw new ConfigError(
-      ['--json must be a JSON object, e.g. \'{"executable":"/usr/bin/true"}\''],
+      [`the tool's arguments must be a JSON object, e.g. '{"executable":"/usr/bin/true"}'`],
       'Invalid arguments',
     );
-  }
+  const args = parsed as Record<string, unknown>;
   if (values.key) args.idempotency_key = values.key;
   if (values['wait-ms']) args.wait_ms = Number(values['wait-ms']);
   const client = await connect(config);

@@ -27,7 +27,7 @@ const USAGE = `usage: dossier <command>
                         make an API token (printed once; only its hash is kept)
   token list [--team TEAM] / token revoke ID
                         list tokens by id (never the token), or revoke one
-  call TOOL [--key K] [--json '{…}'] [--wait-ms N]
+  call TOOL ['{…}' | --json '{…}'] [--key K] [--wait-ms N]
                         call a tool and print its reply; follows a running launch with progress
   launches [--status S] [--tool T] [--limit N]
                         a table of recent launches with status and UI link

@@ -198,6 +198,30 @@ describe('CLI client', () => {
     );
     expect(refused.status).toBe(1);
     expect(JSON.parse(refused.stdout).error.code).toBe('invalid_params');
+    // The arguments may follow the tool's name; a word more is named, never ignored.
+    const inline = await spawnSync(
+      process.execPath,
+      [
+        'bin/dossier.js',
+        'call',
+        'capture_process_scenario',
+        '{"executable":"/usr/bin/true"}',
+        '--key',
+        'cli-2',
+      ],
+      { env, encoding: 'utf8' },
+    );
+    expect(inline.status, inline.stderr).toBe(0);
+    expect(JSON.parse(inline.stdout)).toMatchObject({
+      status: 'succeeded',
+      launch: { idempotency_key: 'cli-2' },
+    });
+    const extra = await spawnSync(process.execPath, ['bin/dossier.js', 'call', 'whoami', '{}', 'oops'], {
+      env,
+      encoding: 'utf8',
+    });
+    expect(extra.status).toBe(1);
+    expect(extra.stderr).toMatch(/unexpected "oops"/);
     // A mistyped option is a usage error (exit 2) that names it, not a stack trace; --help is the usage.
     const mistyped = await spawnSync(process.execPath, ['bin/dossier.js', 'call', 'whoami', '--jsno', '{}'], {
       env,
@@ -211,7 +235,7 @@ describe('CLI client', () => {
       encoding: 'utf8',
     });
     expect(help.status).toBe(0);
-    expect(help.stdout).toMatch(/call TOOL \[--key K\]/);
+    expect(help.stdout).toMatch(/call TOOL \['\{…\}' \| --json '\{…\}'\] \[--key K\]/);
   });
 });
 
