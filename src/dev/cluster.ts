@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { ConfigError, FETCH_BLOCKED_PORTS, loadConfig, type Config } from '../config.ts';
 import { openStore } from '../store/store.ts';
 import { payloadKeys } from '../temporal/codec.ts';
 import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
@@ -121,6 +121,13 @@ export async function startCluster(
   if (config.port < 1 || config.port + gatewayCount - 1 > 65_535)
     throw new ConfigError([
       `dossier cluster up puts its gateways on DOSSIER_PORT, DOSSIER_PORT+1, …; DOSSIER_PORT=${config.port} does not leave room for ${gatewayCount}. Pick a port from 1 to ${65_536 - gatewayCount}.`,
+    ]);
+  const blocked = Array.from({ length: gatewayCount }, (_, i) => config.port + i).filter((p) =>
+    FETCH_BLOCKED_PORTS.has(p),
+  );
+  if (blocked.length > 0)
+    throw new ConfigError([
+      `dossier cluster up would put a gateway on port ${blocked.join(', ')}, which browsers and fetch() (so MCP clients) refuse to connect to. Pick another DOSSIER_PORT.`,
     ]);
   if (config.temporalAddress)
     throw new ConfigError([
