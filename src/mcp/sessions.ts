@@ -4,7 +4,7 @@
 // counts every replica's sessions. Every request reads its session's row (one
 // statement, as the token lookup is), so a session closed by another replica
 // (its principal's cap, DELETE) or expired ends here too. When each was last
-// seen is kept here and written to the store in one transaction at most every
+// seen is kept here and written to the store in one statement at most every
 // SEEN_WRITE_MS, and before this replica opens a session (the cap closes the
 // least recently seen): a busy session costs the store no write per request.
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
