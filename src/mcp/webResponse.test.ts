@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { webRequest, writeResponse } from './webResponse.ts';
+import { WHOLE_REPLY_BYTES, webRequest, writeResponse } from './webResponse.ts';
 
 const encoder = new TextEncoder();
 let server: http.Server | undefined;
@@ -67,6 +67,26 @@ describe('writeResponse', () => {
     for (let next = await reader.read(); !next.done; next = await reader.read())
       rest += new TextDecoder().decode(next.value);
     expect(rest).toBe('two\n\nthree\n\n');
+  });
+
+  it('streams a reply larger than it holds back, without waiting for its end', async () => {
+    const big = 'x'.repeat(WHOLE_REPLY_BYTES + 1);
+    const url = await serve(
+      () =>
+        new Response(
+          new ReadableStream({
+            start: (c) => {
+              c.enqueue(encoder.encode(big));
+              setTimeout(() => c.close(), 400);
+            },
+          }),
+        ),
+    );
+    const started = Date.now();
+    const res = await fetch(url);
+    expect(Date.now() - started).toBeLessThan(300);
+    expect(res.headers.get('transfer-encoding')).toBe('chunked');
+    expect((await res.text()).length).toBe(big.length);
   });
 
   it('sends the headers of a reply whose body has not ended by then, and a body-less reply with its status', async () => {

@@ -10,6 +10,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** How long a reply may take to end before its headers go out and it streams. */
 export const WHOLE_REPLY_MS = 100;
+/** How much of a reply is held back at most, waiting to send it whole. */
+export const WHOLE_REPLY_BYTES = 1024 * 1024;
 
 /**
  * What the SDK's transport reads of a request, for `req`: its method, URL and
@@ -33,7 +35,10 @@ export function webRequest(req: IncomingMessage): Request {
   return { method: req.method, url: `http://gateway${req.url ?? '/'}`, headers } as unknown as Request;
 }
 
-/** Writes `response` to `res`, whole when its body ends within `wholeMs`, else streamed; settles when done. */
+/**
+ * Writes `response` to `res`, whole when its body ends within `wholeMs` and
+ * WHOLE_REPLY_BYTES, else streamed; settles when done.
+ */
 export async function writeResponse(
   response: Response,
   res: ServerResponse,
@@ -53,6 +58,7 @@ export async function writeResponse(
   let timer: NodeJS.Timeout | undefined;
   try {
     const chunks: Uint8Array[] = [];
+    let held = 0;
     let pending = reader.read();
     const late = new Promise<'late'>((resolve) => {
       timer = setTimeout(() => resolve('late'), wholeMs);
@@ -66,7 +72,9 @@ export async function writeResponse(
         return;
       }
       chunks.push(next.value);
+      held += next.value.length;
       pending = reader.read();
+      if (held > WHOLE_REPLY_BYTES) break;
     }
     res.writeHead(response.status, headers);
     if (chunks.length === 0) res.flushHeaders();
