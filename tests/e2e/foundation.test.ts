@@ -150,30 +150,26 @@ describe('CLI client', () => {
   it('dossier call follows a running launch to its end; dossier launches shows it in a table', async () => {
     // Asynchronous on purpose: the gateway under test runs in this very process.
     const { spawn } = await import('node:child_process');
-    const spawnSync = (cmd: string, args: string[], opts: { env: NodeJS.ProcessEnv; encoding: 'utf8' }) =>
+    const env = { ...process.env, ...t.env, DOSSIER_URL: t.url, DOSSIER_TOKEN: t.token };
+    /** `dossier …` as a user types it: its exit status and output. */
+    const dossier = (...args: string[]) =>
       new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(cmd, args, { env: opts.env });
+        const child = spawn(process.execPath, ['bin/dossier.js', ...args], { env });
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
         child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
         child.on('close', (status) => resolve({ status, stdout, stderr }));
       });
-    const env = { ...process.env, ...t.env, DOSSIER_URL: t.url, DOSSIER_TOKEN: t.token };
-    const called = await spawnSync(
-      process.execPath,
-      [
-        'bin/dossier.js',
-        'call',
-        'capture_process_scenario',
-        '--key',
-        'cli-1',
-        '--wait-ms',
-        '300',
-        '--json',
-        '{"executable":"/usr/bin/sleep","args":["2"]}',
-      ],
-      { env, encoding: 'utf8' },
+    const called = await dossier(
+      'call',
+      'capture_process_scenario',
+      '--key',
+      'cli-1',
+      '--wait-ms',
+      '300',
+      '--json',
+      '{"executable":"/usr/bin/sleep","args":["2"]}',
     );
     expect(called.status, called.stderr).toBe(0);
     expect(called.stderr).toContain('running: http');
@@ -181,59 +177,38 @@ describe('CLI client', () => {
       status: 'succeeded',
       launch: { idempotency_key: 'cli-1' },
     });
-    const table = await spawnSync(process.execPath, ['bin/dossier.js', 'launches', '--limit', '5'], {
-      env,
-      encoding: 'utf8',
-    });
+    const table = await dossier('launches', '--limit', '5');
     expect(table.status, table.stderr).toBe(0);
     const lines = table.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^STATUS\s+TOOL\s+PRINCIPAL\s+KEY/);
     expect(lines.find((l) => l.includes('cli-1'))).toMatch(
       /^succeeded\s+capture_process_scenario\s+local\s+cli-1/,
     );
-    const refused = await spawnSync(
-      process.execPath,
-      ['bin/dossier.js', 'call', 'capture_process_scenario', '--json', '{}'],
-      { env, encoding: 'utf8' },
-    );
+    const refused = await dossier('call', 'capture_process_scenario', '--json', '{}');
     expect(refused.status).toBe(1);
     expect(JSON.parse(refused.stdout).error.code).toBe('invalid_params');
     // The arguments may follow the tool's name; a word more is named, never ignored.
-    const inline = await spawnSync(
-      process.execPath,
-      [
-        'bin/dossier.js',
-        'call',
-        'capture_process_scenario',
-        '{"executable":"/usr/bin/true"}',
-        '--key',
-        'cli-2',
-      ],
-      { env, encoding: 'utf8' },
+    const inline = await dossier(
+      'call',
+      'capture_process_scenario',
+      '{"executable":"/usr/bin/true"}',
+      '--key',
+      'cli-2',
     );
     expect(inline.status, inline.stderr).toBe(0);
     expect(JSON.parse(inline.stdout)).toMatchObject({
       status: 'succeeded',
       launch: { idempotency_key: 'cli-2' },
     });
-    const extra = await spawnSync(process.execPath, ['bin/dossier.js', 'call', 'whoami', '{}', 'oops'], {
-      env,
-      encoding: 'utf8',
-    });
+    const extra = await dossier('call', 'whoami', '{}', 'oops');
     expect(extra.status).toBe(1);
     expect(extra.stderr).toMatch(/unexpected "oops"/);
     // A mistyped option is a usage error (exit 2) that names it, not a stack trace; --help is the usage.
-    const mistyped = await spawnSync(process.execPath, ['bin/dossier.js', 'call', 'whoami', '--jsno', '{}'], {
-      env,
-      encoding: 'utf8',
-    });
+    const mistyped = await dossier('call', 'whoami', '--jsno', '{}');
     expect(mistyped.status).toBe(2);
     expect(mistyped.stderr).toMatch(/Unknown option '--jsno'[\s\S]*usage: dossier <command>/);
     expect(mistyped.stderr).not.toMatch(/\bat \w+ \(/);
-    const help = await spawnSync(process.execPath, ['bin/dossier.js', 'call', '--help'], {
-      env,
-      encoding: 'utf8',
-    });
+    const help = await dossier('call', '--help');
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/call TOOL \['\{…\}' \| --json '\{…\}'\] \[--key K\]/);
   });
