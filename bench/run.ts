@@ -12,6 +12,7 @@ import { benchOverhead } from './breakdown.ts';
 import { benchCalls } from './calls.ts';
 import { benchCluster } from './cluster.ts';
 import { benchStart } from './start.ts';
+import { benchSideBySide } from './sideBySide.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
   launches: benchLaunches,
@@ -25,6 +26,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   calls: benchCalls,
   start: benchStart,
   cluster: benchCluster,
+  sidebyside: benchSideBySide,
 };
 const only = process.argv.slice(2);
 
