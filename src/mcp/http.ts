@@ -178,7 +178,6 @@ export async function startHttpGateway(
         );
       }
       if (!session) return rpcError(res, 404, -32001, 'Session not found; initialize a new session');
-      session.lastSeen = Date.now();
       return serveMcp(session, req, res, body);
     }
     if (req.method !== 'POST' || !isInitializeRequest(body)) {

@@ -145,15 +145,14 @@ export class Sessions {
     const held = this.held.get(id);
     if (held && who(held.principal) !== who(p)) return undefined;
     const store = this.limits.store;
-    if (!store) return held;
+    if (!store) return held && this.seen(id, held);
     const liveSince = Date.now() - this.limits.idleMs;
     if (held) {
       if (!(await store.isLive(id, p, liveSince))) {
         this.evict(id, false);
         return undefined;
       }
-      this.seen(id, p);
-      return held;
+      return this.seen(id, held);
     }
     let resuming = this.resuming.get(id);
     if (!resuming) {
@@ -167,16 +166,20 @@ export class Sessions {
     // A request of another principal that raced in with the same id gets nothing of it.
     if (resumed === 'busy' || !resumed) return resumed;
     if (who(resumed.principal) !== who(p)) return undefined;
-    this.seen(id, p);
-    return resumed;
+    return this.seen(id, resumed);
   }
 
-  /** Notes that session `id` of `p` was seen now; the store has it within SEEN_WRITE_MS. */
-  private seen(id: string, p: Principal) {
-    this.unwritten.set(id, { team: p.team, principal: p.principal, at: Date.now() });
-    if (this.writeTimer) return;
-    this.writeTimer = setTimeout(() => void this.writeSeen(), SEEN_WRITE_MS);
-    this.writeTimer.unref();
+  /** Notes that session `id` was seen now, here and (within SEEN_WRITE_MS) in the store; returns it. */
+  private seen(id: string, session: Session): Session {
+    session.lastSeen = Date.now();
+    if (!this.limits.store) return session;
+    const { team, principal } = session.principal;
+    this.unwritten.set(id, { team, principal, at: session.lastSeen });
+    if (!this.writeTimer) {
+      this.writeTimer = setTimeout(() => void this.writeSeen(), SEEN_WRITE_MS);
+      this.writeTimer.unref();
+    }
+    return session;
   }
 
   /**

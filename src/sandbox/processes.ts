@@ -59,8 +59,8 @@ export function liveNamespaceTree(init: number, namespace: string, max = 100_000
   const out: number[] = [];
   const queue = [init];
   const seen = new Set(queue);
-  while (queue.length > 0 && seen.size <= max) {
-    const pid = queue.shift()!;
+  for (let next = 0; next < queue.length && seen.size <= max; next++) {
+    const pid = queue[next]!;
     if (isLive(pid) && pidNamespaceOf(pid) === namespace) out.push(pid);
     let tasks: string[];
     try {
