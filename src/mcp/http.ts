@@ -43,8 +43,9 @@ export interface HttpOptions {
   /**
    * Where sessions are recorded, so that another replica (or this one after a
    * restart) resumes them and the per-principal cap counts every replica's.
-   * Every request marks its session seen there (one statement, as the token
-   * lookup is), so a session closed by another replica ends here at once.
+   * Every request reads its session's row there (in the token lookup's
+   * statement), so a session closed by another replica ends here at once;
+   * when each was last seen is written in batches (sessions.ts).
    */
   sessionStore?: SessionStore;
 }
@@ -86,6 +87,26 @@ export async function startHttpGateway(
     return (hostPart !== undefined && LOOPBACK.test(hostPart)) || (opts.allowedOrigins ?? []).includes(o);
   };
 
+  /**
+   * The bearer token's principal; for a request in session `sessionId`, with
+   * whether the store holds that session live for it (read in the same
+   * statement: every request of a session asks both).
+   */
+  async function authenticate(
+    req: IncomingMessage,
+    sessionId: string | undefined,
+  ): Promise<{ principal: Principal; sessionLive?: boolean } | undefined> {
+    const header = req.headers.authorization;
+    const token = header ? /^Bearer\s+(\S{1,512})$/i.exec(header)?.[1] : undefined;
+    if (!token) return undefined;
+    const liveSince = sessionId === undefined ? undefined : sessions.liveSince();
+    if (liveSince === undefined) {
+      const principal = await tokens.resolve(token);
+      return principal && { principal };
+    }
+    return tokens.resolveInSession(token, { id: sessionId!, liveSince });
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://gateway');
     if (url.pathname === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true });
@@ -107,8 +128,9 @@ export async function startHttpGateway(
       return rpcError(res, 403, -32000, `Origin ${req.headers.origin} is not allowed`);
     if (codecRoute) return serveCodec(req, res, url.pathname, uiOrigins);
 
-    const principal = await authenticate(req, tokens);
-    if (!principal) {
+    const sessionId = req.headers['mcp-session-id'];
+    const caller = await authenticate(req, typeof sessionId === 'string' ? sessionId : undefined);
+    if (!caller) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="dossier"');
       return rpcError(
         res,
@@ -117,6 +139,7 @@ export async function startHttpGateway(
         'Missing or invalid bearer token: send Authorization: Bearer <token>',
       );
     }
+    const { principal } = caller;
     (req as IncomingMessage & { auth?: unknown }).auth = {
       token: 'redacted',
       clientId: principal.principal,
@@ -158,7 +181,6 @@ export async function startHttpGateway(
       }
     }
 
-    const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       // Requests are counted where they are handled (server.ts); what else a session posts
       // (notifications, responses) and DELETE are counted here, but for what every client sends
@@ -167,7 +189,7 @@ export async function startHttpGateway(
         const wait = await gateway.throttle(principal);
         if (wait) return tooMany(res, wait);
       }
-      const session = await sessions.find(sessionId, principal);
+      const session = await sessions.find(sessionId, principal, caller.sessionLive);
       if (session === 'busy') {
         res.setHeader('Retry-After', '1');
         return rpcError(
@@ -299,13 +321,6 @@ async function serveMcp(session: Session, req: IncomingMessage, res: ServerRespo
     parsedBody: body,
   });
   await writeResponse(response, res);
-}
-
-async function authenticate(req: IncomingMessage, tokens: TokenStore): Promise<Principal | undefined> {
-  const header = req.headers.authorization;
-  const match = header ? /^Bearer\s+(\S{1,512})$/i.exec(header) : null;
-  if (!match?.[1]) return undefined;
-  return tokens.resolve(match[1]);
 }
 
 function readBody(

@@ -1,8 +1,8 @@
 // The MCP sessions of one gateway replica. Each is recorded in the store with
 // its client's initialize request, so another replica (or this one after a
 // restart) resumes it by replaying that request, and a principal's session cap
-// counts every replica's sessions. Every request reads its session's row (one
-// statement, as the token lookup is), so a session closed by another replica
+// counts every replica's sessions. Every request reads its session's row (in
+// the token lookup's statement), so a session closed by another replica
 // (its principal's cap, DELETE) or expired ends here too. When each was last
 // seen is kept here and written to the store in one statement at most every
 // SEEN_WRITE_MS, and before this replica opens a session (the cap closes the
@@ -137,18 +137,29 @@ export class Sessions {
   }
 
   /**
+   * Since when a session must have been seen to be live, when sessions are
+   * recorded in the store (a request reads its session's row there); else
+   * undefined.
+   */
+  liveSince(): number | undefined {
+    return this.limits.store && Date.now() - this.limits.idleMs;
+  }
+
+  /**
    * The session `id` of `p`: held here, or recorded by another replica and
    * resumed here (once, however many requests ask at the same moment);
-   * 'busy' when this replica has no room to resume it now.
+   * 'busy' when this replica has no room to resume it now. `live` is what
+   * the store said of the session's row with the caller's token, since
+   * `liveSince()` (http.ts reads both in one statement); else it is read here.
    */
-  async find(id: string, p: Principal): Promise<Session | 'busy' | undefined> {
+  async find(id: string, p: Principal, live?: boolean): Promise<Session | 'busy' | undefined> {
     const held = this.held.get(id);
     if (held && who(held.principal) !== who(p)) return undefined;
     const store = this.limits.store;
     if (!store) return held && this.seen(id, held);
     const liveSince = Date.now() - this.limits.idleMs;
     if (held) {
-      if (!(await store.isLive(id, p, liveSince))) {
+      if (!(live ?? (await store.isLive(id, p, liveSince)))) {
         this.evict(id, false);
         return undefined;
       }

@@ -42,7 +42,27 @@ export class TokenStore {
       'SELECT principal, team, role FROM tokens WHERE token_hash = ? AND revoked_at IS NULL',
       [hashToken(token)],
     );
-    return r ? { principal: r.principal as string, team: r.team as string, role: r.role as Role } : undefined;
+    return r && toPrincipal(r);
+  }
+
+  /**
+   * The principal of `token`, and whether `session.id` is a live session of
+   * that principal (not closed, seen since `session.liveSince`): what every
+   * request of an MCP session asks, in one statement.
+   */
+  async resolveInSession(
+    token: string,
+    session: { id: string; liveSince: number },
+  ): Promise<{ principal: Principal; sessionLive: boolean } | undefined> {
+    const r = await this.db.get<Row>(
+      `SELECT t.principal, t.team, t.role,
+         EXISTS (SELECT 1 FROM mcp_sessions s WHERE s.id = ? AND s.team = t.team
+                 AND s.principal = t.principal AND s.last_seen_at >= ?) AS live
+       FROM tokens t WHERE t.token_hash = ? AND t.revoked_at IS NULL`,
+      [session.id, session.liveSince, hashToken(token)],
+    );
+    // SQLite answers EXISTS with 1 or 0, PostgreSQL with a boolean.
+    return r && { principal: toPrincipal(r), sessionLive: r.live === true || r.live === 1 };
   }
 
   /** Tokens as their id (the first 12 hex digits of the hash), never the token itself. */
@@ -72,4 +92,8 @@ export class TokenStore {
     );
     return info.changes;
   }
+}
+
+function toPrincipal(r: Row): Principal {
+  return { principal: r.principal as string, team: r.team as string, role: r.role as Role };
 }

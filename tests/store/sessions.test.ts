@@ -97,6 +97,29 @@ describe.each(BACKENDS)('shared sessions and rate buckets on %s', (backend) => {
     expect(await store.sessions.isLive('d0', dave, 36_000 - 5_000)).toBe(true);
   });
 
+  it('answers a session’s request with its token’s principal and the session’s liveness in one read', async () => {
+    const erin = { team: 't', principal: 'erin', role: 'operator' as const };
+    const token = await store.tokens.create(erin);
+    const other = await store.tokens.create({ team: 'other', principal: 'erin', role: 'operator' });
+    await store.sessions.open({ ...erin, id: 'e0', init: '{}' }, 10, 0, 40_000);
+    await store.sessions.open({ ...erin, id: 'e1', init: '{}' }, 10, 0, 40_000);
+    await store.sessions.close('e1');
+    const ask = (t: string, id: string, liveSince = 39_000) =>
+      store.tokens.resolveInSession(t, { id, liveSince });
+    expect(await ask(token, 'e0')).toEqual({ principal: erin, sessionLive: true });
+    // Expired, closed, unknown: the principal still, the session not.
+    expect(await ask(token, 'e0', 41_000)).toEqual({ principal: erin, sessionLive: false });
+    expect(await ask(token, 'e1')).toEqual({ principal: erin, sessionLive: false });
+    expect(await ask(token, 'nope')).toEqual({ principal: erin, sessionLive: false });
+    // The same principal's name in another team does not reach erin's session.
+    expect(await ask(other, 'e0')).toMatchObject({ principal: { team: 'other' }, sessionLive: false });
+    // A revoked or unknown token answers nothing, session or not.
+    const [info] = (await store.tokens.list('t')).filter((i) => i.principal === 'erin');
+    expect(await store.tokens.revoke(info!.id)).toBe(1);
+    expect(await ask(token, 'e0')).toBeUndefined();
+    expect(await ask('dsr_unknown', 'e0')).toBeUndefined();
+  });
+
   it('lands two writes of the same sessions in opposite orders at once (two replicas)', async () => {
     const erin = { team: 't', principal: 'erin' };
     const ids = Array.from({ length: 300 }, (_, i) => `e${String(i).padStart(3, '0')}`);
