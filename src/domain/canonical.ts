@@ -1,7 +1,7 @@
 // RFC 8785 (JSON Canonicalization Scheme) and the digests built on it.
 // Numbers serialize as ECMAScript does (which is what RFC 8785 prescribes),
 // object keys sort by UTF-16 code units, and no whitespace is emitted.
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 export function canonicalJson(value: unknown): string {
   if (value === null) return 'null';
@@ -33,7 +33,8 @@ function compareUtf16(a: string, b: string): number {
 }
 
 export function sha256Hex(data: string | Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex');
+  // The one-shot form: a third of the time of a Hash object for a short input (a token, a key).
+  return hash('sha256', data, 'hex');
 }
 
 /** An incremental SHA-256, for content too large to concatenate first. */
