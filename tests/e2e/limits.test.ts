@@ -1,6 +1,9 @@
 // Gateway bounds a client meets: the per-principal rate limit, sessions per
-// principal, the request body cap and the time a body may take to arrive.
+// principal, the request body cap and the time a body may take to arrive; and
+// what a client is told when the store fails under it.
+import Database from 'better-sqlite3';
 import http from 'node:http';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
@@ -162,6 +165,31 @@ describe('sessions and slow bodies', () => {
     expect(res.status).toBe(400);
     expect(res.headers.get('mcp-session-id')).toBeNull();
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/16384 bytes/);
+  });
+
+  it('answers an initialize the store cannot record with an internal-error reference, never the database’s text', async () => {
+    const token = await s.tokenFor('dora', 'store-team');
+    const db = new Database(path.join(s.home, 'dossier.db'));
+    db.exec('ALTER TABLE mcp_sessions RENAME TO mcp_sessions_away');
+    try {
+      const res = await post(
+        s.url,
+        token,
+        initialize({
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 't', version: '1' },
+        }),
+      );
+      const text = await res.text();
+      expect(text).toMatch(/Internal error \(reference int_\w+\)/);
+      expect(text).not.toMatch(/mcp_sessions|no such table|sqlite/i);
+    } finally {
+      db.exec('ALTER TABLE mcp_sessions_away RENAME TO mcp_sessions');
+      db.close();
+    }
+    // The store is back: the same principal opens a session and is answered.
+    expect((await call(await s.connect(token), 'whoami')).principal).toBe('dora');
   });
 
   it('answers a request body that trickles in with 408 once DOSSIER_REQUEST_BODY_TIMEOUT_MS passes', async () => {

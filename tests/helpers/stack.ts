@@ -47,7 +47,14 @@ export async function startTestStack(
     log: () => undefined,
     ...opts.parts,
   };
-  let stack = await startStack(loadConfig(env), parts);
+  let stack: Stack;
+  try {
+    stack = await startStack(loadConfig(env), parts);
+  } catch (err) {
+    // A home this helper made for a stack that never started is left empty: remove it.
+    if (!opts.home) rmSync(home, { recursive: true, force: true });
+    throw err;
+  }
   const clients: Client[] = [];
   const t: TestStack = {
     get stack() {
