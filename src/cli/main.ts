@@ -34,6 +34,9 @@ const USAGE = `usage: dossier <command>
   upload FILE [--name NAME]
                         upload a file as an artifact (POST /artifacts); prints its digest and record
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
+  ui-guard --upstream HOST:PORT [--listen HOST:PORT]
+                        serve a Temporal UI server read-only: pass GET and HEAD to it, refuse the
+                        rest (default listen 127.0.0.1:8233; start and cluster up run it themselves)
   provision-temporal [--server]
                         find or build the Temporal CLI and the Temporal UI server (with --server also
                         the Temporal server and temporal-sql-tool for \`cluster up\`); print their paths
@@ -66,6 +69,8 @@ async function main(argv: string[]) {
       return (await import('./client.ts')).launchesCommand(loadConfig(), rest);
     case 'upload':
       return (await import('./client.ts')).uploadCommand(loadConfig(), rest);
+    case 'ui-guard':
+      return uiGuard(rest);
     case 'mcp':
       if (!rest.includes('--stdio'))
         throw new ConfigError(
@@ -260,6 +265,34 @@ function printReady(dev: DevJson, seconds: string, home: string | undefined, inb
 ${connect}
 
 Press Ctrl-C to stop.`);
+}
+
+/** `dossier ui-guard`: the audit UI's read-only front door for a UI server run elsewhere (compose). */
+async function uiGuard(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: { upstream: { type: 'string' }, listen: { type: 'string', default: '127.0.0.1:8233' } },
+  });
+  const address = (flag: string, value: string | undefined) => {
+    const m = value ? /^(.+):(\d{1,5})$/.exec(value) : null;
+    const port = Number(m?.[2]);
+    if (!m || port < 1 || port > 65_535)
+      throw new ConfigError(
+        [`--${flag} is HOST:PORT (got ${JSON.stringify(value ?? '')})`],
+        'Invalid arguments',
+      );
+    return { host: m[1]!.replace(/^\[(.*)\]$/, '$1'), port };
+  };
+  const upstream = address('upstream', values.upstream);
+  const listen = address('listen', values.listen);
+  const { startUiGuard } = await import('../dev/uiGuard.ts');
+  const guard = await startUiGuard({ ...listen, upstream });
+  console.log(`dossier ui-guard: ${guard.url} serves http://${upstream.host}:${upstream.port} read-only`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await guard.stop();
 }
 
 async function token(args: string[]) {

@@ -1,13 +1,15 @@
 // The audit UI of the embedded stack: Temporal's own UI server (built once
-// with Go, like the CLI), on loopback, with every write action disabled
-// (Terminate, Reset, Signal, Start, batch, activity commands: its API refuses
-// them too) and the gateway's codec endpoint configured, which decodes a
-// payload only for its own team. The CLI dev server's built-in UI cannot
-// disable writes, so the dev server runs headless.
+// with Go, like the CLI), on a private loopback port behind a guard that
+// passes reads only (uiGuard.ts), with every write action disabled in its
+// settings too (Terminate, Reset, Signal, Start, batch, activity commands)
+// and the gateway's codec endpoint configured, which decodes a payload only
+// for its own team. The CLI dev server's built-in UI cannot disable writes,
+// so the dev server runs headless.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildWithGo, cachedTool, isExecutable, type GoTool } from './goTools.ts';
 import { startOwned, waitForPort } from './owned.ts';
+import { freeLoopbackPort, startUiGuard, type UiGuard } from './uiGuard.ts';
 
 export const UI_SERVER: GoTool = {
   name: 'temporal-ui',
@@ -78,17 +80,41 @@ export function uiConfig(opts: Omit<UiServerOptions, 'binary' | 'dir'>): string 
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * The UI server on a private loopback port, behind the read-only guard
+ * (uiGuard.ts) on `host:port`: what users open passes reads only.
+ */
 export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
   const configDir = path.join(opts.dir, 'config');
   mkdirSync(configDir, { recursive: true });
-  writeFileSync(path.join(configDir, 'dossier.yaml'), uiConfig(opts));
+  const inner = await freeLoopbackPort();
+  writeFileSync(path.join(configDir, 'dossier.yaml'), uiConfig({ ...opts, host: '127.0.0.1', port: inner }));
   const proc = await startOwned({
     name: 'The Temporal UI server',
     command: opts.binary,
     args: ['--root', opts.dir, '--config', 'config', '--env', 'dossier', 'start'],
     logFile: path.join(opts.dir, 'ui.log'),
-    hint: `is port ${opts.port} in use? set DOSSIER_UI_PORT`,
-    ready: () => waitForPort(opts.host, opts.port, 30_000),
+    hint: `is loopback port ${inner} taken meanwhile? start again`,
+    ready: () => waitForPort('127.0.0.1', inner, 30_000),
   });
-  return { url: `http://${opts.host}:${opts.port}`, stop: () => proc.stop() };
+  let guard: UiGuard;
+  try {
+    guard = await startUiGuard({
+      host: opts.host,
+      port: opts.port,
+      upstream: { host: '127.0.0.1', port: inner },
+    });
+  } catch (err) {
+    await proc.stop();
+    throw new Error(
+      `The audit UI cannot listen on ${opts.host}:${opts.port} (${(err as Error).message}); is the port in use? set DOSSIER_UI_PORT`,
+    );
+  }
+  return {
+    url: guard.url,
+    stop: async () => {
+      await guard.stop();
+      await proc.stop();
+    },
+  };
 }

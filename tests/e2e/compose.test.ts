@@ -203,6 +203,7 @@ describe.skipIf(skip)(
         .map((m) => m[1])
         .sort();
       expect(services).toEqual([
+        'audit-ui',
         'gateway',
         'gateway',
         'postgres',
@@ -331,7 +332,7 @@ describe.skipIf(skip)(
     });
 
     it('the audit UI lists the namespace and refuses a write', async () => {
-      const base = `http://127.0.0.1:${container('temporal-ui').getMappedPort(8080)}`;
+      const base = `http://127.0.0.1:${container('audit-ui').getMappedPort(8080)}`;
       const settingsReply = await fetch(`${base}/api/v1/settings`);
       expect(await settingsReply.json()).toMatchObject({
         DisableWriteActions: true,
@@ -350,6 +351,20 @@ describe.skipIf(skip)(
         { method: 'POST', body: '{}', headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf } },
       );
       expect(terminate.status).toBe(405);
+      // A write dressed as a workflow query (an encoded slash in a batch job's id) gets no further.
+      const batch = await fetch(
+        `${base}/api/v1/namespaces/dossier/batch-operations/x%2Fworkflows%2Fy%2Fquery%2Fz`,
+        {
+          method: 'POST',
+          headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf },
+          body: JSON.stringify({
+            visibilityQuery: "WorkflowId = 'x'",
+            reason: 'x',
+            terminationOperation: {},
+          }),
+        },
+      );
+      expect(batch.status).toBe(405);
     });
 
     // Last: a restarted Temporal container comes back on another address, and its membership ring

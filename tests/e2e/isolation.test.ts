@@ -349,7 +349,7 @@ describe('Temporal holds no secret in clear', () => {
 });
 
 describe('the audit UI audits, it does not act', () => {
-  it('runs with write actions disabled and the codec endpoint configured; its API refuses a terminate', async () => {
+  it('runs with write actions disabled and the codec endpoint configured; only reads reach its API, however a write is dressed', async () => {
     const ui = await startUiServer({
       binary: inject('uiServer'),
       dir: path.join(work, 'ui'),
@@ -382,6 +382,48 @@ describe('the audit UI audits, it does not act', () => {
         { method: 'POST', body: '{}', headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf } },
       );
       expect(terminate.status).toBe(405);
+
+      // The UI server's own switch lets a POST through whose decoded path names a workflow query,
+      // and its router matches the raw path: an encoded slash smuggled a batch terminate and a
+      // signal-with-start past it. Its guard passes reads only.
+      const headers = { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf, 'content-type': 'application/json' };
+      const batch = await fetch(
+        `${ui.url}/api/v1/namespaces/${t.namespace}/batch-operations/x%2Fworkflows%2Fy%2Fquery%2Fz`,
+        {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({
+            visibilityQuery: `WorkflowId = '${launch.launch.workflow_id}'`,
+            reason: 'smuggled',
+            terminationOperation: {},
+          }),
+        },
+      );
+      expect(batch.status).toBe(405);
+      expect(batch.headers.get('allow')).toBe('GET, HEAD');
+      const forged = encodeURIComponent('launch/rival/mallory/forged-by-ui');
+      const signalStart = await fetch(
+        `${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${forged}/signal-with-start/x%2Fquery%2Fy`,
+        {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ workflowType: { name: 'launchWorkflow' }, taskQueue: { name: 'x' } }),
+        },
+      );
+      expect(signalStart.status).toBe(405);
+      for (const method of ['PUT', 'PATCH', 'DELETE']) {
+        const other = await fetch(`${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${forged}`, {
+          method,
+          headers,
+        });
+        expect(other.status).toBe(405);
+      }
+      // Nothing was started, and reads still pass.
+      const described = await fetch(`${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${forged}`);
+      expect(described.status).toBe(404);
+      const batches = await fetch(`${ui.url}/api/v1/namespaces/${t.namespace}/batch-operations`);
+      expect(batches.status).toBe(200);
+      expect(((await batches.json()) as { operationInfo?: unknown[] }).operationInfo ?? []).toEqual([]);
     } finally {
       await ui.stop();
     }
