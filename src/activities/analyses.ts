@@ -23,6 +23,7 @@ import type {
 } from '../launches/protocol.ts';
 import { runHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
+import { ownTeam, ownWorkflow, refuse } from './provenance.ts';
 import type { Store } from '../store/store.ts';
 import type { AnalysisRecord } from '../store/analyses.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
@@ -181,6 +182,8 @@ export function createAnalysisActivities(deps: {
   }
 
   async function buildAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef> {
+    ownWorkflow(req.workflowId);
+    ownTeam(req.team);
     const existing = await store.analyses.get(req.team, req.key);
     if (existing?.status === 'succeeded' && existing.result) return refOf(existing);
     const activity = Context.current();
@@ -278,6 +281,7 @@ export function createAnalysisActivities(deps: {
   }
 
   async function awaitAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef> {
+    ownTeam(req.team);
     const ready = await store.analyses.get(req.team, req.key);
     if (ready?.status === 'succeeded' && ready.result) return refOf(ready);
     const { record } = await store.analyses.claim({
@@ -318,7 +322,11 @@ export function createAnalysisActivities(deps: {
     });
   }
 
-  async function runAnalysis(req: AnalysisRequest, database: DatabaseRef): Promise<AnalysisOutcome> {
+  async function runAnalysis(req: AnalysisRequest, built: DatabaseRef): Promise<AnalysisOutcome> {
+    ownWorkflow(req.workflowId);
+    ownTeam(req.team);
+    // The database is the one the store holds for this team, whatever the argument says.
+    const database = await teamDatabase(req.team, req.database.key, built);
     const done = await store.analyses.get(req.team, req.key);
     if (done?.status === 'succeeded') {
       return { status: 'succeeded', evidenceId: done.evidenceId, summary: done.result, error: null };
@@ -380,7 +388,16 @@ export function createAnalysisActivities(deps: {
     }
   }
 
+  /** The team's built database under `key`; refused when it is not the one `claimed` names. */
+  async function teamDatabase(team: string, key: string, claimed: DatabaseRef): Promise<DatabaseRef> {
+    const row = await store.analyses.get(team, key);
+    if (row?.status !== 'succeeded' || !row.result || refOf(row).digest !== claimed.digest)
+      refuse(`team ${team} has no built database ${claimed.digest} under ${key}: refused`);
+    return refOf(row);
+  }
+
   async function finishAnalysis(workflowId: string, outcome: AnalysisOutcome): Promise<AnalysisOutcome> {
+    ownWorkflow(workflowId);
     await store.analyses.finish(workflowId, { ...outcome, result: outcome.summary });
     return outcome;
   }

@@ -21,6 +21,7 @@ import { interruptedOnDevice } from './devices.ts';
 import { MUTATING_DEVICE_TOOLS } from '../tools/devices.ts';
 import { unknownId } from '../domain/evidence.ts';
 import { createAnalysisActivities } from './analyses.ts';
+import { ownWorkflow, vouchForLaunch } from './provenance.ts';
 import type { Client } from '@temporalio/client';
 import { effectSeconds } from '../metrics/metrics.ts';
 import { Sandbox } from '../sandbox/sandbox.ts';
@@ -80,6 +81,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
 
   async function runEffect(req: LaunchRequest): Promise<LaunchOutcome> {
     const activity = Context.current();
+    await vouchForLaunch(store, req);
     const effect = effects.get(req.tool)?.run;
     if (!effect)
       throw ApplicationFailure.nonRetryable(`no effect implementation for tool ${req.tool}`, 'UnknownTool');
@@ -204,6 +206,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
   }
 
   async function readJournal(workflowId: string): Promise<JournalView> {
+    ownWorkflow(workflowId);
     const record = await store.launches.byWorkflowId(workflowId);
     if (!record) return { effect: 'not_started', finished: null };
     return {
@@ -221,6 +224,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
 
   /** First writer wins: returns the outcome that the store holds afterwards. */
   async function finishLaunch(workflowId: string, outcome: LaunchOutcome): Promise<LaunchOutcome> {
+    ownWorkflow(workflowId);
     const record = await store.launches.finish(workflowId, outcome);
     if (!record || !isFinished(record.status)) return outcome;
     if (record.status === 'interrupted' && MUTATING_DEVICE_TOOLS.has(record.tool)) {

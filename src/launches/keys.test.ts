@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { idempotencyKeySchema } from '../tools/contract.ts';
-import { bodyDigest, launchWorkflowId } from './keys.ts';
+import {
+  analysisWorkflowId,
+  bodyDigest,
+  databaseWorkflowId,
+  launchWorkflowId,
+  workflowOwner,
+} from './keys.ts';
 
 describe('idempotency keys', () => {
   it('accepts 1-128 characters of A-Z a-z 0-9 . _ : - and nothing else', () => {
@@ -43,5 +49,35 @@ describe('launchWorkflowId', () => {
     expect(() => launchWorkflowId('re/team', 'alice', 'k')).toThrow(/team/);
     expect(() => launchWorkflowId('team', 'Alice', 'k')).toThrow(/principal/);
     expect(() => launchWorkflowId('team', 'alice', 'a/b')).toThrow(/key/);
+  });
+});
+
+describe('workflowOwner', () => {
+  it('reads the team (and a launch’s principal) back from every ID dossier makes', () => {
+    expect(workflowOwner(launchWorkflowId('re-team', 'alice', 'k-1'))).toEqual({
+      kind: 'launch',
+      team: 're-team',
+      principal: 'alice',
+    });
+    expect(workflowOwner(analysisWorkflowId('re-team', 'abc'))).toEqual({
+      kind: 'analysis',
+      team: 're-team',
+    });
+    expect(workflowOwner(databaseWorkflowId('re-team', 'sha256:ab', 'fast', 'angr-9'))).toEqual({
+      kind: 'analysis-db',
+      team: 're-team',
+    });
+  });
+
+  it('names no owner for an ID dossier does not make', () => {
+    for (const id of [
+      '',
+      'launch',
+      'launch/re-team',
+      'launch/Re Team/alice/k',
+      'other/re-team/x',
+      '/re-team/x',
+    ])
+      expect(workflowOwner(id)).toBeUndefined();
   });
 });

@@ -55,3 +55,19 @@ export function databaseWorkflowId(
   if (!ID_PART.test(team)) throw new Error(`team name ${JSON.stringify(team)} is not valid in a workflow ID`);
   return `analysis-db/${team}/${artifact.replace(/^sha256:/, '')}/${profile}-${providerKey}`;
 }
+
+/** What a workflow ID dossier makes names: its kind, its team and, for a launch, its principal. */
+export interface WorkflowOwner {
+  kind: 'launch' | 'analysis' | 'analysis-db';
+  team: string;
+  principal?: string;
+}
+
+/** The owner a workflow ID names (see the ID makers above); undefined for an ID dossier does not make. */
+export function workflowOwner(id: string): WorkflowOwner | undefined {
+  const [kind, team, principal] = id.split('/');
+  if (!team || !ID_PART.test(team)) return undefined;
+  if (kind === 'launch') return principal && ID_PART.test(principal) ? { kind, team, principal } : undefined;
+  if (kind === 'analysis' || kind === 'analysis-db') return { kind, team };
+  return undefined;
+}

@@ -8,7 +8,10 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSyn
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { startUiServer } from '../../src/dev/uiServer.ts';
+import { bodyDigest } from '../../src/launches/keys.ts';
+import { capabilityQueue } from '../../src/temporal/queues.ts';
 import { artifactPath } from '../../src/evidence/artifacts.ts';
 import { call, effectCounter, type Reply } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -345,6 +348,65 @@ describe('Temporal holds no secret in clear', () => {
 
     expect((await decode()).status).toBe(401);
     expect((await decode('dsr_not-a-token')).status).toBe(401);
+  });
+});
+
+describe('what a workflow started on Temporal makes a worker do', () => {
+  it('a launch workflow that is not the claimed launch of its ID runs nothing, in no team’s name', async () => {
+    const connection = await Connection.connect({ address: t.env.DOSSIER_TEMPORAL_ADDRESS! });
+    // No codec: the input reaches the worker unsealed, as a starter without the keys sends it.
+    const temporal = new TemporalClient({ connection, namespace: t.namespace });
+    const evidenceOf = async (client: Client) => (await call(client, 'list_evidence', {})).evidence.length;
+    const forged = (workflowId: string, team: string, principal: string, key: string) => {
+      const input = { executable: '/usr/bin/true', args: [], env: {}, timeout_ms: 5_000 };
+      return temporal.workflow.start('launchWorkflow', {
+        taskQueue: capabilityQueue('capture'),
+        workflowId,
+        args: [
+          {
+            workflowId,
+            tool: 'capture_process_scenario',
+            capability: 'capture',
+            input,
+            principal,
+            team,
+            key,
+            bodyDigest: bodyDigest('capture_process_scenario', input),
+            investigation: null,
+            maxRunMs: 30_000,
+          },
+        ],
+      });
+    };
+    try {
+      const ownBefore = await evidenceOf(alice);
+      const rivalBefore = await evidenceOf(mallory);
+      // Under an ID of alice's team that nobody claimed, carrying the rival team's name: refused.
+      const unclaimed = await forged('launch/local/local/forged-unclaimed', 'rival-team', 'mallory', 'x');
+      await expect(unclaimed.result()).rejects.toThrow();
+      // Alice's claimed launch, not begun yet, run under its ID with the rival team's name and another
+      // body (the journal alone would let it begin): refused, and her claim is untouched.
+      const claimedInput = { executable: '/usr/bin/true', args: [] };
+      const workflowId = 'launch/local/local/forged-over';
+      await t.stack.store.launches.claim({
+        team: 'local',
+        principal: 'local',
+        key: 'forged-over',
+        tool: 'capture_process_scenario',
+        bodyDigest: bodyDigest('capture_process_scenario', claimedInput),
+        input: claimedInput,
+        workflowId,
+        investigation: null,
+      });
+      const over = await forged(workflowId, 'rival-team', 'mallory', 'forged-over');
+      await expect(over.result()).rejects.toThrow();
+      expect(JSON.stringify((await over.fetchHistory()).events)).toContain('DossierUnvouchedRequest');
+      expect(await t.stack.store.launches.byWorkflowId(workflowId)).toMatchObject({ effect: 'not_started' });
+      expect(await evidenceOf(mallory)).toBe(rivalBefore);
+      expect(await evidenceOf(alice)).toBe(ownBefore);
+    } finally {
+      await connection.close();
+    }
   });
 });
 
