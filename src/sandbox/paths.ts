@@ -32,6 +32,18 @@ export async function openUnder(file: string, roots: string[], setting: string):
       'Pass an absolute path without NUL bytes.',
     );
   }
+  const realRoots = await Promise.all(roots.map((r) => realpath(r).catch(() => r)));
+  const outside = () =>
+    new DossierError(
+      'policy_denied',
+      `${file} is outside the folders this tool may read.`,
+      `Use a file under one of ${roots.join(', ') || '(none configured)'} (${setting}).`,
+      { path: file, roots },
+    );
+  // Named outside every root: refused before it is opened, so the answer says nothing of whether
+  // anything is there (another team's inbox, /etc) or whether the workers may read it.
+  const named = path.resolve(file);
+  if (![...roots, ...realRoots].some((root) => isUnder(named, root))) throw outside();
   let handle: FileHandle;
   try {
     // O_NONBLOCK: a FIFO swapped in must not hang the open; O_NOCTTY: a terminal never becomes ours.
@@ -54,15 +66,7 @@ export async function openUnder(file: string, roots: string[], setting: string):
   }
   try {
     const real = await readlink(`/proc/self/fd/${handle.fd}`);
-    const realRoots = await Promise.all(roots.map((r) => realpath(r).catch(() => r)));
-    if (real.endsWith(' (deleted)') || !realRoots.some((root) => isUnder(real, root))) {
-      throw new DossierError(
-        'policy_denied',
-        `${file} is outside the folders this tool may read.`,
-        `Use a file under one of ${roots.join(', ') || '(none configured)'} (${setting}).`,
-        { path: file, resolved: real, roots },
-      );
-    }
+    if (real.endsWith(' (deleted)') || !realRoots.some((root) => isUnder(real, root))) throw outside();
     const stat = await handle.stat();
     if (!stat.isFile()) {
       throw new DossierError(
