@@ -37,11 +37,14 @@ export const SERVER_INFO = { name: 'dossier', version: '0.1.0' };
 const RESOURCE_CONSTRAINT = -32029;
 
 /** A tool error as a JSON-RPC error of a non-tool request: its message, and the whole error as data. */
+/** Failures of what the caller asked (its arguments, its key's first body, its role, the policy): -32602. */
+const CALLERS_CATEGORIES: readonly string[] = ['input', 'conflict', 'auth', 'policy'];
+
 function toMcpError(error: ToolError): McpError {
   const code =
     error.code === 'resource_constraint'
       ? RESOURCE_CONSTRAINT
-      : error.category === 'input'
+      : CALLERS_CATEGORIES.includes(error.category)
         ? ErrorCode.InvalidParams
         : ErrorCode.InternalError;
   const retry = error.details.retry_after_ms;

@@ -202,7 +202,7 @@ async function rawSession(url: string, token: string) {
 }
 
 describe('the protocol-level key (SEP-3182 draft)', () => {
-  it('params.idempotencyKey works as the idempotency_key argument; both and different is invalid_params', async () => {
+  it('params.idempotencyKey works as the idempotency_key argument; both and different is invalid_params; a reused key is the caller’s error', async () => {
     const raw = await rawSession(t.url, t.token);
     expect(raw.init.result.capabilities.tools.idempotency).toEqual({});
     const effect = effectCounter(t.home);
@@ -232,6 +232,14 @@ describe('the protocol-level key (SEP-3182 draft)', () => {
     });
     expect(differ!.result.isError).toBe(true);
     expect(differ!.result.structuredContent.error.code).toBe('invalid_params');
+    // The same key with another body, as a task: refused as the caller's error (-32602), not an internal one.
+    const reused = await raw.request('tools/call', {
+      name: 'capture_process_scenario',
+      arguments: { ...effect.launch(), args: ['another body'] },
+      idempotencyKey: 'protocol-key-1',
+      task: {},
+    });
+    expect(reused!.error).toMatchObject({ code: -32602, data: { code: 'idempotency_key_reused' } });
     expect(effect.count()).toBe(1);
     // A key on a tool without effects is accepted and changes nothing.
     const read = await raw.request('tools/call', { name: 'whoami', arguments: {}, idempotencyKey: 'x' });
