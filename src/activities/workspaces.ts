@@ -34,26 +34,38 @@ function du(dir: string, what: '-B1' | '--inodes'): Promise<number> {
   });
 }
 
-/** Bytes held by files a process has open but that are gone from every folder (unlinked). */
-async function unlinkedOpenBytes(pids: number[], maxFds = 100_000): Promise<number> {
-  let bytes = 0;
+/**
+ * Bytes held by files that are gone from every folder (unlinked) but that a
+ * process still has open or mapped (a mapping outlives its descriptor); each
+ * file counted once.
+ */
+async function unlinkedHeldBytes(pids: number[], maxLinks = 100_000): Promise<number> {
+  const held = new Map<string, number>();
   let seen = 0;
   for (const pid of pids) {
-    const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
-    for (const fd of fds) {
-      if (++seen > maxFds) return bytes;
-      const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
-      if (!target.endsWith(' (deleted)')) continue;
-      const st = await stat(`/proc/${pid}/fd/${fd}`).catch(() => undefined);
-      if (st?.isFile()) bytes += st.blocks * 512;
+    for (const kind of ['fd', 'map_files']) {
+      const dir = `/proc/${pid}/${kind}`;
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        if (++seen > maxLinks) return total(held);
+        const target = await readlink(`${dir}/${name}`).catch(() => '');
+        if (!target.endsWith(' (deleted)')) continue;
+        const st = await stat(`${dir}/${name}`).catch(() => undefined);
+        if (st?.isFile()) held.set(`${st.dev}:${st.ino}`, st.blocks * 512);
+      }
     }
   }
-  return bytes;
+  return total(held);
+}
+
+function total(sizes: Map<string, number>): number {
+  let sum = 0;
+  for (const bytes of sizes.values()) sum += bytes;
+  return sum;
 }
 
 /**
  * Disk a running program uses: its workspace and its tracer's folder, plus
- * files it holds open after unlinking them; `over` once past the bounds.
+ * files it holds open or mapped after unlinking them; `over` once past the bounds.
  */
 export async function workspaceUsage(
   workspace: string,
@@ -65,7 +77,7 @@ export async function workspaceUsage(
   const [sizes, counts, hidden] = await Promise.all([
     Promise.all(folders.map((f) => du(f, '-B1'))),
     Promise.all(folders.map((f) => du(f, '--inodes'))),
-    unlinkedOpenBytes(pids),
+    unlinkedHeldBytes(pids),
   ]);
   const bytes = sizes.reduce((a, b) => a + b, 0) + hidden;
   const entries = counts.reduce((a, b) => a + b, 0);

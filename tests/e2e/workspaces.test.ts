@@ -81,6 +81,31 @@ describe('workspace disk', () => {
     expect(reply.summary.duration_ms).toBeLessThan(20_000);
   });
 
+  it('files a program maps, then closes and unlinks, still count (a mapping keeps no descriptor)', async () => {
+    const reply = await call(await t.connect(), 'capture_process_scenario', {
+      executable: '/usr/bin/python3',
+      args: [
+        '-c',
+        [
+          'import ctypes, os, time',
+          'libc = ctypes.CDLL(None, use_errno=True)',
+          'libc.mmap.restype = ctypes.c_void_p',
+          'libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]',
+          'for i in range(10):',
+          '  fd = os.open(f"m{i}", os.O_RDWR | os.O_CREAT, 0o600); os.posix_fallocate(fd, 0, 3145728)',
+          '  assert libc.mmap(None, 4096, 1, 1, fd, 0) not in (None, ctypes.c_void_p(-1).value)',
+          '  os.close(fd); os.unlink(f"m{i}")',
+          '  time.sleep(0.3)',
+          'time.sleep(30)',
+        ].join('\n'),
+      ],
+      timeout_ms: 60_000,
+      idempotency_key: 'unlinked-mapped-files',
+    });
+    expect(reply.summary.ended_by).toBe('workspace_limit');
+    expect(reply.summary.duration_ms).toBeLessThan(20_000);
+  });
+
   it('with DOSSIER_WORKSPACE_RETENTION_HOURS=0 a finished launch leaves no workspace behind', async () => {
     expect(workspaces()).toEqual([]);
   });
