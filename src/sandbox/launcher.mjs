@@ -86,7 +86,7 @@ async function start(req) {
   }
   const fill = (pipe, content) => {
     pipe.on('error', () => undefined); // the program may exit without reading it all
-    pipe.end(content);
+    pipe.end(typeof content === 'string' ? content : Buffer.from(content.base64, 'base64'));
   };
   if (input !== undefined) fill(child.stdin, input);
   req.data.forEach((content, i) => fill(child.stdio[3 + opened.length + i], content));

@@ -25,8 +25,8 @@ export interface ProgramSpec {
    * them open until the program started ('spawn') or could not ('error').
    */
   fds: number[];
-  /** Contents the program reads from pipes after those descriptors. */
-  data: string[];
+  /** Contents the program reads from pipes after those descriptors (text, or bytes as base64). */
+  data: PipeContent[];
   /** When the first process exits, SIGKILL what is left of its process group (it leads one). */
   endGroupOnExit: boolean;
 }
@@ -50,10 +50,13 @@ export function startProgram(spec: ProgramSpec): ProgramChild {
   return (launcher ??= new Launcher()).start(spec);
 }
 
+/** What a program reads from a pipe: text, or bytes as base64 (a request crosses to the launcher as JSON). */
+export type PipeContent = string | { base64: string };
+
 /** Writes the contents a program reads from its pipes, and closes them. */
-function fill(pipe: Writable | null | undefined, content: string) {
+function fill(pipe: Writable | null | undefined, content: string | PipeContent) {
   pipe?.on('error', () => undefined); // the program may exit without reading it all
-  pipe?.end(content);
+  pipe?.end(typeof content === 'string' ? content : Buffer.from(content.base64, 'base64'));
 }
 
 function direct(spec: ProgramSpec): ProgramChild {

@@ -45,3 +45,28 @@ describe("a sandbox's processes", () => {
     expect(proc.members()).toEqual([]);
   });
 });
+
+describe("a sandbox's kernel keys", () => {
+  it('refuses add_key and keyctl with EPERM (a key would outlive the program under its uid); other calls run', async () => {
+    const probe = [
+      'import ctypes, os',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'libc.syscall.restype = ctypes.c_long',
+      // keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_USER_KEYRING); add_key("user", …, KEY_SPEC_USER_KEYRING)
+      'r = libc.syscall(250, 22, ctypes.c_long(-1), ctypes.c_long(-4)); e = ctypes.get_errno()',
+      'a = libc.syscall(248, b"user", b"dossier-probe", b"x", 1, ctypes.c_long(-4)); e2 = ctypes.get_errno()',
+      'print(r, e, a, e2, os.getpid() > 0)',
+    ].join('\n');
+    const proc = sandbox.spawn({
+      argv: ['/usr/bin/python3', '-c', probe],
+      env: { PATH: '/usr/bin' },
+      stdin: 'ignore',
+    });
+    let out = '';
+    proc.child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    proc.child.stderr.resume();
+    const exit = await proc.exited;
+    expect(exit.code, out).toBe(0);
+    expect(out.trim()).toBe('-1 1 -1 1 True');
+  });
+});

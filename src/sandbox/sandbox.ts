@@ -13,7 +13,8 @@ import type { Readable, Writable } from 'node:stream';
 import { DossierError } from '../domain/errors.ts';
 import { sandboxRefusals } from '../metrics/metrics.ts';
 import { IdentityPool, type Identity, type UidRange } from './identities.ts';
-import { startProgram, type ProgramChild } from './launcher.ts';
+import { startProgram, type PipeContent, type ProgramChild } from './launcher.ts';
+import { keyCallFilterBytes } from './seccomp.ts';
 import {
   childrenOf,
   liveGroupMembers,
@@ -188,7 +189,7 @@ export class Sandbox {
     const mounts = req.mounts ?? [];
     const fds: number[] = [];
     /** Contents bwrap reads from pipes after the mounted descriptors (--ro-bind-data). */
-    const data: string[] = [];
+    const data: PipeContent[] = [];
     let argv = [...limitArgs(req.limits), ...req.argv];
     if (isRoot()) {
       argv = [
@@ -273,6 +274,12 @@ export class Sandbox {
       for (const [file, content] of Object.entries(names)) {
         data.push(content);
         bwrap.push('--perms', '0444', '--ro-bind-data', String(3 + fds.length + data.length - 1), file);
+      }
+      // No kernel keys: a key outlives the program under its uid, which the next launch may be leased.
+      const filter = keyCallFilterBytes();
+      if (filter) {
+        data.push({ base64: filter.toString('base64') });
+        bwrap.push('--seccomp', String(3 + fds.length + data.length - 1));
       }
       if (req.cwd) bwrap.push('--chdir', req.cwd);
       argv = [...bwrap, '--', ...argv];
