@@ -12,6 +12,7 @@
 // signals: the worker decides when programs end (a graceful shutdown lets
 // running launches finish), and it exits when the worker's channel closes;
 // every sandbox then goes with it (bwrap --die-with-parent).
+import { Buffer } from 'node:buffer';
 import { spawn } from 'node:child_process';
 import { closeSync, fstat, open } from 'node:fs';
 import process from 'node:process';
