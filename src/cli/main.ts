@@ -226,14 +226,21 @@ Press Ctrl-C to stop.`);
 function stopOnSignal(stop: () => Promise<void> | undefined, what: string) {
   let stopping = false;
   const shutdown = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // What it started dies with it (the parent-death signal); a launch cut short is settled
+      // as interrupted by the next start, never run again.
+      console.error(`\ndossier: ${signal} again: stopping now, without waiting for running launches.`);
+      process.exit(130);
+    }
     stopping = true;
     const stopped = stop();
     if (!stopped) {
       console.error(`\ndossier: ${signal} received during start-up; stopping.`);
       process.exit(130);
     }
-    console.error(`\ndossier: ${signal} received, stopping ${what}…`);
+    console.error(
+      `\ndossier: ${signal} received, stopping ${what} (running launches get their grace, DOSSIER_SHUTDOWN_GRACE_MS; send it again to stop at once)…`,
+    );
     stopped.then(
       () => process.exit(0),
       (err) => {

@@ -51,7 +51,13 @@ function spawnOwned(
 ): ChildProcessByStdio<null, Readable, Readable> {
   const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
   const { setpriv: extra = [], ...rest } = opts;
-  const spawnOpts = { stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], ...rest };
+  const spawnOpts = {
+    stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'],
+    // Its own process group: a terminal's Ctrl-C is for its owner, which stops what it started in
+    // order (a worker finishes its launches while the Temporal server it reports to still runs).
+    detached: true,
+    ...rest,
+  };
   if (!setpriv && extra.length) throw new Error('setpriv (util-linux) is needed to start this server');
   return setpriv
     ? spawn(setpriv, [...extra, '--pdeathsig', 'SIGKILL', '--', command, ...args], spawnOpts)

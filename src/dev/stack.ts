@@ -16,6 +16,7 @@ import { startWorkers, workflowBundle, type RunningWorkers } from '../worker.ts'
 import { startDevServer, type DevServer } from './devServer.ts';
 import { resolveTemporalCli, userCacheDir } from './temporalCli.ts';
 import { resolveUiServer, startUiServer } from './uiServer.ts';
+import { lockHome } from './homeLock.ts';
 import { cachedProvider, provisionProvider } from '../analysis/venv.ts';
 import { cachedFlash, flashUnpackers } from '../python/flash.ts';
 import { startMetricsListener } from '../mcp/metricsRoute.ts';
@@ -81,6 +82,9 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     let uiUrl = config.uiUrl;
     let uiBinary: string | undefined;
     if (!address && parts.temporal !== false) {
+      // One stack per home: its dev server owns temporal.db, and dev.json is its.
+      const release = lockHome(config.home);
+      stoppers.push(async () => release());
       // The audit UI is Temporal's UI server with writes disabled; the dev server's own UI cannot disable them.
       const [cli, ui] = await Promise.all([
         resolveTemporalCli({ configured: config.temporalCli, log }),

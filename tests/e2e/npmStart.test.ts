@@ -1,6 +1,6 @@
 // `npm start` as a user runs it: a process that brings the whole embedded stack
 // up, writes dev.json, and on SIGINT/SIGTERM leaves nothing behind.
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
   closeSync,
   existsSync,
@@ -99,7 +99,25 @@ describe('npm start (the embedded default)', () => {
     const stray = openSync(path.join(home, 'shell-secret.txt'), 'w+');
     const second = await startProduct(env, [stray]);
     closeSync(stray);
+    // A second stack on the same home is refused (its dev server would share temporal.db), and
+    // dev.json stays the running one's.
+    const refused = spawnSync(process.execPath, ['bin/dossier.js', 'start'], {
+      env: {
+        ...process.env,
+        ...env,
+        DOSSIER_PORT: String(await freePort()),
+        DOSSIER_TEMPORAL_PORT: String(await freePort()),
+        DOSSIER_UI_PORT: String(await freePort()),
+      },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain(
+      `another dossier stack (pid ${second.child.pid}) is running on DOSSIER_HOME`,
+    );
     const again = JSON.parse(readFileSync(path.join(home, 'dev.json'), 'utf8'));
+    expect(again.mcp_url).toBe(dev.mcp_url);
     expect(again.token).toBe(dev.token);
     const client2 = await mcp(again.mcp_url, again.token);
     const retried = await call(client2, 'capture_process_scenario', {
@@ -129,6 +147,63 @@ describe('npm start (the embedded default)', () => {
     expect(await stopProduct(second.child, 'SIGTERM')).toBe(0);
     expect(processesUnder(home)).toEqual([]);
   });
+
+  it('a Ctrl-C to its terminal lets a running launch finish while Temporal still runs, and stops soon after', async () => {
+    const ctrlHome = mkdtempSync(path.join(os.tmpdir(), 'dossier-ctrl-c-'));
+    const env = {
+      DOSSIER_HOME: ctrlHome,
+      DOSSIER_PORT: String(await freePort()),
+      DOSSIER_TEMPORAL_PORT: String(await freePort()),
+      DOSSIER_UI_PORT: String(await freePort()),
+      DOSSIER_TEMPORAL_CLI: inject('temporalCli'),
+      DOSSIER_TEMPORAL_UI_SERVER: inject('uiServer'),
+    };
+    // Its own process group, as a shell runs a foreground job: a Ctrl-C signals the whole group.
+    const product = spawn(process.execPath, ['bin/dossier.js', 'start'], {
+      env: { ...process.env, ...env },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    product.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    product.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | null>((resolve) => product.once('exit', (code) => resolve(code)));
+    try {
+      for (let i = 0; i < 600 && !output.includes('dossier is ready'); i++)
+        await new Promise((r) => setTimeout(r, 100));
+      const dev = JSON.parse(readFileSync(path.join(ctrlHome, 'dev.json'), 'utf8'));
+      const client = await mcp(dev.mcp_url, dev.token);
+      await call(client, 'capture_process_scenario', {
+        executable: '/usr/bin/sleep',
+        args: ['3'],
+        wait_ms: 0,
+        idempotency_key: 'ctrl-c-mid-launch',
+      });
+      const began = async () =>
+        (await call(client, 'get_launch', { idempotency_key: 'ctrl-c-mid-launch' })).progress?.phase ===
+        'running';
+      for (let i = 0; i < 100 && !(await began()); i++) await new Promise((r) => setTimeout(r, 50));
+      await client.close();
+      const t0 = Date.now();
+      process.kill(-product.pid!, 'SIGINT');
+      expect(await exited, output).toBe(0);
+      // The worker's 30 s grace is not spent retrying a Temporal server that left first.
+      expect(Date.now() - t0).toBeLessThan(20_000);
+      expect(output).not.toMatch(/Network error while completing activity|tcp connect error/);
+      const settled = await startProduct(env);
+      const client2 = await mcp(dev.mcp_url, dev.token);
+      // It ran to its end before the worker stopped: succeeded, not interrupted (and not run again).
+      expect(
+        await call(client2, 'await_launch', { idempotency_key: 'ctrl-c-mid-launch', wait_ms: 20_000 }),
+        output,
+      ).toMatchObject({ status: 'succeeded', summary: { exit_code: 0 } });
+      await client2.close();
+      expect(await stopProduct(settled.child, 'SIGTERM')).toBe(0);
+    } finally {
+      if (product.exitCode === null) process.kill(-product.pid!, 'SIGKILL');
+      rmSync(ctrlHome, { recursive: true, force: true });
+    }
+  }, 180_000);
 
   it('a stack killed outright (SIGKILL, as the OOM killer does) leaves no server behind; the restart settles its running launch', async () => {
     const crashHome = mkdtempSync(path.join(os.tmpdir(), 'dossier-crash-'));
