@@ -17,15 +17,28 @@ type Reply = Record<string, unknown> & { status?: string; launch?: Record<string
  * The gateway's MCP endpoint and a token: DOSSIER_URL and DOSSIER_TOKEN, else
  * the embedded stack's dev.json, else the first gateway of `dossier cluster up`.
  */
-function endpoint(config: Config): { url: string; token: string } {
+/** A line of progress that the next one replaces: on a terminal only (piped output stays clean JSON). */
+function transient(line: string) {
+  if (process.stderr.isTTY) process.stderr.write(`\r${line}\x1b[K`);
+}
+
+/** Clears the transient progress line, if any was written. */
+function settled() {
+  if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
+}
+
+function endpoint(config: Config): { url: string; token: string; from: string } {
   let url = process.env.DOSSIER_URL;
   let token = process.env.DOSSIER_TOKEN;
+  let from = url ? 'DOSSIER_URL' : '';
   if ((!url || !token) && existsSync(devJsonPath(config))) {
     const dev = JSON.parse(readFileSync(devJsonPath(config), 'utf8')) as DevJson;
+    from ||= devJsonPath(config);
     url ??= dev.mcp_url;
     token ??= dev.token;
   } else if ((!url || !token) && existsSync(clusterJsonPath(config))) {
     const cluster = JSON.parse(readFileSync(clusterJsonPath(config), 'utf8')) as ClusterJson;
+    from ||= clusterJsonPath(config);
     url ??= cluster.mcp_urls[0];
     token ??= cluster.token;
   }
@@ -37,27 +50,36 @@ function endpoint(config: Config): { url: string; token: string } {
       'No gateway to talk to',
     );
   }
-  return { url, token };
+  return { url, token, from };
 }
 
 async function connect(config: Config): Promise<Client> {
-  const { url, token } = endpoint(config);
+  const { url, token, from } = endpoint(config);
   const client = new Client({ name: 'dossier-cli', version: '0.1.0' });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(url), {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
+  try {
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
+  } catch (err) {
+    // Nothing listens there (a stack stopped since it wrote dev.json), or it refused the token.
+    throw new ConfigError(
+      [
+        `${url} (from ${from}) did not answer: ${(err as Error).message}. Is \`npm start\` running with this DOSSIER_HOME? Otherwise set DOSSIER_URL and DOSSIER_TOKEN.`,
+      ],
+      'Cannot reach the gateway',
+    );
+  }
   return client;
 }
 
 async function callOnce(client: Client, name: string, args: Record<string, unknown>) {
   const result = await client.callTool({ name, arguments: args }, undefined, {
     timeout: 130_000,
-    onprogress: (p) =>
-      process.stderr.write(`\r… ${(p.progress / 1000).toFixed(0)} s ${p.message ?? ''}`.slice(0, 200)),
+    onprogress: (p) => transient(`… ${(p.progress / 1000).toFixed(0)} s ${p.message ?? ''}`.slice(0, 200)),
   });
-  process.stderr.write('\r\x1b[K');
+  settled();
   return { reply: (result.structuredContent ?? {}) as Reply, isError: result.isError === true };
 }
 
@@ -183,7 +205,7 @@ export async function uploadCommand(config: Config, argv: string[]) {
   } catch (err) {
     throw new ConfigError([`${file}: ${(err as Error).message}`], 'Nothing to upload');
   }
-  const { url, token } = endpoint(config);
+  const { url, token, from } = endpoint(config);
   // Beside the MCP endpoint, under the same prefix (a gateway behind a proxy path keeps it).
   const target = new URL(url.replace(/\/mcp\/?$/, '') + '/artifacts');
   target.searchParams.set('name', values.name ?? path.basename(file));
@@ -208,18 +230,26 @@ export async function uploadCommand(config: Config, argv: string[]) {
         res.on('error', reject);
       },
     );
-    req.on('error', reject);
+    req.on('error', (err) =>
+      reject(
+        new ConfigError(
+          [
+            `${target.origin} (from ${from}) did not answer: ${err.message}. Is \`npm start\` running with this DOSSIER_HOME? Otherwise set DOSSIER_URL and DOSSIER_TOKEN.`,
+          ],
+          'Cannot reach the gateway',
+        ),
+      ),
+    );
     let sent = 0;
     const source = createReadStream(file);
     source.on('data', (c) => {
       sent += c.length;
-      if (size > 8 * 1024 * 1024)
-        process.stderr.write(`\r… ${Math.floor((sent / size) * 100)}% of ${size} bytes`);
+      if (size > 8 * 1024 * 1024) transient(`… ${Math.floor((sent / size) * 100)}% of ${size} bytes`);
     });
     source.on('error', reject);
     source.pipe(req);
   });
-  process.stderr.write('\r\x1b[K');
+  settled();
   let reply: unknown;
   try {
     reply = JSON.parse(body);

@@ -173,6 +173,9 @@ describe('CLI client', () => {
     );
     expect(called.status, called.stderr).toBe(0);
     expect(called.stderr).toContain('running: http');
+    // Not a terminal: no progress line to redraw, no escape codes in what a script reads.
+    expect(called.stderr).not.toContain('\r');
+    expect(called.stderr).not.toContain('\u001b');
     expect(JSON.parse(called.stdout)).toMatchObject({
       status: 'succeeded',
       launch: { idempotency_key: 'cli-1' },
@@ -208,6 +211,21 @@ describe('CLI client', () => {
     expect(mistyped.status).toBe(2);
     expect(mistyped.stderr).toMatch(/Unknown option '--jsno'[\s\S]*usage: dossier <command>/);
     expect(mistyped.stderr).not.toMatch(/\bat \w+ \(/);
+    // A gateway that is gone (a stack stopped since it wrote its address): said so, with what to do.
+    const stale = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['bin/dossier.js', 'launches'], {
+        env: { ...env, DOSSIER_URL: 'http://127.0.0.1:9/mcp' },
+      });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (status) => resolve({ status, stderr }));
+    });
+    expect(stale.status).toBe(1);
+    expect(stale.stderr).toMatch(
+      /Cannot reach the gateway[\s\S]*http:\/\/127\.0\.0\.1:9\/mcp \(from DOSSIER_URL\)/,
+    );
+    expect(stale.stderr).toMatch(/Is `npm start` running/);
+    expect(stale.stderr).not.toMatch(/\bat \w+ \(/);
     const help = await dossier('call', '--help');
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/call TOOL \['\{…\}' \| --json '\{…\}'\] \[--key K\]/);
