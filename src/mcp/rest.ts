@@ -43,12 +43,15 @@ export function sendJson(res: ServerResponse, status: number, body: unknown) {
 }
 
 /** Answers an error while a body may still be arriving: the connection closes rather than drains it. */
-function refuse(req: IncomingMessage, res: ServerResponse, status: number, error: ToolError | string) {
+function refuse(req: IncomingMessage, res: ServerResponse, status: number, error: ToolError | DossierError) {
   res.setHeader('Connection', 'close');
   res.on('finish', () => req.destroy());
   req.resume();
-  sendJson(res, status, { error });
+  sendJson(res, status, { error: error instanceof DossierError ? error.toToolError() : error });
 }
+
+/** Longest artifact name kept (`name`). */
+export const MAX_NAME_CHARS = 256;
 
 export async function serveRest(
   gateway: Gateway,
@@ -72,17 +75,44 @@ export async function serveRest(
     case 'POST /artifacts': {
       const name = url.searchParams.get('name') ?? undefined;
       if (name?.includes('\u0000'))
-        return refuse(req, res, 400, 'name contains a NUL character; nothing was stored');
+        return refuse(
+          req,
+          res,
+          400,
+          new DossierError(
+            'invalid_params',
+            'name contains a NUL character; nothing was stored.',
+            'Send a name without NUL characters.',
+          ),
+        );
+      if (name !== undefined && name.length > MAX_NAME_CHARS)
+        return refuse(
+          req,
+          res,
+          400,
+          new DossierError(
+            'invalid_params',
+            `name has ${name.length} characters, over ${MAX_NAME_CHARS}; nothing was stored.`,
+            `Send a name of at most ${MAX_NAME_CHARS} characters, or none.`,
+            { limit: MAX_NAME_CHARS },
+          ),
+        );
       if (principal.role !== 'viewer' && declared > opts.maxUploadBytes) {
         return refuse(
           req,
           res,
           413,
-          `The upload declares ${declared} bytes, over the limit of ${opts.maxUploadBytes} (DOSSIER_MAX_UPLOAD_BYTES).`,
+          new DossierError(
+            'resource_constraint',
+            `The upload declares ${declared} bytes, over the limit of ${opts.maxUploadBytes} (DOSSIER_MAX_UPLOAD_BYTES).`,
+            'Upload a smaller file, or ask an operator to raise DOSSIER_MAX_UPLOAD_BYTES.',
+            { declared, limit: opts.maxUploadBytes },
+            false,
+          ),
         );
       }
       const result = await gateway.rest(principal, 'upload artifacts', (intake) =>
-        intake.uploadArtifact(principal, req, name && name.length <= 256 ? name : undefined),
+        intake.uploadArtifact(principal, req, name),
       );
       if (result.ok) return sendJson(res, 201, result.value);
       return refuse(req, res, STATUS[result.error.code] ?? 400, result.error);
@@ -100,7 +130,13 @@ export async function serveRest(
       try {
         name = decodeURIComponent(url.pathname.slice('/bundles/'.length));
       } catch {
-        return sendJson(res, 404, { error: 'no such bundle: the name is not valid percent-encoding' });
+        return sendJson(res, 404, {
+          error: new DossierError(
+            'not_found',
+            'No such bundle: the name is not valid percent-encoding.',
+            'GET /bundles lists the bundles by name.',
+          ).toToolError(),
+        });
       }
       const result = await gateway.rest(principal, null, (intake) => intake.openBundle(principal, name));
       if (!result.ok) return sendJson(res, STATUS[result.error.code] ?? 400, { error: result.error });
@@ -126,9 +162,14 @@ export async function serveRest(
           req,
           res,
           413,
-          `The bundle declares ${declared} bytes; a bundle may have at most ${limit}.`,
+          new DossierError(
+            'resource_constraint',
+            `The bundle declares ${declared} bytes; a bundle may have at most ${limit}.`,
+            'Export smaller bundles (fewer evidence_ids per bundle).',
+            { declared, limit },
+            false,
+          ),
         );
-      // A bundle is held in memory while it is verified: only a few at once, whoever sends them.
       // A bundle is held in memory while it is verified: a few at once on this gateway, one per caller,
       // each arriving within a deadline, so no caller can hold the slots of the others.
       const who = `${principal.team}/${principal.principal}`;
@@ -139,9 +180,16 @@ export async function serveRest(
           req,
           res,
           503,
-          importing.has(who)
-            ? 'Your previous bundle import is still running; send the next when it has answered.'
-            : `${inFlight} bundle imports are running; try again in a few seconds.`,
+          new DossierError(
+            'resource_constraint',
+            importing.has(who)
+              ? 'Your previous bundle import is still running.'
+              : `${inFlight} bundle imports are running on this gateway.`,
+            importing.has(who)
+              ? 'Send the next bundle when the previous one has answered.'
+              : 'Try again in a few seconds (Retry-After).',
+            { retry_after_ms: 5_000 },
+          ),
         );
       }
       importing.set(who, 1);
@@ -174,7 +222,11 @@ export async function serveRest(
     default:
       req.resume();
       return sendJson(res, 405, {
-        error: `${req.method} ${url.pathname} is not served: POST /artifacts, GET /bundles, GET /bundles/NAME, POST /bundles.`,
+        error: new DossierError(
+          'invalid_params',
+          `${req.method} ${url.pathname} is not served.`,
+          'The routes beside MCP are POST /artifacts, GET /bundles, GET /bundles/NAME and POST /bundles.',
+        ).toToolError(),
       });
   }
 }

@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import http from 'node:http';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -574,5 +575,76 @@ describe('intake', () => {
     const tampered = Buffer.from(body.toString('utf8').replace('extract_artifact', 'extract_artifacT'));
     const bad = await post(t.token, tampered);
     expect(bad.status).toBeGreaterThanOrEqual(400);
+  });
+
+  it('answers every refusal of the HTTP routes in the error shape tools use: code, message, remediation', async () => {
+    const base = new URL('/', t.url);
+    const refusals: [string, Promise<Response>, number, string][] = [
+      ['no token', fetch(new URL('/artifacts', base), { method: 'POST', body: 'x' }), 401, 'unauthorized'],
+      [
+        'a foreign Host',
+        // fetch sends the URL's host whatever it is told: a raw request says another.
+        new Promise<Response>((resolve, reject) =>
+          http
+            .get(
+              new URL('/bundles', base),
+              { headers: { Authorization: `Bearer ${t.token}`, Host: 'evil.example' } },
+              (res) => {
+                let text = '';
+                res.on('data', (c: Buffer) => (text += c.toString()));
+                res.on('end', () => resolve(new Response(text, { status: res.statusCode })));
+              },
+            )
+            .on('error', reject),
+        ),
+        403,
+        'forbidden',
+      ],
+      [
+        'a method not served',
+        fetch(new URL('/artifacts', base), { headers: { Authorization: `Bearer ${t.token}` } }),
+        405,
+        'invalid_params',
+      ],
+      [
+        'a NUL in the name',
+        fetch(new URL('/artifacts?name=a%00b', base), {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${t.token}` },
+          body: 'x',
+        }),
+        400,
+        'invalid_params',
+      ],
+      [
+        'a name over 256 characters',
+        fetch(new URL(`/artifacts?name=${'n'.repeat(300)}`, base), {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${t.token}` },
+          body: 'never stored',
+        }),
+        400,
+        'invalid_params',
+      ],
+      [
+        'a bundle name that is not percent-encoding',
+        fetch(new URL('/bundles/%E0%A4%A', base), { headers: { Authorization: `Bearer ${t.token}` } }),
+        404,
+        'not_found',
+      ],
+    ];
+    for (const [what, reply, status, code] of refusals) {
+      const res = await reply;
+      expect(res.status, what).toBe(status);
+      const { error } = (await res.json()) as { error: Reply };
+      expect(error, what).toMatchObject({
+        code,
+        message: expect.any(String),
+        remediation: expect.any(String),
+      });
+    }
+    // The over-long name stored nothing.
+    const listed = await call(client, 'list_artifacts', {});
+    expect(JSON.stringify(listed)).not.toContain('n'.repeat(300));
   });
 });
