@@ -68,7 +68,7 @@ export class DeviceRegistry {
           ? `Device ${input.device_id} is already registered with another configuration; nothing was changed.`
           : `Device ${input.device_id} was retired; its id is not reused.`,
         device.status === 'active'
-          ? 'Retire it first (retire_device), or pick another device_id.'
+          ? 'Register it under a new device_id (and retire this one with retire_device if it is gone); a retired id is never reused.'
           : 'Pick another device_id.',
         { device_id: input.device_id, status: device.status },
       );

@@ -72,15 +72,21 @@ export const idempotencyKeySchema = z
     'Required. Your name for this one intended effect (1-128 of A-Z a-z 0-9 . _ : -). Retrying with the same key and body never runs it twice; reuse it only for the same call.',
   );
 
-export const waitMsSchema = z
-  .number()
-  .int()
-  .min(0)
-  .max(WAIT_MS.max)
-  .default(WAIT_MS.default)
-  .describe(
-    `How long this call waits for the launch to finish, in ms (default ${WAIT_MS.default}, at most ${WAIT_MS.max}); past it the reply is status "running" and await_launch continues.`,
-  );
+const waitMs = (past: string) =>
+  z
+    .number()
+    .int()
+    .min(0)
+    .max(WAIT_MS.max)
+    .default(WAIT_MS.default)
+    .describe(
+      `How long this call waits for it to finish, in ms (default ${WAIT_MS.default}, at most ${WAIT_MS.max}); past it the reply is status "running" and ${past}.`,
+    );
+
+export const waitMsSchema = waitMs('await_launch (or this call again, with the same key) continues');
+
+/** An analysis has no key: asking the same question again attaches to the one running. */
+export const analysisWaitMsSchema = waitMs('asking the same again attaches to the running analysis');
 
 const callSchemas = new Map<string, z.ZodObject>();
 
@@ -91,7 +97,7 @@ export function callSchema(contract: ToolContract): z.ZodObject {
     schema = isLaunchTool(contract)
       ? contract.input.extend({ idempotency_key: idempotencyKeySchema, wait_ms: waitMsSchema }).strict()
       : isAnalysisTool(contract)
-        ? contract.input.extend({ wait_ms: waitMsSchema }).strict()
+        ? contract.input.extend({ wait_ms: analysisWaitMsSchema }).strict()
         : contract.input.strict();
     callSchemas.set(contract.name, schema);
   }

@@ -25,6 +25,8 @@ export function renderToolsDoc(): string {
     '',
     'Every tool is one contract object in `src/tools`. Tools with effects (`idempotent: false`) are launches: they require an `idempotency_key` and accept `wait_ms` (see [idempotency.md](idempotency.md)).',
     '',
+    'Besides the collections each tool lists below, any Evidence may carry `residual_unknowns` (filterable by `unknown_id`, `scope`): what the tool could not settle (a capture cut short by its timeout or a worker shutdown, a firmware region nothing could read, an analysis owner that could not be found), each also recorded as a residual unknown of the team.',
+    '',
     '| tool | runs on | effects | annotations |',
     '|---|---|---|---|',
   ];
