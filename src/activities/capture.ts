@@ -3,6 +3,7 @@
 // writable place), with an explicit environment; cap and hash the output; end
 // every process it started on timeout, cancel or exit.
 import { createHash } from 'node:crypto';
+import { constants as osConstants } from 'node:os';
 import { chmod, chown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
@@ -170,6 +171,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
         : undefined,
     listTree(ctx.workspace, input.max_files, FILE_HASH_BUDGET),
   ]);
+  const status = exitStatus(exit, input.isolation !== 'none');
   const out = stdout.describe();
   const err = stderr.describe();
   const outText = stdout.text();
@@ -182,6 +184,10 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   if (ending === 'workspace_limit')
     limitations.push(
       `the workspace passed DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes} bytes (or 200,000 entries); the process group was ended`,
+    );
+  if (status.inferred)
+    limitations.push(
+      `the sandbox reports a program killed by signal N as exit status 128+N: exit status ${exit.code} is read as ${status.signal} (a program that exits with ${exit.code} itself reads the same)`,
     );
   if (trace?.truncated) limitations.push(`${tracer} events were capped at max_events=${input.max_events}`);
   if (tree.truncated) limitations.push(`the workspace listing was capped at max_files=${input.max_files}`);
@@ -210,7 +216,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
       input.stdin === undefined ? null : { bytes: Buffer.byteLength(input.stdin), sha256: sha(input.stdin) },
     workspace: ctx.workspace,
     pid: child.pid ?? null,
-    exit: { code: exit.code, signal: exit.signal },
+    exit: { code: exit.code, signal: status.signal, signal_inferred: status.inferred },
     ended_by: ending ?? 'exit',
     stray_processes_killed: strays,
     isolation: input.isolation,
@@ -225,7 +231,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   };
   const summary = {
     exit_code: exit.code,
-    signal: exit.signal,
+    signal: status.signal,
     ended_by: ending ?? 'exit',
     duration_ms: durationMs,
     stdout_bytes: out.bytes,
@@ -358,3 +364,19 @@ function sha(text: string): string {
 /** observe_native_calls: the same bounded capture, traced with ltrace -f into `events`. */
 export const observeNativeCalls: Effect<ObserveInput> = (input, ctx) =>
   captureProcess({ ...input, trace_syscalls: false, tracer: 'ltrace' }, ctx);
+
+/**
+ * How the program ended. bwrap's init reaps the program and exits with
+ * 128+N when a signal N killed it, so a sandboxed death by signal reaches
+ * the worker as an exit status: read back as that signal, and said to be read.
+ */
+export function exitStatus(
+  exit: { code: number | null; signal: NodeJS.Signals | null },
+  sandboxed: boolean,
+): { signal: string | null; inferred: boolean } {
+  if (exit.signal || !sandboxed || exit.code === null || exit.code <= 128) {
+    return { signal: exit.signal, inferred: false };
+  }
+  const name = Object.entries(osConstants.signals).find(([, n]) => n === exit.code! - 128)?.[0];
+  return name ? { signal: name, inferred: true } : { signal: null, inferred: false };
+}

@@ -110,6 +110,22 @@ describe('capture_process_scenario', () => {
     expect(unknowns.unknowns.map((u: Reply) => u.scope)).toContain(`${reply.launch.workflow_id} run`);
   });
 
+  it('names the signal that killed a sandboxed program, and says it was read from the exit status', async () => {
+    const reply = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/python3',
+      args: ['-c', 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'],
+      idempotency_key: 'killed-by-segv',
+    });
+    expect(reply.summary).toMatchObject({ exit_code: 139, signal: 'SIGSEGV', ended_by: 'exit' });
+    const evidence = await call(client, 'get_evidence', { evidence_id: reply.evidence_id });
+    expect(evidence.evidence.limitations.join('\n')).toMatch(/exit status 139 is read as SIGSEGV/);
+    const clean = await call(client, 'capture_process_scenario', {
+      ...sh('exit 3'),
+      idempotency_key: 'plain-exit-3',
+    });
+    expect(clean.summary).toMatchObject({ exit_code: 3, signal: null });
+  });
+
   it('caps a process that floods stdout and flags it', async () => {
     const reply = await call(client, 'capture_process_scenario', {
       executable: '/usr/bin/yes',
