@@ -13,7 +13,7 @@ import {
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -24,8 +24,18 @@ import { spawnDossier } from '../helpers/processes.ts';
 const home = mkdtempSync(path.join(os.tmpdir(), 'dossier-npm-start-'));
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-const startProduct = (env: Record<string, string>, inherited: number[] = []) =>
-  spawnDossier('start', env, 'dossier is ready', inherited);
+/** Every product a test started: one a failed assertion left running is ended after the test. */
+const started: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of started.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+const startProduct = async (env: Record<string, string>, inherited: number[] = []) => {
+  const product = await spawnDossier('start', env, 'dossier is ready', inherited);
+  started.push(product.child);
+  return product;
+};
 
 function processesUnder(dir: string): number[] {
   const pids: number[] = [];
@@ -164,6 +174,7 @@ describe('npm start (the embedded default)', () => {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    started.push(product);
     let output = '';
     product.stdout.on('data', (c: Buffer) => (output += c.toString()));
     product.stderr.on('data', (c: Buffer) => (output += c.toString()));
