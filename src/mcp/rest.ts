@@ -74,26 +74,23 @@ export async function serveRest(
   switch (route) {
     case 'POST /artifacts': {
       const name = url.searchParams.get('name') ?? undefined;
-      if (name?.includes('\u0000'))
+      const badName = name?.includes('\u0000')
+        ? ['contains a NUL character', 'without NUL characters']
+        : name !== undefined && name.length > MAX_NAME_CHARS
+          ? [
+              `has ${name.length} characters, over ${MAX_NAME_CHARS}`,
+              `of at most ${MAX_NAME_CHARS} characters, or none`,
+            ]
+          : undefined;
+      if (badName)
         return refuse(
           req,
           res,
           400,
           new DossierError(
             'invalid_params',
-            'name contains a NUL character; nothing was stored.',
-            'Send a name without NUL characters.',
-          ),
-        );
-      if (name !== undefined && name.length > MAX_NAME_CHARS)
-        return refuse(
-          req,
-          res,
-          400,
-          new DossierError(
-            'invalid_params',
-            `name has ${name.length} characters, over ${MAX_NAME_CHARS}; nothing was stored.`,
-            `Send a name of at most ${MAX_NAME_CHARS} characters, or none.`,
+            `name ${badName[0]}; nothing was stored.`,
+            `Send a name ${badName[1]}.`,
             { limit: MAX_NAME_CHARS },
           ),
         );

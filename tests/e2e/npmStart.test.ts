@@ -66,16 +66,35 @@ async function mcp(url: string, token: string) {
   return client;
 }
 
+/** `npm start`'s environment on `dir`: free ports, the cached Temporal CLI and UI server. */
+async function productEnv(dir: string): Promise<Record<string, string>> {
+  return {
+    DOSSIER_HOME: dir,
+    DOSSIER_PORT: String(await freePort()),
+    DOSSIER_TEMPORAL_PORT: String(await freePort()),
+    DOSSIER_UI_PORT: String(await freePort()),
+    DOSSIER_TEMPORAL_CLI: inject('temporalCli'),
+    DOSSIER_TEMPORAL_UI_SERVER: inject('uiServer'),
+  };
+}
+
+/** Launches `sleep seconds` under `key` and returns once its program runs (at most 10 s). */
+async function sleepUntilRunning(client: Client, key: string, seconds: number) {
+  await call(client, 'capture_process_scenario', {
+    executable: '/usr/bin/sleep',
+    args: [String(seconds)],
+    timeout_ms: (seconds + 30) * 1000,
+    wait_ms: 0,
+    idempotency_key: key,
+  });
+  const began = async () =>
+    (await call(client, 'get_launch', { idempotency_key: key })).progress?.phase === 'running';
+  for (let i = 0; i < 100 && !(await began()); i++) await new Promise((r) => setTimeout(r, 100));
+}
+
 describe('npm start (the embedded default)', () => {
   it('brings the stack up, writes dev.json, serves MCP and the UI, and stops cleanly; a restart finds everything', async () => {
-    const env = {
-      DOSSIER_HOME: home,
-      DOSSIER_PORT: String(await freePort()),
-      DOSSIER_TEMPORAL_PORT: String(await freePort()),
-      DOSSIER_UI_PORT: String(await freePort()),
-      DOSSIER_TEMPORAL_CLI: inject('temporalCli'),
-      DOSSIER_TEMPORAL_UI_SERVER: inject('uiServer'),
-    };
+    const env = await productEnv(home);
     const first = await startProduct(env);
     const dev = JSON.parse(readFileSync(path.join(home, 'dev.json'), 'utf8'));
     expect(dev).toEqual({
@@ -160,14 +179,7 @@ describe('npm start (the embedded default)', () => {
 
   it('a Ctrl-C to its terminal lets a running launch finish while Temporal still runs, and stops soon after', async () => {
     const ctrlHome = mkdtempSync(path.join(os.tmpdir(), 'dossier-ctrl-c-'));
-    const env = {
-      DOSSIER_HOME: ctrlHome,
-      DOSSIER_PORT: String(await freePort()),
-      DOSSIER_TEMPORAL_PORT: String(await freePort()),
-      DOSSIER_UI_PORT: String(await freePort()),
-      DOSSIER_TEMPORAL_CLI: inject('temporalCli'),
-      DOSSIER_TEMPORAL_UI_SERVER: inject('uiServer'),
-    };
+    const env = await productEnv(ctrlHome);
     // Its own process group, as a shell runs a foreground job: a Ctrl-C signals the whole group.
     const product = spawn(process.execPath, ['bin/dossier.js', 'start'], {
       env: { ...process.env, ...env },
@@ -184,16 +196,7 @@ describe('npm start (the embedded default)', () => {
         await new Promise((r) => setTimeout(r, 100));
       const dev = JSON.parse(readFileSync(path.join(ctrlHome, 'dev.json'), 'utf8'));
       const client = await mcp(dev.mcp_url, dev.token);
-      await call(client, 'capture_process_scenario', {
-        executable: '/usr/bin/sleep',
-        args: ['3'],
-        wait_ms: 0,
-        idempotency_key: 'ctrl-c-mid-launch',
-      });
-      const began = async () =>
-        (await call(client, 'get_launch', { idempotency_key: 'ctrl-c-mid-launch' })).progress?.phase ===
-        'running';
-      for (let i = 0; i < 100 && !(await began()); i++) await new Promise((r) => setTimeout(r, 50));
+      await sleepUntilRunning(client, 'ctrl-c-mid-launch', 3);
       await client.close();
       const t0 = Date.now();
       process.kill(-product.pid!, 'SIGINT');
@@ -218,29 +221,12 @@ describe('npm start (the embedded default)', () => {
 
   it('a stack killed outright (SIGKILL, as the OOM killer does) leaves no server behind; the restart settles its running launch', async () => {
     const crashHome = mkdtempSync(path.join(os.tmpdir(), 'dossier-crash-'));
-    const env = {
-      DOSSIER_HOME: crashHome,
-      DOSSIER_PORT: String(await freePort()),
-      DOSSIER_TEMPORAL_PORT: String(await freePort()),
-      DOSSIER_UI_PORT: String(await freePort()),
-      DOSSIER_TEMPORAL_CLI: inject('temporalCli'),
-      DOSSIER_TEMPORAL_UI_SERVER: inject('uiServer'),
-    };
+    const env = await productEnv(crashHome);
     try {
       const first = await startProduct(env);
       const dev = JSON.parse(readFileSync(path.join(crashHome, 'dev.json'), 'utf8'));
       const client = await mcp(dev.mcp_url, dev.token);
-      await call(client, 'capture_process_scenario', {
-        executable: '/usr/bin/sleep',
-        args: ['120'],
-        timeout_ms: 150_000,
-        wait_ms: 0,
-        idempotency_key: 'crashed-mid-launch',
-      });
-      const began = async () =>
-        (await call(client, 'get_launch', { idempotency_key: 'crashed-mid-launch' })).progress?.phase ===
-        'running';
-      for (let i = 0; i < 100 && !(await began()); i++) await new Promise((r) => setTimeout(r, 100));
+      await sleepUntilRunning(client, 'crashed-mid-launch', 120);
       await client.close().catch(() => undefined);
       expect(await stopProduct(first.child, 'SIGKILL')).toBe(null);
       // Its Temporal server and UI server went with it: nothing holds the ports or the files.
