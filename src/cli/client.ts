@@ -3,6 +3,7 @@
 // DOSSIER_TOKEN, or from the running embedded stack's dev.json.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -75,12 +76,20 @@ async function connect(config: Config): Promise<Client> {
 }
 
 async function callOnce(client: Client, name: string, args: Record<string, unknown>) {
-  const result = await client.callTool({ name, arguments: args }, undefined, {
-    timeout: 130_000,
-    onprogress: (p) => transient(`… ${(p.progress / 1000).toFixed(0)} s ${p.message ?? ''}`.slice(0, 200)),
-  });
-  settled();
-  return { reply: (result.structuredContent ?? {}) as Reply, isError: result.isError === true };
+  // A connection lost under the call (its reply stream dropped) ends it at once, not at the timeout.
+  const lost = new AbortController();
+  client.onerror = (err) => lost.abort(err);
+  try {
+    const result = await client.callTool({ name, arguments: args }, undefined, {
+      timeout: 130_000,
+      signal: lost.signal,
+      onprogress: (p) => transient(`… ${(p.progress / 1000).toFixed(0)} s ${p.message ?? ''}`.slice(0, 200)),
+    });
+    settled();
+    return { reply: (result.structuredContent ?? {}) as Reply, isError: result.isError === true };
+  } finally {
+    client.onerror = undefined;
+  }
 }
 
 export async function callCommand(config: Config, argv: string[]) {
@@ -120,22 +129,65 @@ export async function callCommand(config: Config, argv: string[]) {
   const args = parsed as Record<string, unknown>;
   if (values.key) args.idempotency_key = values.key;
   if (values['wait-ms']) args.wait_ms = Number(values['wait-ms']);
-  const client = await connect(config);
+  let client: Client | undefined = await connect(config);
+  /**
+   * Asks again when the gateway went away mid-call (a restart, a lost connection), on a new
+   * connection: safe for what is asked here (a launch with its key attaches, a wait or an
+   * analysis only reads). A refusal of the call itself is an answer, not a loss.
+   */
+  const ask = async (name: string, a: Record<string, unknown>, retry: boolean) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        client ??= await connect(config);
+        return await callOnce(client, name, a);
+      } catch (err) {
+        if (!retry || attempt > RECONNECTS || !lostGateway(err)) throw err;
+        settled();
+        process.stderr.write(
+          `dossier: the gateway went away (${(err as Error).message.split('\n')[0]}); asking again (${attempt}/${RECONNECTS})…\n`,
+        );
+        await client?.close().catch(() => undefined);
+        client = undefined;
+        await new Promise((r) => setTimeout(r, Math.min(1_000 * attempt, 5_000)));
+      }
+    }
+  };
   try {
-    let { reply, isError } = await callOnce(client, tool, args);
-    // A launch still running: keep waiting on it, with progress, until it ends.
-    while (reply.status === 'running' && reply.launch) {
-      process.stderr.write(`running: ${String(reply.launch.ui_url)}\n`);
-      ({ reply, isError } = await callOnce(client, 'await_launch', {
-        idempotency_key: reply.launch.idempotency_key,
-        wait_ms: 110_000,
-      }));
+    let { reply, isError } = await ask(tool, args, typeof args.idempotency_key === 'string');
+    // Still running: keep waiting, with progress, until it ends (a launch through await_launch,
+    // an analysis by asking the same again, which attaches to it).
+    while (reply.status === 'running') {
+      if (reply.launch) {
+        process.stderr.write(`running: ${String(reply.launch.ui_url)}\n`);
+        ({ reply, isError } = await ask(
+          'await_launch',
+          { idempotency_key: reply.launch.idempotency_key, wait_ms: 110_000 },
+          true,
+        ));
+      } else {
+        ({ reply, isError } = await ask(tool, { ...args, wait_ms: 110_000 }, true));
+      }
     }
     console.log(JSON.stringify(reply, null, 2));
     if (isError) process.exitCode = 1;
   } finally {
-    await client.close();
+    await client?.close();
   }
+}
+
+/** How often `call` asks again after losing its gateway (about a minute in all). */
+const RECONNECTS = 15;
+
+/** The gateway went away (a refused connection, a dropped stream, a reply that never came), not a refusal. */
+function lostGateway(err: unknown): boolean {
+  if (err instanceof ConfigError) return true; // the reconnect itself failed: try again
+  if (err instanceof McpError)
+    return err.code === ErrorCode.RequestTimeout || err.code === ErrorCode.ConnectionClosed;
+  const status = (err as { code?: unknown }).code;
+  if (typeof status === 'number') return status >= 500; // an HTTP answer: only a server's failure
+  return /fetch failed|ECONNREFUSED|ECONNRESET|EPIPE|socket|terminated|disconnected|aborted/i.test(
+    String((err as Error)?.message ?? err),
+  );
 }
 
 export async function launchesCommand(config: Config, argv: string[]) {

@@ -28,7 +28,7 @@ const USAGE = `usage: dossier <command>
   token list [--team TEAM] / token revoke ID
                         list tokens by id (never the token), or revoke one
   call TOOL ['{…}' | --json '{…}'] [--key K] [--wait-ms N]
-                        call a tool and print its reply; follows a running launch with progress
+                        call a tool and print its reply; follows a running launch or analysis to its end
   launches [--status S] [--tool T] [--limit N]
                         a table of recent launches with status and UI link
   upload FILE [--name NAME]

@@ -232,6 +232,48 @@ describe('CLI client', () => {
   });
 });
 
+describe('CLI client across a gateway restart', () => {
+  it('dossier call keeps following its launch when the gateway restarts under it, and prints the outcome', async () => {
+    const { spawn } = await import('node:child_process');
+    const { freePort } = await import('../helpers/ports.ts');
+    // A fixed port, so the restarted gateway answers where the CLI was talking.
+    const s = await startTestStack({ env: { DOSSIER_PORT: String(await freePort()) } });
+    try {
+      const child = spawn(
+        process.execPath,
+        [
+          'bin/dossier.js',
+          'call',
+          'capture_process_scenario',
+          '{"executable":"/usr/bin/sleep","args":["3"]}',
+          '--key',
+          'follow-over-restart',
+          '--wait-ms',
+          '200',
+        ],
+        { env: { ...process.env, ...s.env, DOSSIER_URL: s.url, DOSSIER_TOKEN: s.token } },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+      for (let i = 0; i < 300 && !stderr.includes('running: '); i++)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(stderr).toContain('running: ');
+      await s.restart();
+      expect(await closed, stderr).toBe(0);
+      expect(stderr).toMatch(/the gateway went away/);
+      expect(JSON.parse(stdout)).toMatchObject({
+        status: 'succeeded',
+        launch: { idempotency_key: 'follow-over-restart' },
+      });
+    } finally {
+      await s.stop(true);
+    }
+  }, 120_000);
+});
+
 describe('stdio transport', () => {
   it('serves the same tools over stdio as the principal of DOSSIER_TOKEN, on the same launches', async () => {
     const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
