@@ -156,7 +156,7 @@ export async function callCommand(config: Config, argv: string[]) {
     let { reply, isError } = await ask(tool, args, typeof args.idempotency_key === 'string');
     // Still running: keep waiting, with progress, until it ends (a launch through await_launch,
     // an analysis by asking the same again, which attaches to it).
-    while (reply.status === 'running') {
+    while (reply.status === 'running' && (reply.launch || reply.analysis)) {
       if (reply.launch) {
         process.stderr.write(`running: ${String(reply.launch.ui_url)}\n`);
         ({ reply, isError } = await ask(
@@ -165,6 +165,7 @@ export async function callCommand(config: Config, argv: string[]) {
           true,
         ));
       } else {
+        process.stderr.write(`running: ${String((reply.analysis as Reply).ui_url)}\n`);
         ({ reply, isError } = await ask(tool, { ...args, wait_ms: 110_000 }, true));
       }
     }
