@@ -8,7 +8,8 @@ export const ERROR_CODES = {
   unauthorized: { category: 'auth', retryable: false },
   forbidden: { category: 'auth', retryable: false },
   policy_denied: { category: 'policy', retryable: false },
-  resource_constraint: { category: 'limit', retryable: true },
+  // A limit the input passed fails again on retry; a busy moment (a rate, no free slot) says so itself.
+  resource_constraint: { category: 'limit', retryable: false },
   provider_unavailable: { category: 'provider', retryable: true },
   provider_timeout: { category: 'provider', retryable: true },
   device_unavailable: { category: 'provider', retryable: true },

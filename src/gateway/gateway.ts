@@ -134,6 +134,7 @@ export class Gateway {
           limited.message,
           `Retry after ${limited.retry_after_ms} ms; retries of launches with the same idempotency_key are always safe.`,
           limited,
+          true,
         );
       }
       const value = await this.dispatch(caller, name, args ?? {}, opts);

@@ -104,7 +104,6 @@ export async function serveRest(
             `The upload declares ${declared} bytes, over the limit of ${opts.maxUploadBytes} (DOSSIER_MAX_UPLOAD_BYTES).`,
             'Upload a smaller file, or ask an operator to raise DOSSIER_MAX_UPLOAD_BYTES.',
             { declared, limit: opts.maxUploadBytes },
-            false,
           ),
         );
       }
@@ -164,7 +163,6 @@ export async function serveRest(
             `The bundle declares ${declared} bytes; a bundle may have at most ${limit}.`,
             'Export smaller bundles (fewer evidence_ids per bundle).',
             { declared, limit },
-            false,
           ),
         );
       // A bundle is held in memory while it is verified: a few at once on this gateway, one per caller,
@@ -186,6 +184,7 @@ export async function serveRest(
               ? 'Send the next bundle when the previous one has answered.'
               : 'Try again in a few seconds (Retry-After).',
             { retry_after_ms: 5_000 },
+            true,
           ),
         );
       }

@@ -71,6 +71,7 @@ export class IdentityPool {
       `No free sandbox uid in ${this.range.first}-${this.range.last}: too many programs run on this host at once.`,
       'Retry later, or ask an admin to widen DOSSIER_SANDBOX_UIDS.',
       { range: this.range },
+      true,
     );
   }
 
