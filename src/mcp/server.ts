@@ -37,6 +37,17 @@ export const SERVER_INFO = { name: 'dossier', version: '0.1.0' };
 const RESOURCE_CONSTRAINT = -32029;
 
 /** A tool error as a JSON-RPC error of a non-tool request: its message, and the whole error as data. */
+/**
+ * An MCP error sent with its own message: the SDK's McpError prefixes "MCP error N: " to it, and
+ * its clients prefix that again when they read it ("MCP error -32602: MCP error -32602: …").
+ */
+class ReplyError extends McpError {
+  constructor(code: number, message: string, data?: unknown) {
+    super(code, message, data);
+    this.message = message;
+  }
+}
+
 /** Failures of what the caller asked (its arguments, its key's first body, its role, the policy): -32602. */
 const CALLERS_CATEGORIES: readonly string[] = ['input', 'conflict', 'auth', 'policy'];
 
@@ -48,7 +59,7 @@ function toMcpError(error: ToolError): McpError {
         ? ErrorCode.InvalidParams
         : ErrorCode.InternalError;
   const retry = error.details.retry_after_ms;
-  return new McpError(code, error.message, {
+  return new ReplyError(code, error.message, {
     ...error,
     ...(retry !== undefined ? { retry_after_ms: retry } : {}),
   });
@@ -109,10 +120,10 @@ export function createMcpServer(
   /** The caller of a request, counted against its rate; over it, an error whose data says when to retry. */
   const admit = async (authExtra: Record<string, unknown> | undefined): Promise<Principal> => {
     const caller = resolveCaller(authExtra);
-    if (!caller) throw new McpError(ErrorCode.InvalidRequest, 'unauthenticated');
+    if (!caller) throw new ReplyError(ErrorCode.InvalidRequest, 'unauthenticated');
     const limited = await gateway.throttle(caller);
     if (limited)
-      throw new McpError(RESOURCE_CONSTRAINT, limited.message, { code: 'resource_constraint', ...limited });
+      throw new ReplyError(RESOURCE_CONSTRAINT, limited.message, { code: 'resource_constraint', ...limited });
     return caller;
   };
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listTools() }));
@@ -138,7 +149,7 @@ export function createMcpServer(
     await admit(extra.authInfo?.extra);
     const spec = PROMPTS_BY_NAME.get(request.params.name);
     if (!spec)
-      throw new McpError(
+      throw new ReplyError(
         ErrorCode.InvalidParams,
         `There is no prompt named "${request.params.name}"; prompts/list shows them.`,
       );
@@ -158,13 +169,13 @@ export function createMcpServer(
         messages: [{ role: 'user' as const, content: { type: 'text' as const, text } }],
       };
     } catch (err) {
-      throw new McpError(ErrorCode.InvalidParams, `Prompt ${spec.name}: ${(err as Error).message}`);
+      throw new ReplyError(ErrorCode.InvalidParams, `Prompt ${spec.name}: ${(err as Error).message}`);
     }
   });
   // Retained Evidence is also readable as resources: dossier://evidence/<evidence_id> (the summary view).
   server.setRequestHandler(ListResourcesRequestSchema, async (request, extra) => {
     const caller = resolveCaller(extra.authInfo?.extra);
-    if (!caller) throw new McpError(ErrorCode.InvalidRequest, 'unauthenticated');
+    if (!caller) throw new ReplyError(ErrorCode.InvalidRequest, 'unauthenticated');
     const page = await gateway.callTool(caller, 'list_evidence', {
       cursor: request.params?.cursor,
       limit: 50,
@@ -199,10 +210,10 @@ export function createMcpServer(
   });
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const caller = resolveCaller(extra.authInfo?.extra);
-    if (!caller) throw new McpError(ErrorCode.InvalidRequest, 'unauthenticated');
+    if (!caller) throw new ReplyError(ErrorCode.InvalidRequest, 'unauthenticated');
     const id = /^dossier:\/\/evidence\/(ev_[0-9a-f]{64})$/.exec(request.params.uri)?.[1];
     if (!id)
-      throw new McpError(
+      throw new ReplyError(
         ErrorCode.InvalidParams,
         `Unknown resource ${request.params.uri}; resources/list shows them.`,
       );

@@ -240,6 +240,8 @@ describe('the protocol-level key (SEP-3182 draft)', () => {
       task: {},
     });
     expect(reused!.error).toMatchObject({ code: -32602, data: { code: 'idempotency_key_reused' } });
+    // The message is the message: clients add their own "MCP error -32602:" prefix.
+    expect(reused!.error.message).not.toMatch(/^MCP error/);
     expect(effect.count()).toBe(1);
     // A key on a tool without effects is accepted and changes nothing.
     const read = await raw.request('tools/call', { name: 'whoami', arguments: {}, idempotencyKey: 'x' });
