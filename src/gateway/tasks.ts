@@ -55,7 +55,8 @@ export function taskView(task: TaskRecord, launch: LaunchRecord): TaskView {
     status: STATUS[launch.status],
     ...(statusMessage ? { statusMessage } : {}),
     createdAt: task.created_at,
-    lastUpdatedAt: launch.finishedAt ?? launch.createdAt,
+    // A task made for a launch that was already under way was updated no earlier than it was made.
+    lastUpdatedAt: [task.created_at, launch.finishedAt ?? launch.createdAt].sort().at(-1)!,
     ttl: task.ttl_ms,
     pollInterval: task.poll_interval_ms,
   };
