@@ -82,6 +82,17 @@ export async function serveRest(
               `of at most ${MAX_NAME_CHARS} characters, or none`,
             ]
           : undefined;
+      if (/^multipart\//i.test(req.headers['content-type'] ?? ''))
+        return refuse(
+          req,
+          res,
+          415,
+          new DossierError(
+            'invalid_params',
+            'The upload is a multipart form; the body must be the file itself. Nothing was stored.',
+            'Send the bytes as the body (application/octet-stream), e.g. curl --data-binary @FILE, or `npx dossier upload FILE`.',
+          ),
+        );
       if (badName)
         return refuse(
           req,

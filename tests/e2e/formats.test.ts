@@ -627,6 +627,20 @@ describe('intake', () => {
         'invalid_params',
       ],
       [
+        'a multipart form instead of the file',
+        fetch(new URL('/artifacts', base), {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${t.token}` },
+          body: (() => {
+            const form = new FormData();
+            form.append('file', new Blob(['never stored']), 'x.bin');
+            return form;
+          })(),
+        }),
+        415,
+        'invalid_params',
+      ],
+      [
         'a bundle name that is not percent-encoding',
         fetch(new URL('/bundles/%E0%A4%A', base), { headers: { Authorization: `Bearer ${t.token}` } }),
         404,
