@@ -23,7 +23,7 @@ import type {
 } from '../launches/protocol.ts';
 import { runHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
-import { ownTeam, ownWorkflow, refuse } from './provenance.ts';
+import { ownWorkflow, refuse, vouchForAnalysis, vouchForDatabase } from './provenance.ts';
 import type { Store } from '../store/store.ts';
 import type { AnalysisRecord } from '../store/analyses.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
@@ -183,7 +183,7 @@ export function createAnalysisActivities(deps: {
 
   async function buildAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef> {
     ownWorkflow(req.workflowId);
-    ownTeam(req.team);
+    await vouchForDatabase(store, req);
     const existing = await store.analyses.get(req.team, req.key);
     if (existing?.status === 'succeeded' && existing.result) return refOf(existing);
     const activity = Context.current();
@@ -281,7 +281,8 @@ export function createAnalysisActivities(deps: {
   }
 
   async function awaitAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef> {
-    ownTeam(req.team);
+    // Only the team's own database, by the name it is built under: never another workflow's result.
+    await vouchForDatabase(store, req);
     const ready = await store.analyses.get(req.team, req.key);
     if (ready?.status === 'succeeded' && ready.result) return refOf(ready);
     const { record } = await store.analyses.claim({
@@ -323,8 +324,7 @@ export function createAnalysisActivities(deps: {
   }
 
   async function runAnalysis(req: AnalysisRequest, built: DatabaseRef): Promise<AnalysisOutcome> {
-    ownWorkflow(req.workflowId);
-    ownTeam(req.team);
+    await vouchForAnalysis(store, req);
     // The database is the one the store holds for this team, whatever the argument says.
     const database = await teamDatabase(req.team, req.database.key, built);
     const done = await store.analyses.get(req.team, req.key);

@@ -7,12 +7,16 @@
 // store under that ID: the team, the principal, the tool and the body digest.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { bodyDigest, workflowOwner } from '../launches/keys.ts';
-import type { LaunchRequest } from '../launches/protocol.ts';
+import { providerKey } from '../analysis/venv.ts';
+import { analysisKey, bodyDigest, databaseKey, databaseWorkflowId, workflowOwner } from '../launches/keys.ts';
+import type { AnalysisRequest, DatabaseRequest, LaunchRequest } from '../launches/protocol.ts';
 import type { Store } from '../store/store.ts';
+import { capabilityQueue } from '../temporal/queues.ts';
+import { TOOLS_BY_NAME } from '../tools/catalog.ts';
+import { DEFAULT_MAX_RUN_MS } from '../tools/contract.ts';
 
-/** The failure type of a request nothing vouches for; never retried. */
-export const UNVOUCHED = 'DossierUnvouchedRequest';
+export { UNVOUCHED } from '../launches/protocol.ts';
+import { UNVOUCHED } from '../launches/protocol.ts';
 
 /** Ends the activity: what it was asked is not vouched for. */
 export function refuse(message: string): never {
@@ -47,13 +51,66 @@ export async function vouchForLaunch(store: Store, req: LaunchRequest): Promise<
   ownWorkflow(req.workflowId);
   const claimed = await store.launches.byWorkflowId(req.workflowId);
   if (!claimed) refuse(`no launch was claimed under ${req.workflowId}: nothing runs`);
+  // What the gateway derives from the tool's contract: its capability's queue, its time bound.
+  const contract = TOOLS_BY_NAME.get(req.tool);
   const same =
     claimed.team === req.team &&
     claimed.principal === req.principal &&
     claimed.key === req.key &&
     claimed.tool === req.tool &&
     claimed.bodyDigest === req.bodyDigest &&
-    bodyDigest(req.tool, req.input) === claimed.bodyDigest;
+    claimed.investigation === req.investigation &&
+    bodyDigest(req.tool, req.input) === claimed.bodyDigest &&
+    contract !== undefined &&
+    req.capability === contract.runsOn &&
+    Context.current().info.taskQueue === capabilityQueue(contract.runsOn) &&
+    req.maxRunMs === (contract.maxRunMs?.(req.input as never) ?? DEFAULT_MAX_RUN_MS);
   if (!same)
     refuse(`the request of workflow ${req.workflowId} is not the launch claimed under it: nothing runs`);
+}
+
+/**
+ * Refuses a database request whose workflow ID and key are not the ones
+ * its team, artifact and profile make (a database is named by what it is,
+ * so any other name is someone else's workflow), or that runs for a
+ * workflow other than the team's build of it or the team's analysis that
+ * the gateway claimed on it.
+ */
+export async function vouchForDatabase(store: Store, req: DatabaseRequest): Promise<void> {
+  const provider = providerKey();
+  if (
+    req.workflowId !== databaseWorkflowId(req.team, req.artifact, req.profile, provider) ||
+    req.key !== databaseKey(req.artifact, req.profile, provider)
+  )
+    refuse(
+      `${req.workflowId} is not team ${req.team}'s database of ${req.artifact} (${req.profile}): refused`,
+    );
+  const id = running();
+  if (id === req.workflowId) return ownTeam(req.team);
+  const analysis = await store.analyses.byWorkflowId(id);
+  if (analysis?.team !== req.team || analysis.databaseKey !== req.key)
+    refuse(`workflow ${id} is no analysis of team ${req.team} on ${req.key}: refused`);
+}
+
+/**
+ * Refuses an analysis request that is not the one the gateway claimed under
+ * its workflow's ID: another team, key, tool, asker or database, or an
+ * input whose key is not the claimed one.
+ */
+export async function vouchForAnalysis(store: Store, req: AnalysisRequest): Promise<void> {
+  ownWorkflow(req.workflowId);
+  const claimed = await store.analyses.byWorkflowId(req.workflowId);
+  if (!claimed) refuse(`no analysis was claimed under ${req.workflowId}: nothing runs`);
+  const same =
+    claimed.kind === 'query' &&
+    claimed.team === req.team &&
+    claimed.key === req.key &&
+    claimed.tool === req.tool &&
+    claimed.requestedBy === req.requestedBy &&
+    claimed.databaseKey === req.database.key &&
+    analysisKey(req.tool, req.input, providerKey()) === req.key &&
+    req.input.artifact === req.database.artifact;
+  if (!same)
+    refuse(`the request of workflow ${req.workflowId} is not the analysis claimed under it: nothing runs`);
+  await vouchForDatabase(store, req.database);
 }

@@ -18,7 +18,7 @@ import {
 } from '../domain/types.ts';
 import type { LaunchRequest } from '../launches/protocol.ts';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
-import type { ToolContract } from '../tools/contract.ts';
+import { DEFAULT_MAX_RUN_MS, type ToolContract } from '../tools/contract.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
@@ -260,7 +260,7 @@ export class LaunchService {
       key: record.key,
       bodyDigest: record.bodyDigest,
       investigation: record.investigation,
-      maxRunMs: contract.maxRunMs?.(input as never) ?? 60_000,
+      maxRunMs: contract.maxRunMs?.(input as never) ?? DEFAULT_MAX_RUN_MS,
     };
     let runId: string;
     try {

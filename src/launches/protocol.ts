@@ -1,6 +1,9 @@
 // The activity surface as types, so workflow code can proxy it without importing I/O.
 import type { EffectJournal, LaunchOutcome } from '../domain/types.ts';
 
+/** The failure type of an activity's request that nothing vouches for (activities/provenance.ts); never retried. */
+export const UNVOUCHED = 'DossierUnvouchedRequest';
+
 export interface LaunchRequest {
   workflowId: string;
   tool: string;

@@ -118,7 +118,7 @@ export class AnalysisStore {
   async started(workflowId: string): Promise<void> {
     await this.db.run(
       `UPDATE analyses SET runs = runs + 1, status = 'running', started_at = COALESCE(started_at, ?)
-       WHERE workflow_id = ?`,
+       WHERE workflow_id = ? AND status IN ('pending', 'running')`,
       [now(), workflowId],
     );
   }

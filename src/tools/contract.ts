@@ -83,6 +83,9 @@ const waitMs = (past: string) =>
       `How long this call waits for it to finish, in ms (default ${WAIT_MS.default}, at most ${WAIT_MS.max}); past it the reply is status "running" and ${past}.`,
     );
 
+/** A launch's time bound when its contract names none. */
+export const DEFAULT_MAX_RUN_MS = 60_000;
+
 export const waitMsSchema = waitMs('await_launch (or this call again, with the same key) continues');
 
 /** An analysis has no key: asking the same question again attaches to the one running. */

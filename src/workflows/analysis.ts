@@ -13,6 +13,8 @@ import type {
   DatabaseRequest,
 } from '../launches/protocol.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
+import { UNVOUCHED } from '../launches/protocol.ts';
+import { isUnvouched } from './launch.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 
 /** Failures that say what is wrong with the request or the target: trying again cannot help. */
@@ -46,6 +48,8 @@ export async function analysisWorkflow(req: AnalysisRequest): Promise<AnalysisOu
     const database = await bookkeeping.awaitAnalysisDatabase(req.database);
     return await work(req.maxRunMs).runAnalysis(req, database);
   } catch (err) {
+    // Not the analysis claimed under this ID (a forged start): nothing is written over the claim.
+    if (isUnvouched(err)) throw ApplicationFailure.nonRetryable(err.cause.message, UNVOUCHED);
     const outcome = failed(err);
     await bookkeeping.finishAnalysis(req.workflowId, outcome);
     // End as Failed, so the audit says so and the same question may be asked again.

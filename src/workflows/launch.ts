@@ -10,7 +10,12 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
-import type { BookkeepingActivities, EffectActivities, LaunchRequest } from '../launches/protocol.ts';
+import {
+  UNVOUCHED,
+  type BookkeepingActivities,
+  type EffectActivities,
+  type LaunchRequest,
+} from '../launches/protocol.ts';
 import type { LaunchOutcome } from '../domain/types.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
@@ -46,6 +51,9 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
       return settle(await effects.runEffect(req));
     } catch (err) {
       if (err instanceof ApplicationFailure && err.type === LAUNCH_FAILED) throw err;
+      // Not the launch claimed under this ID (a forged start): nothing ran, and nothing is written
+      // over the claim, which its own workflow settles.
+      if (isUnvouched(err)) throw ApplicationFailure.nonRetryable(err.cause.message, UNVOUCHED);
       if (isCancellation(err)) {
         // Record, then let the workflow end as Canceled so the UI shows it so.
         await CancellationScope.nonCancellable(() =>
@@ -100,6 +108,13 @@ function settle(outcome: LaunchOutcome): LaunchOutcome {
     nonRetryable: true,
     details: [outcome],
   });
+}
+
+/** An activity refused its request as not vouched for (activities/provenance.ts). */
+export function isUnvouched(err: unknown): err is ActivityFailure & { cause: ApplicationFailure } {
+  return (
+    err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === UNVOUCHED
+  );
 }
 
 function isLostWorker(err: unknown): boolean {

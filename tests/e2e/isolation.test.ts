@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { startUiServer } from '../../src/dev/uiServer.ts';
 import { bodyDigest } from '../../src/launches/keys.ts';
-import { capabilityQueue } from '../../src/temporal/queues.ts';
+import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../../src/temporal/queues.ts';
 import { artifactPath } from '../../src/evidence/artifacts.ts';
 import { call, effectCounter, type Reply } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -401,9 +401,52 @@ describe('what a workflow started on Temporal makes a worker do', () => {
       const over = await forged(workflowId, 'rival-team', 'mallory', 'forged-over');
       await expect(over.result()).rejects.toThrow();
       expect(JSON.stringify((await over.fetchHistory()).events)).toContain('DossierUnvouchedRequest');
-      expect(await t.stack.store.launches.byWorkflowId(workflowId)).toMatchObject({ effect: 'not_started' });
+      expect(await t.stack.store.launches.byWorkflowId(workflowId)).toMatchObject({
+        effect: 'not_started',
+        status: 'pending',
+        error: null,
+      });
       expect(await evidenceOf(mallory)).toBe(rivalBefore);
       expect(await evidenceOf(alice)).toBe(ownBefore);
+
+      // An analysis of alice's team whose "database" is the rival's launch: the worker would have
+      // fetched that workflow's result (the rival's output) and handed it to alice's team.
+      const secret = await call(mallory, 'capture_process_scenario', {
+        executable: '/usr/bin/sh',
+        args: ['-c', 'echo RIVAL-ONLY-SECRET'],
+        idempotency_key: 'rival-secret',
+      });
+      expect(secret.status).toBe('succeeded');
+      const deputy = await temporal.workflow.start('analysisWorkflow', {
+        taskQueue: WORKFLOW_TASK_QUEUE,
+        workflowId: 'analysis/local/forged-deputy',
+        args: [
+          {
+            workflowId: 'analysis/local/forged-deputy',
+            team: 'local',
+            key: 'forged-deputy',
+            tool: 'inspect_binary',
+            input: { artifact: 'sha256:' + '0'.repeat(64) },
+            requestedBy: 'local',
+            database: {
+              workflowId: secret.launch.workflow_id,
+              team: 'local',
+              key: 'x',
+              artifact: 'sha256:' + '0'.repeat(64),
+              profile: 'default',
+              requestedBy: 'local',
+              maxRunMs: 30_000,
+            },
+            maxRunMs: 30_000,
+          },
+        ],
+      });
+      await expect(deputy.result()).rejects.toThrow();
+      const deputyEvents = (await deputy.fetchHistory()).events ?? [];
+      expect(JSON.stringify(deputyEvents)).toContain('DossierUnvouchedRequest');
+      // No activity of it completed: no result of the rival's workflow came back in alice's name.
+      expect(deputyEvents.filter((e) => e.activityTaskCompletedEventAttributes)).toEqual([]);
+      expect(await t.stack.store.analyses.byWorkflowId(secret.launch.workflow_id)).toBeUndefined();
     } finally {
       await connection.close();
     }
