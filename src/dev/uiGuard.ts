@@ -7,12 +7,37 @@
 // signal-with-start past it. Nothing but a read reaches the UI server here.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pipeline } from 'node:stream/promises';
 
 /** Methods that reach the UI server; every other one is answered 405 here. */
 export const UI_READ_METHODS = ['GET', 'HEAD'] as const;
 
-/** How long the UI server may take to answer one request before the browser gets 504. */
+/** How long the UI server may take to answer one request before the browser gets 502. */
 const UPSTREAM_TIMEOUT_MS = 60_000;
+
+/** Headers of one hop, never passed on (RFC 9110 §7.6.1), and a body's framing, which Node sets anew. */
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+];
+
+function endToEnd(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+  const named = String(headers.connection ?? '')
+    .toLowerCase()
+    .split(',')
+    .map((h) => h.trim());
+  return Object.fromEntries(
+    Object.entries(headers).filter(([k]) => !HOP_BY_HOP.includes(k) && !named.includes(k)),
+  );
+}
 
 export interface UiGuard {
   url: string;
@@ -52,19 +77,23 @@ export async function startUiGuard(opts: {
       });
     }
     // A read carries no body: none is passed on.
-    const { 'content-length': _length, 'transfer-encoding': _encoding, ...headers } = req.headers;
     const upstream = http.request(
       {
         host: opts.upstream.host,
         port: opts.upstream.port,
         method: req.method,
         path: req.url,
-        headers,
+        headers: endToEnd(req.headers),
         timeout: UPSTREAM_TIMEOUT_MS,
       },
       (reply) => {
-        res.writeHead(reply.statusCode ?? 502, reply.headers);
-        reply.pipe(res);
+        const { 'content-length': length } = reply.headers;
+        res.writeHead(reply.statusCode ?? 502, {
+          ...endToEnd(reply.headers),
+          ...(length !== undefined ? { 'content-length': length } : {}),
+        });
+        // A reply cut short upstream ends the browser's too, rather than leaving it waiting.
+        pipeline(reply, res).catch(() => res.destroy());
       },
     );
     upstream.on('timeout', () => upstream.destroy(new Error('timeout')));
