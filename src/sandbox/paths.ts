@@ -3,7 +3,7 @@
 // between a check and a use can never redirect the read. Never check a name
 // and open it again.
 import { constants } from 'node:fs';
-import { open, readlink, realpath, type FileHandle } from 'node:fs/promises';
+import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
@@ -40,15 +40,16 @@ export async function openUnder(file: string, roots: string[], setting: string):
       `Use a file under one of ${roots.join(', ') || '(none configured)'} (${setting}).`,
       { path: file, roots },
     );
-  // Named outside every root: refused before it is opened, so the answer says nothing of whether
-  // anything is there (another team's inbox, /etc) or whether the workers may read it.
-  const named = path.resolve(file);
-  if (![...roots, ...realRoots].some((root) => isUnder(named, root))) throw outside();
   let handle: FileHandle;
   try {
     // O_NONBLOCK: a FIFO swapped in must not hang the open; O_NOCTTY: a terminal never becomes ours.
     handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (err) {
+    // Where the kernel stopped lies outside every root (another team's inbox, /etc, through a link
+    // or `..`): the same refusal as for a file that is there, saying nothing of what is missing or
+    // unreadable.
+    const reached = await whereOpenStopped(file);
+    if (!realRoots.some((root) => isUnder(reached, root))) throw outside();
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EACCES' || code === 'EPERM') {
       throw new DossierError(
@@ -80,5 +81,34 @@ export async function openUnder(file: string, roots: string[], setting: string):
   } catch (err) {
     await handle.close();
     throw err;
+  }
+}
+
+/**
+ * Where an open of `file` that failed stopped, as the kernel resolves it:
+ * the real folder that holds the missing or unreadable name, following a
+ * final link to its target (a dangling link stops where its target would
+ * be). Names are cut at their last components, never normalized first.
+ */
+async function whereOpenStopped(file: string): Promise<string> {
+  let name = file;
+  for (let hops = 0; hops < 40; hops++) {
+    const folder = await deepestReal(name);
+    const st = await lstat(name).catch(() => undefined);
+    if (!st?.isSymbolicLink()) return folder;
+    const target = await readlink(name);
+    name = path.isAbsolute(target) ? target : `${folder}/${target}`;
+  }
+  return '/'; // a loop of links: nowhere under a root
+}
+
+/** The real path of the deepest existing folder of `file` (the kernel resolving links and `..`). */
+async function deepestReal(file: string): Promise<string> {
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    try {
+      return await realpath(dir);
+    } catch {
+      if (dir === '/') return '/';
+    }
   }
 }
