@@ -46,7 +46,8 @@ async function unlinkedHeldBytes(pids: number[], maxLinks = 100_000): Promise<nu
     for (const kind of ['fd', 'map_files']) {
       const dir = `/proc/${pid}/${kind}`;
       for (const name of await readdir(dir).catch(() => [] as string[])) {
-        if (++seen > maxLinks) return total(held);
+        // More than can be looked at: what was not looked at could hold anything. Over.
+        if (++seen > maxLinks) return Number.POSITIVE_INFINITY;
         const target = await readlink(`${dir}/${name}`).catch(() => '');
         if (!target.endsWith(' (deleted)')) continue;
         const st = await stat(`${dir}/${name}`).catch(() => undefined);

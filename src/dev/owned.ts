@@ -55,7 +55,8 @@ function spawnOwned(
     stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'],
     // Its own process group: a terminal's Ctrl-C is for its owner, which stops what it started in
     // order (a worker finishes its launches while the Temporal server it reports to still runs).
-    detached: true,
+    // Only with the parent-death signal: without setpriv nothing else ends it with its owner.
+    detached: Boolean(setpriv),
     ...rest,
   };
   if (!setpriv && extra.length) throw new Error('setpriv (util-linux) is needed to start this server');
