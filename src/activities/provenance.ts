@@ -3,20 +3,25 @@
 // Temporal (an operator's tool, a hole in something in front of it) can send
 // any team's name in it. What vouches for a request is the workflow ID the
 // activity runs for (Temporal's own, unique per running workflow; dossier's
-// IDs name their team) and, for a launch, the row the gateway claimed in the
-// store under that ID: the team, the principal, the tool and the body digest.
+// IDs name their team) and the row the gateway claimed in the store under
+// that ID: for a launch its team, principal, key, tool and body digest; for an
+// analysis its team, key, tool, asker and database. A database is named by
+// what it is (team, artifact, profile, provider): no other name is one. A
+// refused request ends its workflow without writing over the claim.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { providerKey } from '../analysis/venv.ts';
 import { analysisKey, bodyDigest, databaseKey, databaseWorkflowId, workflowOwner } from '../launches/keys.ts';
-import type { AnalysisRequest, DatabaseRequest, LaunchRequest } from '../launches/protocol.ts';
+import {
+  UNVOUCHED,
+  type AnalysisRequest,
+  type DatabaseRequest,
+  type LaunchRequest,
+} from '../launches/protocol.ts';
 import type { Store } from '../store/store.ts';
 import { capabilityQueue } from '../temporal/queues.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { DEFAULT_MAX_RUN_MS } from '../tools/contract.ts';
-
-export { UNVOUCHED } from '../launches/protocol.ts';
-import { UNVOUCHED } from '../launches/protocol.ts';
 
 /** Ends the activity: what it was asked is not vouched for. */
 export function refuse(message: string): never {
