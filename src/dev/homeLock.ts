@@ -11,7 +11,8 @@ import { ConfigError } from '../config.ts';
 
 /** Takes `home` for this process's stack, or refuses while another process holds it; returns the release. */
 export function lockHome(home: string): () => void {
-  const db = new Database(path.join(home, 'stack.lock'));
+  // No busy wait: a home in use is refused at once.
+  const db = new Database(path.join(home, 'stack.lock'), { timeout: 0 });
   try {
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('BEGIN EXCLUSIVE');
