@@ -14,10 +14,6 @@ import { clusterJsonPath, devJsonPath, type ClusterJson, type DevJson } from '..
 
 type Reply = Record<string, unknown> & { status?: string; launch?: Record<string, unknown>; error?: unknown };
 
-/**
- * The gateway's MCP endpoint and a token: DOSSIER_URL and DOSSIER_TOKEN, else
- * the embedded stack's dev.json, else the first gateway of `dossier cluster up`.
- */
 /** A line of progress that the next one replaces: on a terminal only (piped output stays clean JSON). */
 function transient(line: string) {
   if (process.stderr.isTTY) process.stderr.write(`\r${line}\x1b[K`);
@@ -28,6 +24,10 @@ function settled() {
   if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
 }
 
+/**
+ * The gateway's MCP endpoint and a token: DOSSIER_URL and DOSSIER_TOKEN, else
+ * the embedded stack's dev.json, else the first gateway of `dossier cluster up`.
+ */
 function endpoint(config: Config): { url: string; token: string; from: string } {
   let url = process.env.DOSSIER_URL;
   let token = process.env.DOSSIER_TOKEN;
@@ -64,8 +64,16 @@ async function connect(config: Config): Promise<Client> {
       }),
     );
   } catch (err) {
-    // Nothing listens there (a stack stopped since it wrote dev.json), or it refused the token.
-    throw new ConfigError(
+    const status = (err as { code?: unknown }).code;
+    if (status === 401 || status === 403)
+      throw new ConfigError(
+        [
+          `${url} (from ${from}) refused the token: revoked, mistyped, or another gateway's. Use a live token of yours.`,
+        ],
+        'The gateway refused the token',
+      );
+    // Nothing listens there (a stack stopped since it wrote dev.json).
+    throw new Unreachable(
       [
         `${url} (from ${from}) did not answer: ${(err as Error).message}. Is \`npm start\` running with this DOSSIER_HOME? Otherwise set DOSSIER_URL and DOSSIER_TOKEN.`,
       ],
@@ -74,6 +82,9 @@ async function connect(config: Config): Promise<Client> {
   }
   return client;
 }
+
+/** No gateway answered where the CLI was told to look. */
+class Unreachable extends ConfigError {}
 
 async function callOnce(client: Client, name: string, args: Record<string, unknown>) {
   // A connection lost under the call (its reply stream dropped) ends it at once, not at the timeout.
@@ -181,7 +192,8 @@ const RECONNECTS = 15;
 
 /** The gateway went away (a refused connection, a dropped stream, a reply that never came), not a refusal. */
 function lostGateway(err: unknown): boolean {
-  if (err instanceof ConfigError) return true; // the reconnect itself failed: try again
+  if (err instanceof Unreachable) return true; // the reconnect itself failed: try again
+  if (err instanceof ConfigError) return false;
   if (err instanceof McpError)
     return err.code === ErrorCode.RequestTimeout || err.code === ErrorCode.ConnectionClosed;
   const status = (err as { code?: unknown }).code;

@@ -226,6 +226,17 @@ describe('CLI client', () => {
     );
     expect(stale.stderr).toMatch(/Is `npm start` running/);
     expect(stale.stderr).not.toMatch(/\bat \w+ \(/);
+    // A token the gateway refuses is said so at once (no asking again).
+    const refusedToken = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['bin/dossier.js', 'call', 'whoami'], {
+        env: { ...env, DOSSIER_TOKEN: 'dsr_not-a-token' },
+      });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (status) => resolve({ status, stderr }));
+    });
+    expect(refusedToken.status).toBe(1);
+    expect(refusedToken.stderr).toMatch(/The gateway refused the token/);
     const help = await dossier('call', '--help');
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/call TOOL \['\{…\}' \| --json '\{…\}'\] \[--key K\]/);
