@@ -3,7 +3,7 @@
 // request to the MCP session it belongs to.
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { DossierError, toToolError, type ErrorCode } from '../domain/errors.ts';
+import { DossierError, toToolError } from '../domain/errors.ts';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TokenStore } from '../store/tokens.ts';
@@ -122,14 +122,14 @@ export async function startHttpGateway(
       });
     }
     // The REST routes answer errors in dossier's shape, the MCP endpoint in JSON-RPC's.
-    const deny = (status: number, rpcCode: number, code: ErrorCode, message: string, remediation: string) =>
-      isRestRoute(url.pathname)
+    const deny = (code: 'forbidden' | 'unauthorized', message: string, remediation: string) => {
+      const [status, rpcCode] = code === 'forbidden' ? [403, -32000] : [401, -32001];
+      return isRestRoute(url.pathname)
         ? sendJson(res, status, { error: new DossierError(code, message, remediation).toToolError() })
         : rpcError(res, status, rpcCode, message);
+    };
     if (!allowedHost(req.headers.host))
       return deny(
-        403,
-        -32000,
         'forbidden',
         `Host ${req.headers.host} is not allowed`,
         'Use the gateway by an address it serves (loopback, or one in DOSSIER_ALLOWED_HOSTS).',
@@ -137,8 +137,6 @@ export async function startHttpGateway(
     const uiOrigins = opts.uiOrigin ? [opts.uiOrigin] : [];
     if (!allowedOrigin(req.headers.origin) && !(codecRoute && uiOrigins.includes(req.headers.origin ?? '')))
       return deny(
-        403,
-        -32000,
         'forbidden',
         `Origin ${req.headers.origin} is not allowed`,
         'Call from a page on a loopback origin or one in DOSSIER_ALLOWED_ORIGINS, or from outside a browser.',
@@ -150,8 +148,6 @@ export async function startHttpGateway(
     if (!caller) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="dossier"');
       return deny(
-        401,
-        -32001,
         'unauthorized',
         'Missing or invalid bearer token: send Authorization: Bearer <token>',
         'Send a live token of yours (`npx dossier token create`, or the one in dev.json).',

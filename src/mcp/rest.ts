@@ -51,7 +51,7 @@ function refuse(req: IncomingMessage, res: ServerResponse, status: number, error
 }
 
 /** Longest artifact name kept (`name`). */
-export const MAX_NAME_CHARS = 256;
+const MAX_NAME_CHARS = 256;
 
 export async function serveRest(
   gateway: Gateway,
