@@ -35,8 +35,9 @@ const USAGE = `usage: dossier <command>
                         upload a file as an artifact (POST /artifacts); prints its digest and record
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
   ui-guard --upstream HOST:PORT [--listen HOST:PORT]
-                        serve a Temporal UI server read-only: pass GET and HEAD to it, refuse the
-                        rest (default listen 127.0.0.1:8233; start and cluster up run it themselves)
+                        serve a Temporal UI server read-only to signed-in viewers (tokens of
+                        DOSSIER_STORE), each seeing its own team's workflows (default listen
+                        127.0.0.1:8233; start and cluster up run it themselves)
   provision-temporal [--server]
                         find or build the Temporal CLI and the Temporal UI server (with --server also
                         the Temporal server and temporal-sql-tool for \`cluster up\`); print their paths
@@ -292,14 +293,26 @@ async function uiGuard(args: string[]) {
   };
   const upstream = address('upstream', values.upstream);
   const listen = address('listen', values.listen);
+  // Tokens are the gateways' (DOSSIER_STORE): a viewer sees the workflows of its token's team.
+  const config = loadConfig();
+  const { openStore } = await import('../store/store.ts');
+  const store = await openStore(config.store);
   const { startUiGuard } = await import('../dev/uiGuard.ts');
-  const guard = await startUiGuard({ ...listen, upstream });
-  console.log(`dossier ui-guard: ${guard.url} serves http://${upstream.host}:${upstream.port} read-only`);
+  const guard = await startUiGuard({
+    ...listen,
+    upstream,
+    namespace: config.namespace,
+    viewer: (t) => store.tokens.resolve(t),
+  });
+  console.log(
+    `dossier ui-guard: ${guard.url} serves http://${upstream.host}:${upstream.port} read-only, each signed-in team its own workflows of namespace ${config.namespace}`,
+  );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
   await guard.stop();
+  await store.close();
 }
 
 async function token(args: string[]) {

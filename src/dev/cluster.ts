@@ -349,7 +349,11 @@ export async function startCluster(
 
     let ui: UiServer | undefined;
     if (uiBinary) {
+      // The UI's guard asks the cluster's store whose a token is.
+      const tokens = await openStore(storeUrl);
+      stoppers.push(() => tokens.close());
       ui = await startUiServer({
+        viewer: (token) => tokens.tokens.resolve(token),
         binary: uiBinary,
         dir: path.join(clusterDir, 'ui'),
         temporalAddress: address,

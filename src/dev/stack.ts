@@ -182,6 +182,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     if (uiBinary && temporal) {
       const ui = await startUiServer({
+        viewer: (token) => store.tokens.resolve(token),
         binary: uiBinary,
         dir: path.join(config.home, 'ui'),
         temporalAddress: address,

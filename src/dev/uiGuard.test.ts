@@ -1,12 +1,27 @@
-// The audit UI's front door against a real HTTP server standing in for the UI server's place.
+// The audit UI's front door against a real HTTP server in the UI server's place.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freeLoopbackPort, startUiGuard, type UiGuard } from './uiGuard.ts';
 
-const seen: { method: string; headers: http.IncomingHttpHeaders }[] = [];
+const seen: { method: string; url: string; headers: http.IncomingHttpHeaders }[] = [];
+const TOKEN = 'dsr_blue';
+const viewer = async (token: string) => (token === TOKEN ? { team: 'blue', principal: 'ann' } : undefined);
+const auth = { authorization: `Bearer ${TOKEN}` };
 const upstream = http.createServer((req, res) => {
-  seen.push({ method: req.method!, headers: req.headers });
+  seen.push({ method: req.method!, url: req.url!, headers: req.headers });
+  if (req.url?.startsWith('/api/v1/namespaces/dossier/workflows?')) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        executions: [
+          { execution: { workflowId: 'launch/blue/ann/k1' } },
+          { execution: { workflowId: 'launch/red/bob/k1' } },
+        ],
+      }),
+    );
+    return;
+  }
   if (req.url === '/cut') {
     // Promises 100 bytes, sends 3, and goes away.
     res.writeHead(200, { 'content-length': '100' });
@@ -26,6 +41,8 @@ beforeAll(async () => {
     host: '127.0.0.1',
     port: await freeLoopbackPort(),
     upstream: { host: '127.0.0.1', port },
+    namespace: 'dossier',
+    viewer,
   });
 });
 afterAll(async () => {
@@ -40,7 +57,7 @@ describe('the audit UI guard', () => {
         http
           .get(
             `${guard.url}/api/v1/settings`,
-            { headers: { connection: 'x-mine', 'x-mine': '1' } },
+            { headers: { connection: 'x-mine', 'x-mine': '1', ...auth } },
             (res) => {
               let body = '';
               res.on('data', (c: Buffer) => (body += c.toString()));
@@ -52,6 +69,69 @@ describe('the audit UI guard', () => {
     expect(reply).toMatchObject({ status: 200, body: 'hello' });
     expect(reply.headers['x-hop']).toBeUndefined();
     expect(seen.at(-1)!.headers['x-mine']).toBeUndefined();
+    // The viewer's token stays here.
+    expect(seen.at(-1)!.headers.authorization).toBeUndefined();
+  });
+
+  it('lets nobody in without a valid token: pages go to the sign-in form, the API answers 401', async () => {
+    const before = seen.length;
+    const page = await fetch(`${guard.url}/namespaces/dossier/workflows`, { redirect: 'manual' });
+    expect(page.status).toBe(303);
+    expect(page.headers.get('location')).toBe('/dossier/sign-in');
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: 'Bearer dsr_wrong' },
+      { cookie: 'dossier_ui_token=dsr_wrong' },
+    ];
+    for (const headers of attempts) {
+      const api = await fetch(`${guard.url}/api/v1/settings`, { headers });
+      expect(api.status).toBe(401);
+      expect(((await api.json()) as { message: string }).message).toContain('/dossier/sign-in');
+    }
+    expect(seen.length).toBe(before);
+  });
+
+  it('signs a browser in with an HttpOnly cookie, which then carries the reads; a form from elsewhere is refused', async () => {
+    expect((await fetch(`${guard.url}/dossier/sign-in`)).headers.get('content-type')).toContain('text/html');
+    const form = (token: string, headers: Record<string, string> = {}) =>
+      fetch(`${guard.url}/dossier/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams({ token }).toString(),
+      });
+    expect((await form('dsr_wrong')).status).toBe(401);
+    expect((await form(TOKEN, { origin: 'http://evil.example' })).status).toBe(403);
+    const signed = await form(TOKEN, { origin: guard.url });
+    expect(signed.status).toBe(303);
+    const cookies = signed.headers.getSetCookie();
+    expect(cookies.find((c) => c.startsWith('dossier_ui_token='))).toMatch(
+      /HttpOnly; SameSite=Strict; Path=\//,
+    );
+    const cookie = cookies.map((c) => c.split(';')[0]).join('; ');
+    const read = await fetch(`${guard.url}/api/v1/settings`, { headers: { cookie } });
+    expect(read.status).toBe(200);
+    expect(seen.at(-1)!.headers.cookie).toBeUndefined();
+    const out = await fetch(`${guard.url}/dossier/sign-out`, { redirect: 'manual' });
+    expect(out.headers.getSetCookie().every((c) => c.includes('Max-Age=0'))).toBe(true);
+  });
+
+  it('asks the UI server for the team’s workflows only, and passes on only the team’s', async () => {
+    const reply = await fetch(`${guard.url}/api/v1/namespaces/dossier/workflows?query=x%3D1`, {
+      headers: { ...auth, 'accept-encoding': 'gzip' },
+    });
+    expect(reply.status).toBe(200);
+    expect(await reply.json()).toEqual({ executions: [{ execution: { workflowId: 'launch/blue/ann/k1' } }] });
+    const asked = new URL(`http://h${seen.at(-1)!.url}`);
+    expect(asked.searchParams.get('query')).toBe(`DossierTeam = 'blue' AND (x=1)`);
+    expect(seen.at(-1)!.headers['accept-encoding']).toBeUndefined();
+    const before = seen.length;
+    const other = await fetch(
+      `${guard.url}/api/v1/namespaces/dossier/workflows/${encodeURIComponent('launch/red/bob/k1')}`,
+      { headers: auth },
+    );
+    expect(other.status).toBe(403);
+    expect(seen.length).toBe(before);
   });
 
   it('refuses every other method before it reaches the UI server', async () => {
@@ -59,6 +139,7 @@ describe('the audit UI guard', () => {
     for (const method of ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
       const reply = await fetch(`${guard.url}/api/v1/namespaces/x/batch-operations/a%2Fquery%2Fb`, {
         method,
+        headers: auth,
         body: method === 'OPTIONS' ? undefined : '{}',
       });
       expect(reply.status, method).toBe(405);
@@ -69,7 +150,7 @@ describe('the audit UI guard', () => {
 
   it('ends a reply the UI server cut short, rather than leave the browser waiting', async () => {
     const started = Date.now();
-    await expect(fetch(`${guard.url}/cut`).then((r) => r.text())).rejects.toThrow();
+    await expect(fetch(`${guard.url}/cut`, { headers: auth }).then((r) => r.text())).rejects.toThrow();
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 });

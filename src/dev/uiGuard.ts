@@ -1,13 +1,19 @@
 // The audit UI's front door. Temporal's UI server listens on a private
-// loopback port and this proxy serves the address users open, passing reads
-// only (GET and HEAD). The UI server's own write switch (disableWriteActions)
-// is not enough: it lets through any POST whose decoded path names a workflow
-// query, and its API router matches the raw path, so a name holding `%2F`
-// (a batch job's id, a signal's name) smuggles a batch terminate or a
-// signal-with-start past it. Nothing but a read reaches the UI server here.
+// loopback port and this proxy serves the address users open:
+// - only a signed-in principal passes (a dossier token: the sign-in form at
+//   /dossier/sign-in keeps it in an HttpOnly cookie, or an Authorization header),
+//   and it sees its own team's workflows only: every API read is checked and
+//   rewritten by uiScope.ts, and workflow lists are filtered on the way back;
+// - only reads pass (GET and HEAD). The UI server's own write switch
+//   (disableWriteActions) is not enough: it lets through any POST whose decoded
+//   path names a workflow query, and its API router matches the raw path, so a
+//   name holding `%2F` (a batch job's id, a signal's name) smuggles a batch
+//   terminate or a signal-with-start past it.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
+import { ownExecutions, scopeUiRequest } from './uiScope.ts';
+import { SIGN_IN_PATH, SIGN_OUT_PATH, signInPage, UI_COOKIE } from './uiSignIn.ts';
 
 /** Methods that reach the UI server; every other one is answered 405 here. */
 export const UI_READ_METHODS = ['GET', 'HEAD'] as const;
@@ -29,6 +35,12 @@ const HOP_BY_HOP = [
   'content-length',
 ];
 
+/** Request headers the UI server never gets: the viewer's token stays here. */
+const CREDENTIALS = ['authorization', 'cookie'];
+
+/** The most a filtered workflow list may hold, in bytes, before the browser gets 502. */
+const MAX_LIST_REPLY_BYTES = 64 * 1024 * 1024;
+
 function endToEnd(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   const named = String(headers.connection ?? '')
     .toLowerCase()
@@ -38,6 +50,9 @@ function endToEnd(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
     Object.entries(headers).filter(([k]) => !HOP_BY_HOP.includes(k) && !named.includes(k)),
   );
 }
+
+/** Who may look: a token's team, or nobody. */
+export type UiViewer = (token: string) => Promise<{ team: string; principal: string } | undefined>;
 
 export interface UiGuard {
   url: string;
@@ -54,7 +69,12 @@ export async function freeLoopbackPort(): Promise<number> {
 }
 
 function refuse(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) {
-  const body = JSON.stringify({ error: message });
+  // The shape of Temporal's HTTP API errors, which the UI shows as they are.
+  const body = JSON.stringify({
+    code: status === 403 ? 7 : status === 401 ? 16 : 3,
+    message,
+    error: message,
+  });
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': String(Buffer.byteLength(body)),
@@ -63,30 +83,74 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
   res.end(body);
 }
 
-/** Serves `host:port`, passing GET and HEAD to the UI server at `upstream` and refusing the rest. */
+/** The viewer's token: the Authorization header, or the sign-in cookie. */
+function viewerToken(req: IncomingMessage): string | undefined {
+  const bearer = /^Bearer\s+(\S{1,512})$/i.exec(req.headers.authorization ?? '')?.[1];
+  if (bearer) return bearer;
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [name, value] = part.trim().split('=');
+    if (name === UI_COOKIE && value) {
+      try {
+        return decodeURIComponent(value);
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Serves `host:port` for the UI server at `upstream`: signed-in viewers only, each seeing the
+ * workflows of its own team in `namespace`, reads only.
+ */
 export async function startUiGuard(opts: {
   host: string;
   port: number;
   upstream: { host: string; port: number };
+  namespace: string;
+  viewer: UiViewer;
 }): Promise<UiGuard> {
-  const forward = (req: IncomingMessage, res: ServerResponse) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const pathname = (req.url ?? '/').split('?')[0];
+    if (pathname === SIGN_IN_PATH || pathname === SIGN_OUT_PATH) return signInPage(req, res, opts.viewer);
     if (!(UI_READ_METHODS as readonly string[]).includes(req.method ?? '')) {
       req.resume();
       return refuse(res, 405, 'The audit UI is read-only: only GET and HEAD reach it.', {
         allow: UI_READ_METHODS.join(', '),
       });
     }
-    // A read carries no body: none is passed on.
+    req.resume();
+    const token = viewerToken(req);
+    const viewer = token ? await opts.viewer(token) : undefined;
+    if (!viewer) {
+      if (pathname?.startsWith('/api/'))
+        return refuse(
+          res,
+          401,
+          `Sign in at ${SIGN_IN_PATH} with your dossier token (or send Authorization: Bearer <token>).`,
+        );
+      res.writeHead(303, { location: SIGN_IN_PATH, 'content-length': '0' });
+      return void res.end();
+    }
+    const scoped = scopeUiRequest(req.url ?? '/', viewer.team, opts.namespace);
+    if ('refuse' in scoped) return refuse(res, scoped.refuse, scoped.message);
+    const headers = endToEnd(req.headers);
+    for (const h of CREDENTIALS) delete headers[h];
+    // A list is read whole and filtered: it must come back uncompressed.
+    if (scoped.filter) delete headers['accept-encoding'];
     const upstream = http.request(
       {
         host: opts.upstream.host,
         port: opts.upstream.port,
         method: req.method,
-        path: req.url,
-        headers: endToEnd(req.headers),
+        path: scoped.forward,
+        headers,
         timeout: UPSTREAM_TIMEOUT_MS,
       },
       (reply) => {
+        if (scoped.filter && reply.statusCode === 200 && req.method === 'GET')
+          return void filtered(reply, res, viewer.team);
         const { 'content-length': length } = reply.headers;
         res.writeHead(reply.statusCode ?? 502, {
           ...endToEnd(reply.headers),
@@ -102,10 +166,14 @@ export async function startUiGuard(opts: {
       else res.destroy();
     });
     res.on('close', () => upstream.destroy());
-    req.resume();
     upstream.end();
   };
-  const server = http.createServer(forward);
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) refuse(res, 500, 'The audit UI guard failed on this request; see its log.');
+      else res.destroy();
+    });
+  });
   await new Promise<void>((resolve, reject) =>
     server.once('error', reject).listen(opts.port, opts.host, () => resolve()),
   );
@@ -117,4 +185,29 @@ export async function startUiGuard(opts: {
         server.closeAllConnections();
       }),
   };
+}
+
+/** A workflow list from the UI server, with only the viewer's team's executions passed on. */
+async function filtered(reply: IncomingMessage, res: ServerResponse, team: string) {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of reply as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_LIST_REPLY_BYTES) throw new Error('too large');
+      chunks.push(chunk);
+    }
+    const body = JSON.stringify(ownExecutions(JSON.parse(Buffer.concat(chunks).toString('utf8')), team));
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      'cache-control': 'no-store',
+    });
+    res.end(body);
+  } catch {
+    reply.destroy();
+    if (!res.headersSent)
+      refuse(res, 502, 'The audit UI server sent a workflow list that could not be read.');
+    else res.destroy();
+  }
 }

@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildWithGo, cachedTool, isExecutable, type GoTool } from './goTools.ts';
 import { startOwned, waitForPort } from './owned.ts';
-import { freeLoopbackPort, startUiGuard, type UiGuard } from './uiGuard.ts';
+import { freeLoopbackPort, startUiGuard, type UiGuard, type UiViewer } from './uiGuard.ts';
 
 export const UI_SERVER: GoTool = {
   name: 'temporal-ui',
@@ -41,6 +41,8 @@ export interface UiServerOptions {
   namespace: string;
   /** The gateway's codec endpoint (…/codec), or none. */
   codecEndpoint?: string;
+  /** Who a token belongs to: the guard shows that team's workflows only. */
+  viewer: UiViewer;
 }
 
 export interface UiServer {
@@ -49,7 +51,7 @@ export interface UiServer {
 }
 
 /** The UI server's settings: read-only audit, the codec endpoint with the browser's credentials. */
-export function uiConfig(opts: Omit<UiServerOptions, 'binary' | 'dir'>): string {
+export function uiConfig(opts: Omit<UiServerOptions, 'binary' | 'dir' | 'viewer'>): string {
   const lines = [
     `temporalGrpcAddress: ${JSON.stringify(opts.temporalAddress)}`,
     `host: ${JSON.stringify(opts.host)}`,
@@ -81,8 +83,8 @@ export function uiConfig(opts: Omit<UiServerOptions, 'binary' | 'dir'>): string 
 }
 
 /**
- * The UI server on a private loopback port, behind the read-only guard
- * (uiGuard.ts) on `host:port`: what users open passes reads only.
+ * The UI server on a private loopback port, behind the guard (uiGuard.ts) on
+ * `host:port`: what users open passes signed-in reads of their own team only.
  */
 export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
   const configDir = path.join(opts.dir, 'config');
@@ -103,6 +105,8 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
       host: opts.host,
       port: opts.port,
       upstream: { host: '127.0.0.1', port: inner },
+      namespace: opts.namespace,
+      viewer: opts.viewer,
     });
   } catch (err) {
     await proc.stop();

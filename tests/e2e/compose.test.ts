@@ -331,24 +331,36 @@ describe.skipIf(skip)(
       expect((await fetch(url)).status).toBe(401);
     });
 
-    it('the audit UI lists the namespace and refuses a write', async () => {
+    it('the audit UI shows a signed-in team its launches, nobody else anything, and refuses a write', async () => {
       const base = `http://127.0.0.1:${container('audit-ui').getMappedPort(8080)}`;
-      const settingsReply = await fetch(`${base}/api/v1/settings`);
+      // Without a token (the gateways' store holds them): nothing.
+      expect((await fetch(`${base}/api/v1/namespaces/dossier/workflows`)).status).toBe(401);
+      const signedIn = { authorization: `Bearer ${token}` };
+      const settingsReply = await fetch(`${base}/api/v1/settings`, { headers: signedIn });
       expect(await settingsReply.json()).toMatchObject({
         DisableWriteActions: true,
         DefaultNamespace: 'dossier',
       });
-      const namespace = await fetch(`${base}/api/v1/namespaces/dossier`);
+      const namespace = await fetch(`${base}/api/v1/namespaces/dossier`, { headers: signedIn });
       expect(namespace.status).toBe(200);
       const launch = await call(await client(2), 'capture_process_scenario', {
         executable: '/usr/bin/true',
         idempotency_key: 'ui-terminate-target',
       });
+      const listed = await fetch(
+        `${base}/api/v1/namespaces/dossier/workflows?query=${encodeURIComponent(`WorkflowId = '${launch.launch.workflow_id}'`)}`,
+        { headers: signedIn },
+      );
+      expect(JSON.stringify(await listed.json())).toContain(launch.launch.workflow_id);
       // The UI's own CSRF cookie and header, as a browser sends them: the refusal is the write block's.
       const csrf = /_csrf=([^;]+)/.exec(settingsReply.headers.get('set-cookie') ?? '')![1]!;
       const terminate = await fetch(
         `${base}/api/v1/namespaces/dossier/workflows/${encodeURIComponent(launch.launch.workflow_id)}/terminate`,
-        { method: 'POST', body: '{}', headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf } },
+        {
+          method: 'POST',
+          body: '{}',
+          headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf, ...signedIn },
+        },
       );
       expect(terminate.status).toBe(405);
       // A write dressed as a workflow query (an encoded slash in a batch job's id) gets no further.
@@ -356,7 +368,7 @@ describe.skipIf(skip)(
         `${base}/api/v1/namespaces/dossier/batch-operations/x%2Fworkflows%2Fy%2Fquery%2Fz`,
         {
           method: 'POST',
-          headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf },
+          headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf, ...signedIn },
           body: JSON.stringify({
             visibilityQuery: "WorkflowId = 'x'",
             reason: 'x',

@@ -453,7 +453,7 @@ describe('what a workflow started on Temporal makes a worker do', () => {
   });
 });
 
-describe('the audit UI audits, it does not act', () => {
+describe('the audit UI audits, it does not act, and shows each team its own', () => {
   it('runs with write actions disabled and the codec endpoint configured; only reads reach its API, however a write is dressed', async () => {
     const ui = await startUiServer({
       binary: inject('uiServer'),
@@ -463,9 +463,12 @@ describe('the audit UI audits, it does not act', () => {
       port: await freePort(),
       namespace: t.namespace,
       codecEndpoint: t.url.replace(/\/mcp$/, '/codec'),
+      viewer: (token) => t.stack.store.tokens.resolve(token),
     });
+    const connection = await Connection.connect({ address: t.env.DOSSIER_TEMPORAL_ADDRESS! });
     try {
-      const settingsReply = await fetch(`${ui.url}/api/v1/settings`);
+      const signedIn = { authorization: `Bearer ${t.token}` };
+      const settingsReply = await fetch(`${ui.url}/api/v1/settings`, { headers: signedIn });
       const settings = (await settingsReply.json()) as Reply;
       // The UI's own CSRF cookie and header, as a browser would send them: the refusal is the write block's.
       const csrf = /_csrf=([^;]+)/.exec(settingsReply.headers.get('set-cookie') ?? '')![1]!;
@@ -484,14 +487,23 @@ describe('the audit UI audits, it does not act', () => {
       });
       const terminate = await fetch(
         `${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${encodeURIComponent(launch.launch.workflow_id)}/terminate`,
-        { method: 'POST', body: '{}', headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf } },
+        {
+          method: 'POST',
+          body: '{}',
+          headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf, ...signedIn },
+        },
       );
       expect(terminate.status).toBe(405);
 
       // The UI server's own switch lets a POST through whose decoded path names a workflow query,
       // and its router matches the raw path: an encoded slash smuggled a batch terminate and a
       // signal-with-start past it. Its guard passes reads only.
-      const headers = { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf, 'content-type': 'application/json' };
+      const headers = {
+        cookie: `_csrf=${csrf}`,
+        'x-csrf-token': csrf,
+        'content-type': 'application/json',
+        ...signedIn,
+      };
       const batch = await fetch(
         `${ui.url}/api/v1/namespaces/${t.namespace}/batch-operations/x%2Fworkflows%2Fy%2Fquery%2Fz`,
         {
@@ -506,7 +518,8 @@ describe('the audit UI audits, it does not act', () => {
       );
       expect(batch.status).toBe(405);
       expect(batch.headers.get('allow')).toBe('GET, HEAD');
-      const forged = encodeURIComponent('launch/rival/mallory/forged-by-ui');
+      const forgedId = 'launch/rival/mallory/forged-by-ui';
+      const forged = encodeURIComponent(forgedId);
       const signalStart = await fetch(
         `${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${forged}/signal-with-start/x%2Fquery%2Fy`,
         {
@@ -523,12 +536,119 @@ describe('the audit UI audits, it does not act', () => {
         });
         expect(other.status).toBe(405);
       }
-      // Nothing was started, and reads still pass.
-      const described = await fetch(`${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${forged}`);
-      expect(described.status).toBe(404);
-      const batches = await fetch(`${ui.url}/api/v1/namespaces/${t.namespace}/batch-operations`);
-      expect(batches.status).toBe(200);
-      expect(((await batches.json()) as { operationInfo?: unknown[] }).operationInfo ?? []).toEqual([]);
+      // Nothing was started or batched (asked of Temporal itself), and the launch still runs its course.
+      const temporal = new TemporalClient({ connection, namespace: t.namespace });
+      await expect(temporal.workflow.getHandle(forgedId).describe()).rejects.toThrow(/not found/i);
+      const batches = await connection.workflowService.listBatchOperations({ namespace: t.namespace });
+      expect(batches.operationInfo ?? []).toEqual([]);
+      const own = await fetch(
+        `${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${encodeURIComponent(launch.launch.workflow_id)}`,
+        { headers: signedIn },
+      );
+      expect(own.status).toBe(200);
+      expect(JSON.stringify(await own.json())).toContain('WORKFLOW_EXECUTION_STATUS_COMPLETED');
+    } finally {
+      await connection.close();
+      await ui.stop();
+    }
+  });
+
+  it('shows nothing to a browser that has not signed in, and each signed-in team its own workflows only', async () => {
+    const ui = await startUiServer({
+      binary: inject('uiServer'),
+      dir: path.join(work, 'ui-teams'),
+      temporalAddress: t.env.DOSSIER_TEMPORAL_ADDRESS!,
+      host: '127.0.0.1',
+      port: await freePort(),
+      namespace: t.namespace,
+      codecEndpoint: t.url.replace(/\/mcp$/, '/codec'),
+      viewer: (token) => t.stack.store.tokens.resolve(token),
+    });
+    try {
+      const ours = await call(alice, 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        idempotency_key: 'ui-ours',
+      });
+      const theirs = await call(mallory, 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        idempotency_key: 'ui-theirs',
+      });
+      const api = `${ui.url}/api/v1/namespaces/${t.namespace}`;
+      // Temporal's JSON leaves an empty list out.
+      const ids = async (reply: Response) =>
+        (
+          ((await reply.json()) as { executions?: { execution: { workflowId: string } }[] }).executions ?? []
+        ).map((e) => e.execution.workflowId);
+
+      // No token: the page goes to the sign-in form, the API says how to sign in and shows nothing.
+      const page = await fetch(`${ui.url}/namespaces/${t.namespace}/workflows`, { redirect: 'manual' });
+      expect(page.status).toBe(303);
+      expect(page.headers.get('location')).toBe('/dossier/sign-in');
+      const anonymous = await fetch(`${api}/workflows`);
+      expect(anonymous.status).toBe(401);
+      expect(await anonymous.text()).not.toContain('ui-ours');
+
+      // Mallory signs in as a browser does and sees her team's launch, not alice's.
+      const malloryToken = await t.tokenFor('mallory', 'rival-team');
+      const form = await fetch(`${ui.url}/dossier/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ui.url },
+        body: new URLSearchParams({ token: malloryToken }).toString(),
+      });
+      expect(form.status).toBe(303);
+      const asMallory = {
+        cookie: form.headers
+          .getSetCookie()
+          .map((c) => c.split(';')[0])
+          .join('; '),
+      };
+      const listed = await ids(await fetch(`${api}/workflows`, { headers: asMallory }));
+      expect(listed).toContain(theirs.launch.workflow_id);
+      expect(listed).not.toContain(ours.launch.workflow_id);
+      // A query that tries to step out of her team's group is refused, not run.
+      const escape = await fetch(
+        `${api}/workflows?query=${encodeURIComponent(`WorkflowId = 'x') OR (WorkflowId = '${ours.launch.workflow_id}'`)}`,
+        { headers: asMallory },
+      );
+      expect(escape.status).toBe(400);
+      const byId = await fetch(
+        `${api}/workflows?query=${encodeURIComponent(`WorkflowId = '${ours.launch.workflow_id}'`)}`,
+        { headers: asMallory },
+      );
+      expect(await ids(byId)).toEqual([]);
+      const count = await fetch(
+        `${api}/workflow-count?query=${encodeURIComponent(`WorkflowId = '${ours.launch.workflow_id}'`)}`,
+        {
+          headers: asMallory,
+        },
+      );
+      expect(((await count.json()) as { count?: string }).count ?? '0').toBe('0');
+      // Alice's workflow itself, its history and its raw history file are not hers to read.
+      const alicesId = encodeURIComponent(ours.launch.workflow_id);
+      for (const suffix of [
+        '',
+        '/history',
+        '/history-reverse',
+        `/run/${ours.launch.run_id ?? 'x'}/history.json`,
+      ]) {
+        const reply = await fetch(`${api}/workflows/${alicesId}${suffix}`, { headers: asMallory });
+        expect(reply.status, suffix).toBe(403);
+      }
+      // Nor can she name it in a parameter of a read of her own.
+      const smuggled = await fetch(
+        `${api}/workflows/${encodeURIComponent(theirs.launch.workflow_id)}?execution.workflowId=${alicesId}`,
+        { headers: asMallory },
+      );
+      expect(JSON.stringify(await smuggled.json())).not.toContain(ours.launch.workflow_id);
+      // Alice, signed in with her token, sees hers.
+      const asAlice = { authorization: `Bearer ${t.token}` };
+      expect(await ids(await fetch(`${api}/workflows`, { headers: asAlice }))).toContain(
+        ours.launch.workflow_id,
+      );
+      // A revoked token stops at once.
+      expect(await t.stack.store.tokens.revoke(sha(malloryToken).slice(0, 16))).toBe(1);
+      expect((await fetch(`${api}/workflows`, { headers: asMallory })).status).toBe(401);
     } finally {
       await ui.stop();
     }

@@ -106,9 +106,16 @@ describe('npm start (the embedded default)', () => {
     });
     expect(first.output()).toContain(dev.token);
     expect(first.output()).toContain('claude mcp add');
-    expect((await fetch(dev.ui_url)).status).toBe(200);
-    // The audit UI is read-only and reads payloads through the gateway's team-scoped codec endpoint.
-    const settings = (await (await fetch(`${dev.ui_url}/api/v1/settings`)).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    // The audit UI asks a browser to sign in first, is read-only, and reads payloads through the
+    // gateway's team-scoped codec endpoint.
+    const page = await fetch(dev.ui_url);
+    expect(page.url).toBe(`${dev.ui_url}/dossier/sign-in`);
+    expect(await page.text()).toContain('dev.json');
+    const signedIn = { authorization: `Bearer ${dev.token}` };
+    expect((await fetch(dev.ui_url, { headers: signedIn })).status).toBe(200);
+    const settings = (await (
+      await fetch(`${dev.ui_url}/api/v1/settings`, { headers: signedIn })
+    ).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(settings.DisableWriteActions).toBe(true);
     expect(settings.Codec.Endpoint).toBe(dev.mcp_url.replace(/\/mcp$/, '/codec'));
     expect((await fetch(dev.mcp_url, { method: 'POST', body: '{}' })).status).toBe(401);
