@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freeLoopbackPort, startUiGuard, type UiGuard } from './uiGuard.ts';
+import { nextPage } from './uiSignIn.ts';
 
 const seen: { method: string; url: string; headers: http.IncomingHttpHeaders }[] = [];
 const TOKEN = 'dsr_blue';
@@ -77,7 +78,13 @@ describe('the audit UI guard', () => {
     const before = seen.length;
     const page = await fetch(`${guard.url}/namespaces/dossier/workflows`, { redirect: 'manual' });
     expect(page.status).toBe(303);
-    expect(page.headers.get('location')).toBe('/dossier/sign-in');
+    // Signed in, the browser comes back to the page it asked for.
+    expect(page.headers.get('location')).toBe(
+      `/dossier/sign-in?next=${encodeURIComponent('/namespaces/dossier/workflows')}`,
+    );
+    expect(await (await fetch(`${guard.url}${page.headers.get('location')}`)).text()).toContain(
+      'value="/namespaces/dossier/workflows"',
+    );
     const attempts: Record<string, string>[] = [
       {},
       { authorization: 'Bearer dsr_wrong' },
@@ -104,6 +111,7 @@ describe('the audit UI guard', () => {
     expect((await form(TOKEN, { origin: 'http://evil.example' })).status).toBe(403);
     const signed = await form(TOKEN, { origin: guard.url });
     expect(signed.status).toBe(303);
+    expect(signed.headers.get('location')).toBe('/');
     const cookies = signed.headers.getSetCookie();
     expect(cookies.find((c) => c.startsWith('dossier_ui_token='))).toMatch(
       /HttpOnly; SameSite=Strict; Path=\//,
@@ -112,7 +120,22 @@ describe('the audit UI guard', () => {
     const read = await fetch(`${guard.url}/api/v1/settings`, { headers: { cookie } });
     expect(read.status).toBe(200);
     expect(seen.at(-1)!.headers.cookie).toBeUndefined();
-    const out = await fetch(`${guard.url}/dossier/sign-out`, { redirect: 'manual' });
+    // Signing out is a form of its own pages too: a link from elsewhere signs nobody out.
+    expect((await fetch(`${guard.url}/dossier/sign-out`)).headers.getSetCookie()).toEqual([]);
+    const elsewhere = await fetch(`${guard.url}/dossier/sign-out`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { origin: 'http://evil.example' },
+    });
+    expect(elsewhere.status).toBe(403);
+    expect(elsewhere.headers.getSetCookie()).toEqual([]);
+    const out = await fetch(`${guard.url}/dossier/sign-out`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { origin: guard.url },
+    });
+    expect(out.status).toBe(303);
+    expect(out.headers.getSetCookie()).toHaveLength(2);
     expect(out.headers.getSetCookie().every((c) => c.includes('Max-Age=0'))).toBe(true);
   });
 
@@ -152,5 +175,19 @@ describe('the audit UI guard', () => {
     const started = Date.now();
     await expect(fetch(`${guard.url}/cut`, { headers: auth }).then((r) => r.text())).rejects.toThrow();
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('sends a browser back only to a page of its own after signing in', () => {
+    expect(nextPage('/namespaces/dossier/workflows?x=1')).toBe('/namespaces/dossier/workflows?x=1');
+    for (const elsewhere of [
+      '//evil.example/',
+      '/\\evil.example',
+      '/\t/evil.example',
+      'https://evil.example',
+      '',
+      null,
+    ]) {
+      expect(nextPage(elsewhere), String(elsewhere)).toBe('/');
+    }
   });
 });

@@ -13,7 +13,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { ownExecutions, scopeUiRequest } from './uiScope.ts';
-import { SIGN_IN_PATH, SIGN_OUT_PATH, signInPage, UI_COOKIE } from './uiSignIn.ts';
+import { nextPage, SIGN_IN_PATH, SIGN_OUT_PATH, signInPage, UI_COOKIE } from './uiSignIn.ts';
 
 /** Methods that reach the UI server; every other one is answered 405 here. */
 export const UI_READ_METHODS = ['GET', 'HEAD'] as const;
@@ -130,7 +130,9 @@ export async function startUiGuard(opts: {
           401,
           `Sign in at ${SIGN_IN_PATH} with your dossier token (or send Authorization: Bearer <token>).`,
         );
-      res.writeHead(303, { location: SIGN_IN_PATH, 'content-length': '0' });
+      // Back to the page asked for once signed in (a launch's ui_url, say).
+      const location = `${SIGN_IN_PATH}?${new URLSearchParams({ next: nextPage(req.url) })}`;
+      res.writeHead(303, { location, 'content-length': '0' });
       return void res.end();
     }
     const scoped = scopeUiRequest(req.url ?? '/', viewer.team, opts.namespace);

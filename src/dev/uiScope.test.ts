@@ -61,6 +61,11 @@ describe('the audit UI scope', () => {
       `WorkflowId = 'a') OR (WorkflowId != 'b'`,
       `WorkflowId = 'a' OR 1=1 -- `,
       `WorkflowId = 'a' /* x */`,
+      // A line comment hides a quote from a reader that does not know it, and its newline ends it.
+      `WorkflowId = "-" //'\n) OR (DossierTeam = "local" //'\nAND WorkflowId != ""`,
+      `WorkflowId = "-" // x`,
+      `WorkflowId = "a\nb"`,
+      `WorkflowId = "a"\r AND x = 1`,
       `WorkflowId = 'a' # x`,
       `WorkflowId = 'a'; SELECT 1`,
       `WorkflowId = 'a\\' OR WorkflowId != '`,
@@ -112,7 +117,17 @@ describe('the audit UI scope', () => {
     }
   });
 
-  it('keeps only the team’s executions in a list reply', () => {
+  it('keeps only the team’s executions in a list reply, and its page token only when nothing was dropped', () => {
+    const page = {
+      executions: [{ execution: { workflowId: 'launch/blue/ann/k1' } }],
+      nextPageToken: 'n',
+      other: 1,
+    };
+    expect(ownExecutions(page, 'blue')).toEqual({
+      executions: [{ execution: { workflowId: 'launch/blue/ann/k1' } }],
+      nextPageToken: 'n',
+    });
+    expect(ownExecutions({}, 'blue')).toEqual({ executions: [] });
     const reply = {
       executions: [
         { execution: { workflowId: 'launch/blue/ann/k1' } },
@@ -125,7 +140,6 @@ describe('the audit UI scope', () => {
     };
     expect(ownExecutions(reply, 'blue')).toEqual({
       executions: [{ execution: { workflowId: 'launch/blue/ann/k1' } }],
-      nextPageToken: 'n',
     });
   });
 });

@@ -169,6 +169,8 @@ export function teamQuery(
 function oneExpression(text: string): string | undefined {
   // Backslashes are refused everywhere, in quotes too: parsers disagree on whether they escape.
   if (text.includes('\\')) return 'holds a backslash';
+  // So are line breaks and other control characters: a line comment ends at a newline.
+  if ([...text].some((c) => c < ' ' || c === '\x7f')) return 'holds a control character';
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!;
@@ -188,26 +190,31 @@ function oneExpression(text: string): string | undefined {
     if (c === '(') depth++;
     else if (c === ')' && --depth < 0) return 'closes a parenthesis it did not open';
     else if (c === ';' || c === '#') return `holds "${c}" outside quotes`;
+    // Every comment Temporal's query parser knows (`--`, `#`, `//`, `/* */`), outside quotes.
     else if (
       (c === '-' && text[i + 1] === '-') ||
-      (c === '/' && text[i + 1] === '*') ||
+      (c === '/' && (text[i + 1] === '*' || text[i + 1] === '/')) ||
       (c === '*' && text[i + 1] === '/')
     )
       return 'holds a comment';
-    else if (c.charCodeAt(0) < 0x20 && !/\s/.test(c)) return 'holds a control character';
   }
   return depth === 0 ? undefined : 'leaves a parenthesis open';
 }
 
-/** A workflow list reply with only `team`'s executions in it (by the owner their IDs name). */
+/**
+ * A workflow list reply with only `team`'s executions in it (by the owner their IDs name), and
+ * nothing else of the reply. A page token goes on only when no row was dropped: it encodes the
+ * page's last row, which would be another team's.
+ */
 export function ownExecutions(reply: unknown, team: string): unknown {
-  const executions = (reply as { executions?: unknown })?.executions;
-  if (!Array.isArray(executions)) return reply;
+  const { executions, nextPageToken } = (reply ?? {}) as { executions?: unknown; nextPageToken?: unknown };
+  const rows = Array.isArray(executions) ? executions : [];
+  const kept = rows.filter(
+    (e: { execution?: { workflowId?: unknown } }) =>
+      typeof e?.execution?.workflowId === 'string' && workflowOwner(e.execution.workflowId)?.team === team,
+  );
   return {
-    ...(reply as object),
-    executions: executions.filter(
-      (e: { execution?: { workflowId?: unknown } }) =>
-        typeof e?.execution?.workflowId === 'string' && workflowOwner(e.execution.workflowId)?.team === team,
-    ),
+    executions: kept,
+    ...(kept.length === rows.length && nextPageToken ? { nextPageToken } : {}),
   };
 }

@@ -19,7 +19,15 @@ const FORM_TIMEOUT_MS = 10_000;
 
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function form(note = ''): string {
+/**
+ * Where to go after signing in: a path of this UI in printable ASCII, never another site (`//host`,
+ * `/\\host`, or either with a tab or newline between, which browsers drop).
+ */
+export function nextPage(value: string | null | undefined): string {
+  return value && /^\/(?![/\\])[\x21-\x7e]{0,2047}$/.test(value) ? value : '/';
+}
+
+function form(note = '', next = '/'): string {
   return `<!doctype html>
 <meta charset="utf-8"><title>dossier: sign in to the audit UI</title>
 <style>body{font:16px system-ui;max-width:36em;margin:4em auto}input{width:100%;font:inherit}</style>
@@ -27,7 +35,8 @@ function form(note = ''): string {
 <p>The audit UI shows your team's launches and analyses, read-only. Paste your dossier token (the
 <code>token</code> in <code>dev.json</code> for <code>npm start</code>, or one from
 <code>npx dossier token create</code>); the browser keeps it in an HttpOnly cookie for 12 hours.</p>
-<form method="post"><input name="token" type="password" autocomplete="off" placeholder="dsr_…" autofocus>
+<form method="post" action="${SIGN_IN_PATH}"><input name="token" type="password" autocomplete="off" placeholder="dsr_…" autofocus>
+<input name="next" type="hidden" value="${escape(next)}">
 <p><button>Sign in</button></p></form>${note ? `<p>${escape(note)}</p>` : ''}`;
 }
 
@@ -78,30 +87,42 @@ function hostOf(origin: string): string | undefined {
   }
 }
 
-/** Serves the sign-in form (GET), signs in (POST) and out (GET on the sign-out path). */
+const SIGN_OUT_FORM = `<!doctype html>
+<meta charset="utf-8"><title>dossier: sign out of the audit UI</title>
+<style>body{font:16px system-ui;max-width:36em;margin:4em auto}</style>
+<form method="post" action="${SIGN_OUT_PATH}"><button>Sign out</button></form>`;
+
+/**
+ * Serves the sign-in form (GET) and signs in (POST); on the sign-out path, a button (GET) that signs
+ * out (POST). Both POSTs must come from this UI's own pages.
+ */
 export async function signInPage(req: IncomingMessage, res: ServerResponse, viewer: UiViewer): Promise<void> {
-  if (req.url?.split('?')[0] === SIGN_OUT_PATH) {
-    req.resume();
-    return html(res, 303, '', { location: SIGN_IN_PATH, 'set-cookie': cookies('', 0) });
-  }
+  const signOut = req.url?.split('?')[0] === SIGN_OUT_PATH;
   if (req.method === 'GET' || req.method === 'HEAD') {
     req.resume();
-    return html(res, 200, form());
+    if (signOut) return html(res, 200, SIGN_OUT_FORM);
+    const next = new URLSearchParams(req.url?.split('?')[1] ?? '').get('next');
+    return html(res, 200, form('', nextPage(next)));
   }
   if (req.method !== 'POST') {
     req.resume();
-    return html(res, 405, form('Sign in with the form.'), { allow: 'GET, POST' });
+    return html(res, 405, signOut ? SIGN_OUT_FORM : form('Sign in with the form.'), { allow: 'GET, POST' });
   }
-  // A form posted from another site would sign the browser in as someone else.
+  // A form posted from another site would sign the browser in as someone else, or out.
   const origin = req.headers.origin;
   if (origin !== undefined && hostOf(origin) !== req.headers.host) {
     req.resume();
-    return html(res, 403, form('Sign in from this page.'));
+    return html(res, 403, signOut ? SIGN_OUT_FORM : form('Sign in from this page.'));
+  }
+  if (signOut) {
+    req.resume();
+    return html(res, 303, '', { location: SIGN_IN_PATH, 'set-cookie': cookies('', 0) });
   }
   const body = await readForm(req);
   if (!body) return html(res, 413, form(`The form may hold at most ${MAX_FORM_BYTES} bytes.`));
   const token = body.get('token')?.trim() ?? '';
   const who = token && token.length <= 512 ? await viewer(token) : undefined;
-  if (!who) return html(res, 401, form('That token is not valid (unknown or revoked).'));
-  return html(res, 303, '', { location: '/', 'set-cookie': cookies(token, SIGN_IN_SECONDS) });
+  const next = nextPage(body.get('next'));
+  if (!who) return html(res, 401, form('That token is not valid (unknown or revoked).', next));
+  return html(res, 303, '', { location: next, 'set-cookie': cookies(token, SIGN_IN_SECONDS) });
 }

@@ -109,7 +109,7 @@ describe('npm start (the embedded default)', () => {
     // The audit UI asks a browser to sign in first, is read-only, and reads payloads through the
     // gateway's team-scoped codec endpoint.
     const page = await fetch(dev.ui_url);
-    expect(page.url).toBe(`${dev.ui_url}/dossier/sign-in`);
+    expect(page.url).toBe(`${dev.ui_url}/dossier/sign-in?next=%2F`);
     expect(await page.text()).toContain('dev.json');
     const signedIn = { authorization: `Bearer ${dev.token}` };
     expect((await fetch(dev.ui_url, { headers: signedIn })).status).toBe(200);
