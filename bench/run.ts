@@ -13,6 +13,7 @@ import { benchCalls } from './calls.ts';
 import { benchCluster } from './cluster.ts';
 import { benchStart } from './start.ts';
 import { benchSideBySide } from './sideBySide.ts';
+import { benchFloor } from './floor.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
   launches: benchLaunches,
@@ -27,6 +28,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   start: benchStart,
   cluster: benchCluster,
   sidebyside: benchSideBySide,
+  floor: benchFloor,
 };
 const only = process.argv.slice(2);
 
