@@ -13,7 +13,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { ownExecutions, scopeUiRequest } from './uiScope.ts';
-import { nextPage, SIGN_IN_PATH, SIGN_OUT_PATH, signInPage, UI_COOKIE } from './uiSignIn.ts';
+import { nextPage, SIGN_IN_PATH, SIGN_OUT_PATH, signInPage, UI_COOKIE, type UiViewer } from './uiSignIn.ts';
 
 /** Methods that reach the UI server; every other one is answered 405 here. */
 export const UI_READ_METHODS = ['GET', 'HEAD'] as const;
@@ -51,8 +51,7 @@ function endToEnd(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   );
 }
 
-/** Who may look: a token's team, or nobody. */
-export type UiViewer = (token: string) => Promise<{ team: string; principal: string } | undefined>;
+export type { UiViewer } from './uiSignIn.ts';
 
 export interface UiGuard {
   url: string;

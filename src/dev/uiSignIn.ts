@@ -5,7 +5,9 @@
 // so on one host (the embedded stack) the UI can also open the team's payloads.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CODEC_COOKIE } from '../mcp/codecEndpoint.ts';
-import type { UiViewer } from './uiGuard.ts';
+
+/** Who may look: a token's team, or nobody. */
+export type UiViewer = (token: string) => Promise<{ team: string; principal: string } | undefined>;
 
 export const SIGN_IN_PATH = '/dossier/sign-in';
 export const SIGN_OUT_PATH = '/dossier/sign-out';
