@@ -454,10 +454,11 @@ describe('what a workflow started on Temporal makes a worker do', () => {
 });
 
 describe('the audit UI audits, it does not act, and shows each team its own', () => {
-  it('runs with write actions disabled and the codec endpoint configured; only reads reach its API, however a write is dressed', async () => {
-    const ui = await startUiServer({
+  /** The UI server behind its guard, on the test stack's Temporal, store and codec endpoint. */
+  const auditUi = async (dir: string) =>
+    startUiServer({
       binary: inject('uiServer'),
-      dir: path.join(work, 'ui'),
+      dir: path.join(work, dir),
       temporalAddress: t.env.DOSSIER_TEMPORAL_ADDRESS!,
       host: '127.0.0.1',
       port: await freePort(),
@@ -465,6 +466,9 @@ describe('the audit UI audits, it does not act, and shows each team its own', ()
       codecEndpoint: t.url.replace(/\/mcp$/, '/codec'),
       viewer: (token) => t.stack.store.tokens.resolve(token),
     });
+
+  it('runs with write actions disabled and the codec endpoint configured; only reads reach its API, however a write is dressed', async () => {
+    const ui = await auditUi('ui');
     const connection = await Connection.connect({ address: t.env.DOSSIER_TEMPORAL_ADDRESS! });
     try {
       const signedIn = { authorization: `Bearer ${t.token}` };
@@ -554,16 +558,7 @@ describe('the audit UI audits, it does not act, and shows each team its own', ()
   });
 
   it('shows nothing to a browser that has not signed in, and each signed-in team its own workflows only', async () => {
-    const ui = await startUiServer({
-      binary: inject('uiServer'),
-      dir: path.join(work, 'ui-teams'),
-      temporalAddress: t.env.DOSSIER_TEMPORAL_ADDRESS!,
-      host: '127.0.0.1',
-      port: await freePort(),
-      namespace: t.namespace,
-      codecEndpoint: t.url.replace(/\/mcp$/, '/codec'),
-      viewer: (token) => t.stack.store.tokens.resolve(token),
-    });
+    const ui = await auditUi('ui-teams');
     try {
       const ours = await call(alice, 'capture_process_scenario', {
         executable: '/usr/bin/true',
