@@ -35,6 +35,9 @@ const HOP_BY_HOP = [
   'content-length',
 ];
 
+/** The gRPC status code of each HTTP status the guard answers with. */
+const GRPC_CODES: Record<number, number> = { 400: 3, 401: 16, 403: 7, 405: 12, 500: 13, 502: 14 };
+
 /** Request headers the UI server never gets: the viewer's token stays here. */
 const CREDENTIALS = ['authorization', 'cookie'];
 
@@ -68,12 +71,8 @@ export async function freeLoopbackPort(): Promise<number> {
 }
 
 function refuse(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) {
-  // The shape of Temporal's HTTP API errors, which the UI shows as they are.
-  const body = JSON.stringify({
-    code: status === 403 ? 7 : status === 401 ? 16 : 3,
-    message,
-    error: message,
-  });
+  // The shape of Temporal's HTTP API errors (a gRPC status code and a message), which the UI shows.
+  const body = JSON.stringify({ code: GRPC_CODES[status] ?? 2, message, error: message });
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': String(Buffer.byteLength(body)),
