@@ -11,6 +11,11 @@ const viewer = async (token: string) => (token === TOKEN ? { team: 'blue', princ
 const auth = { authorization: `Bearer ${TOKEN}` };
 const upstream = http.createServer((req, res) => {
   seen.push({ method: req.method!, url: req.url!, headers: req.headers });
+  if (req.url?.includes('/history')) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ history: { events: [{ eventId: '1' }] }, nextPageToken: 'CiQw+/=' }));
+    return;
+  }
   if (req.url?.startsWith('/api/v1/namespaces/dossier/workflows?')) {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(
@@ -89,6 +94,8 @@ describe('the audit UI guard', () => {
       {},
       { authorization: 'Bearer dsr_wrong' },
       { cookie: 'dossier_ui_token=dsr_wrong' },
+      // Two sign-in cookies (one tossed in by another service of this host): nobody.
+      { cookie: `dossier_ui_token=${TOKEN}; dossier_ui_token=dsr_other` },
     ];
     for (const headers of attempts) {
       const api = await fetch(`${guard.url}/api/v1/settings`, { headers });
@@ -189,5 +196,25 @@ describe('the audit UI guard', () => {
     ]) {
       expect(nextPage(elsewhere), String(elsewhere)).toBe('/');
     }
+  });
+
+  it('hands out history page tokens sealed for their workflow, and takes back only those', async () => {
+    const history = `${guard.url}/api/v1/namespaces/dossier/workflows/${encodeURIComponent('launch/blue/ann/k1')}/history`;
+    const first = (await (await fetch(history, { headers: auth })).json()) as { nextPageToken: string };
+    expect(first.nextPageToken).not.toBe('CiQw+/=');
+    const next = await fetch(`${history}?nextPageToken=${encodeURIComponent(first.nextPageToken)}`, {
+      headers: auth,
+    });
+    expect(next.status).toBe(200);
+    expect(new URL(`http://h${seen.at(-1)!.url}`).searchParams.get('nextPageToken')).toBe('CiQw+/=');
+    const before = seen.length;
+    const raw = await fetch(`${history}?nextPageToken=${encodeURIComponent('CiQw+/=')}`, { headers: auth });
+    expect(raw.status).toBe(400);
+    const elsewhere = history.replace('k1', 'k2');
+    const moved = await fetch(`${elsewhere}?nextPageToken=${encodeURIComponent(first.nextPageToken)}`, {
+      headers: auth,
+    });
+    expect(moved.status).toBe(400);
+    expect(seen.length).toBe(before);
   });
 });

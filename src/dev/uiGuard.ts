@@ -12,7 +12,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
-import { ownExecutions, scopeUiRequest } from './uiScope.ts';
+import { randomBytes } from 'node:crypto';
+import { ownExecutions, pageTokens, scopeUiRequest, type PageTokens } from './uiScope.ts';
 import { nextPage, SIGN_IN_PATH, SIGN_OUT_PATH, signInPage, UI_COOKIE, type UiViewer } from './uiSignIn.ts';
 
 /** Methods that reach the UI server; every other one is answered 405 here. */
@@ -41,8 +42,8 @@ const GRPC_CODES: Record<number, number> = { 400: 3, 401: 16, 403: 7, 405: 12, 5
 /** Request headers the UI server never gets: the viewer's token stays here. */
 const CREDENTIALS = ['authorization', 'cookie'];
 
-/** The most a filtered workflow list may hold, in bytes, before the browser gets 502. */
-const MAX_LIST_REPLY_BYTES = 64 * 1024 * 1024;
+/** The most a filtered workflow list or history page may hold, in bytes, before the browser gets 502. */
+const MAX_FILTERED_REPLY_BYTES = 64 * 1024 * 1024;
 
 function endToEnd(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   const named = String(headers.connection ?? '')
@@ -81,21 +82,24 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
   res.end(body);
 }
 
-/** The viewer's token: the Authorization header, or the sign-in cookie. */
+/**
+ * The viewer's token: the Authorization header, or the sign-in cookie. Two sign-in cookies (one
+ * set for a narrower path by another service on this host, say) sign nobody in.
+ */
 function viewerToken(req: IncomingMessage): string | undefined {
   const bearer = /^Bearer\s+(\S{1,512})$/i.exec(req.headers.authorization ?? '')?.[1];
   if (bearer) return bearer;
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const [name, value] = part.trim().split('=');
-    if (name === UI_COOKIE && value) {
-      try {
-        return decodeURIComponent(value);
-      } catch {
-        return undefined;
-      }
-    }
+  const values = (req.headers.cookie ?? '')
+    .split(';')
+    .map((part) => part.trim().split('='))
+    .filter(([name]) => name === UI_COOKIE)
+    .map(([, value]) => value ?? '');
+  if (values.length !== 1 || !values[0]) return undefined;
+  try {
+    return decodeURIComponent(values[0]);
+  } catch {
+    return undefined;
   }
-  return undefined;
 }
 
 /**
@@ -109,6 +113,8 @@ export async function startUiGuard(opts: {
   namespace: string;
   viewer: UiViewer;
 }): Promise<UiGuard> {
+  // History page tokens are sealed under a key of this guard's own: a restart asks pages anew.
+  const tokens = pageTokens(randomBytes(32));
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const pathname = (req.url ?? '/').split('?')[0];
     if (pathname === SIGN_IN_PATH || pathname === SIGN_OUT_PATH) return signInPage(req, res, opts.viewer);
@@ -133,11 +139,11 @@ export async function startUiGuard(opts: {
       res.writeHead(303, { location, 'content-length': '0' });
       return void res.end();
     }
-    const scoped = scopeUiRequest(req.url ?? '/', viewer.team, opts.namespace);
+    const scoped = scopeUiRequest(req.url ?? '/', viewer.team, opts.namespace, tokens);
     if ('refuse' in scoped) return refuse(res, scoped.refuse, scoped.message);
     const headers = endToEnd(req.headers);
     for (const h of CREDENTIALS) delete headers[h];
-    // A list is read whole and filtered: it must come back uncompressed.
+    // A list or history page is read whole and rewritten: it must come back uncompressed.
     if (scoped.filter) delete headers['accept-encoding'];
     const upstream = http.request(
       {
@@ -149,8 +155,12 @@ export async function startUiGuard(opts: {
         timeout: UPSTREAM_TIMEOUT_MS,
       },
       (reply) => {
-        if (scoped.filter && reply.statusCode === 200 && req.method === 'GET')
-          return void filtered(reply, res, viewer.team);
+        if (scoped.filter && reply.statusCode === 200 && req.method === 'GET') {
+          const bound = scoped.bound ?? '';
+          return void rewritten(reply, res, (body) =>
+            scoped.filter === 'executions' ? ownExecutions(body, viewer.team) : sealPage(body, bound, tokens),
+          );
+        }
         const { 'content-length': length } = reply.headers;
         res.writeHead(reply.statusCode ?? 502, {
           ...endToEnd(reply.headers),
@@ -187,17 +197,25 @@ export async function startUiGuard(opts: {
   };
 }
 
-/** A workflow list from the UI server, with only the viewer's team's executions passed on. */
-async function filtered(reply: IncomingMessage, res: ServerResponse, team: string) {
+/** A history page with its page token sealed for the workflow it pages. */
+function sealPage(body: unknown, bound: string, tokens: PageTokens): unknown {
+  const page = body as { nextPageToken?: unknown };
+  return typeof page?.nextPageToken === 'string' && page.nextPageToken
+    ? { ...page, nextPageToken: tokens.seal(page.nextPageToken, bound) }
+    : body;
+}
+
+/** A JSON reply from the UI server, read whole and passed on as `rewrite` makes it. */
+async function rewritten(reply: IncomingMessage, res: ServerResponse, rewrite: (body: unknown) => unknown) {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
     for await (const chunk of reply as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > MAX_LIST_REPLY_BYTES) throw new Error('too large');
+      if (size > MAX_FILTERED_REPLY_BYTES) throw new Error('too large');
       chunks.push(chunk);
     }
-    const body = JSON.stringify(ownExecutions(JSON.parse(Buffer.concat(chunks).toString('utf8')), team));
+    const body = JSON.stringify(rewrite(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
     res.writeHead(200, {
       'content-type': 'application/json',
       'content-length': String(Buffer.byteLength(body)),
@@ -206,8 +224,7 @@ async function filtered(reply: IncomingMessage, res: ServerResponse, team: strin
     res.end(body);
   } catch {
     reply.destroy();
-    if (!res.headersSent)
-      refuse(res, 502, 'The audit UI server sent a workflow list that could not be read.');
+    if (!res.headersSent) refuse(res, 502, 'The audit UI server sent a reply that could not be read.');
     else res.destroy();
   }
 }

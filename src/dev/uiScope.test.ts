@@ -1,9 +1,11 @@
 // What the audit UI lets a team read: pure decisions on request targets, no server.
 import { describe, expect, it } from 'vitest';
-import { ownExecutions, scopeUiRequest, teamQuery } from './uiScope.ts';
+import { randomBytes } from 'node:crypto';
+import { ownExecutions, pageTokens, scopeUiRequest, teamQuery } from './uiScope.ts';
 
 const NS = 'dossier';
-const scope = (url: string) => scopeUiRequest(url, 'blue', NS);
+const tokens = pageTokens(randomBytes(32));
+const scope = (url: string) => scopeUiRequest(url, 'blue', NS, tokens);
 const own = encodeURIComponent('launch/blue/ann/k1');
 const theirs = encodeURIComponent('launch/red/bob/k1');
 const api = `/api/v1/namespaces/${NS}`;
@@ -24,6 +26,8 @@ describe('the audit UI scope', () => {
       `/a/../api/v1/namespaces/${NS}/workflows`,
       `/a/%2E%2E/b`,
       '/%E0%A4%A',
+      // The UI server's page that renders what a link gives it.
+      '/render?content=%3Ch1%3Ex%3C%2Fh1%3E',
     ]) {
       expect(scope(target), target).toMatchObject({ refuse: 400 });
     }
@@ -61,6 +65,8 @@ describe('the audit UI scope', () => {
       `WorkflowId = 'a') OR (WorkflowId != 'b'`,
       `WorkflowId = 'a' OR 1=1 -- `,
       `WorkflowId = 'a' /* x */`,
+      // To the parser an @@name may hold a quote, which would open no string.
+      `@@' = 1) OR (DossierTeam = "local") OR (@@' = 1`,
       // A line comment hides a quote from a reader that does not know it, and its newline ends it.
       `WorkflowId = "-" //'\n) OR (DossierTeam = "local" //'\nAND WorkflowId != ""`,
       `WorkflowId = "-" // x`,
@@ -87,11 +93,15 @@ describe('the audit UI scope', () => {
     ).toEqual({
       forward: `${api}/workflows/${own}?execution.runId=r1`,
     });
-    expect(scope(`${api}/workflows/${own}/history?nextPageToken=t&namespace=other`)).toEqual({
-      forward: `${api}/workflows/${own}/history?nextPageToken=t`,
+    const bound = `blue\n${NS}\nlaunch/blue/ann/k1\nhistory`;
+    expect(scope(`${api}/workflows/${own}/history?maximumPageSize=5&namespace=other`)).toEqual({
+      forward: `${api}/workflows/${own}/history?maximumPageSize=5`,
+      filter: 'history',
+      bound,
     });
-    expect(scope(`${api}/workflows/${own}/history-reverse`)).toEqual({
+    expect(scope(`${api}/workflows/${own}/history-reverse`)).toMatchObject({
       forward: `${api}/workflows/${own}/history-reverse`,
+      filter: 'history',
     });
     expect(scope(`${api}/workflows/${own}/run/r1/history.json`)).toEqual({
       forward: `${api}/workflows/${own}/run/r1/history.json`,
@@ -115,6 +125,40 @@ describe('the audit UI scope', () => {
     ]) {
       expect(scope(target), target).toMatchObject({ refuse: 403 });
     }
+  });
+
+  it('takes a history page token back only for the team and the workflow it was handed out for', () => {
+    const page = (workflow: string, token: string, route = 'history') =>
+      scope(`${api}/workflows/${workflow}/${route}?nextPageToken=${encodeURIComponent(token)}`);
+    const sealed = tokens.seal('CiQw+/=', `blue\n${NS}\nlaunch/blue/ann/k1\nhistory`);
+    expect(page(own, sealed)).toEqual({
+      forward: `${api}/workflows/${own}/history?nextPageToken=${encodeURIComponent('CiQw+/=')}`,
+      filter: 'history',
+      bound: `blue\n${NS}\nlaunch/blue/ann/k1\nhistory`,
+    });
+    // Temporal's own token, one sealed for another workflow or route, or by another guard: refused.
+    const another = encodeURIComponent('launch/blue/ann/k2');
+    for (const [workflow, token, route] of [
+      [own, 'CiQw+/=', 'history'],
+      [another, sealed, 'history'],
+      [own, sealed, 'history-reverse'],
+      [
+        own,
+        pageTokens(randomBytes(32)).seal('CiQw+/=', `blue\n${NS}\nlaunch/blue/ann/k1\nhistory`),
+        'history',
+      ],
+      [own, `x${sealed}`, 'history'],
+    ] as const) {
+      expect(page(workflow, token, route), `${workflow} ${token} ${route}`).toMatchObject({ refuse: 400 });
+    }
+    expect(
+      scopeUiRequest(
+        `${api}/workflows/${own}/history?nextPageToken=${encodeURIComponent(sealed)}`,
+        'red',
+        NS,
+        tokens,
+      ),
+    ).toMatchObject({ refuse: 403 });
   });
 
   it('keeps only the team’s executions in a list reply, and its page token only when nothing was dropped', () => {

@@ -4,6 +4,7 @@
 // which canonical form, and whether its reply must be filtered. The guard
 // (uiGuard.ts) forwards only the form decided here, never the raw request,
 // so the UI server reads exactly what was checked.
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { workflowOwner } from '../launches/keys.ts';
 
 /** The longest list query a browser may send, in characters. */
@@ -13,8 +14,12 @@ export type ScopedRequest =
   | {
       /** Path and query to send the UI server, canonical. */
       forward: string;
-      /** The reply is a workflow list: keep only the team's executions. */
-      filter?: 'executions';
+      /**
+       * The reply is a workflow list: keep only the team's executions; or a history page: seal its
+       * page token to `bound` (the team and the workflow it pages), as `PageTokens` does.
+       */
+      filter?: 'executions' | 'history';
+      bound?: string;
     }
   | { refuse: number; message: string };
 
@@ -57,10 +62,46 @@ const PARAMS = {
 const deny = (message: string): ScopedRequest => ({ refuse: 403, message });
 
 /**
+ * The page tokens of history reads, as the guard hands them out and takes them back. Temporal's
+ * own token names a run and its history branch, and the server reads the branch it names whatever
+ * workflow the path names: a token is taken back only for the team and workflow it was given for.
+ */
+export interface PageTokens {
+  seal(token: string, bound: string): string;
+  /** The token sealed for `bound`, or undefined for any other. */
+  open(sealed: string, bound: string): string | undefined;
+}
+
+/** Page tokens sealed with an HMAC under `key` (the guard's own, random at each start). */
+export function pageTokens(key: Buffer): PageTokens {
+  const mac = (token: string, bound: string) =>
+    createHmac('sha256', key).update(bound).update('\0').update(token).digest();
+  return {
+    seal: (token, bound) => `${mac(token, bound).toString('base64url')}.${token}`,
+    open(sealed, bound) {
+      const dot = sealed.indexOf('.');
+      if (dot < 0) return undefined;
+      const token = sealed.slice(dot + 1);
+      const given = Buffer.from(sealed.slice(0, dot), 'base64url');
+      const wanted = mac(token, bound);
+      return given.length === wanted.length && timingSafeEqual(given, wanted) ? token : undefined;
+    },
+  };
+}
+
+/** The pages of the UI server that hold no data and do not render what a link gives them. */
+const RENDERS_INPUT = ['render'];
+
+/**
  * Decides one GET or HEAD to the UI server for `team`, whose launches live in `namespace`.
  * `url` is the request target as received (raw path and query).
  */
-export function scopeUiRequest(url: string, team: string, namespace: string): ScopedRequest {
+export function scopeUiRequest(
+  url: string,
+  team: string,
+  namespace: string,
+  tokens: PageTokens,
+): ScopedRequest {
   // Origin-form only: an absolute URL or `//` would be read one way here and another upstream.
   if (!url.startsWith('/') || url.startsWith('//'))
     return { refuse: 400, message: 'The request target must be a path.' };
@@ -81,7 +122,7 @@ export function scopeUiRequest(url: string, team: string, namespace: string): Sc
   // could be read as the API's (in another case, or holding a slash) passes nowhere.
   const head = segments[0]!;
   if (head !== 'api') {
-    if (head.toLowerCase() === 'api' || head.includes('/'))
+    if (head.toLowerCase() === 'api' || head.includes('/') || RENDERS_INPUT.includes(head))
       return { refuse: 400, message: 'That path is not one the audit UI serves.' };
     return { forward: canonical(segments, params) };
   }
@@ -113,11 +154,37 @@ export function scopeUiRequest(url: string, team: string, namespace: string): Sc
     if (workflowOwner(id)?.team !== team) return deny('That workflow is not your team’s.');
     if (rest.length === 0) return pass(PARAMS.describe);
     if (rest.length === 1 && (rest[0] === 'history' || rest[0] === 'history-reverse'))
-      return pass(PARAMS.history);
+      return historyPage(
+        segments,
+        keep(params, PARAMS.history),
+        `${team}\n${namespace}\n${id}\n${rest[0]}`,
+        tokens,
+      );
     // The UI server's own route for a run's whole history as a file.
     if (rest.length === 3 && rest[0] === 'run' && rest[2] === 'history.json') return pass(PARAMS.none);
   }
   return deny(`${kind ?? 'That'} is not part of the audit UI.`);
+}
+
+/** A history page read: the page token the browser holds is taken back only when sealed for it. */
+function historyPage(
+  segments: string[],
+  params: URLSearchParams,
+  bound: string,
+  tokens: PageTokens,
+): ScopedRequest {
+  for (const name of ['nextPageToken', 'next_page_token']) {
+    const sealed = params.get(name);
+    if (sealed === null) continue;
+    const token = tokens.open(sealed, bound);
+    if (token === undefined)
+      return {
+        refuse: 400,
+        message: 'That page token was not handed out for this history here; load the history from its start.',
+      };
+    params.set(name, token);
+  }
+  return { forward: canonical(segments, params), filter: 'history', bound };
 }
 
 /** The path from its decoded segments, each encoded again, and the kept parameters. */
@@ -189,7 +256,8 @@ function oneExpression(text: string): string | undefined {
     }
     if (c === '(') depth++;
     else if (c === ')' && --depth < 0) return 'closes a parenthesis it did not open';
-    else if (c === ';' || c === '#') return `holds "${c}" outside quotes`;
+    // `@@name` is a name to the parser that may hold quotes; no search attribute holds an `@`.
+    else if (c === ';' || c === '#' || c === '@') return `holds "${c}" outside quotes`;
     // Every comment Temporal's query parser knows (`--`, `#`, `//`, `/* */`), outside quotes.
     else if (
       (c === '-' && text[i + 1] === '-') ||
