@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freeLoopbackPort, startUiGuard, type UiGuard } from './uiGuard.ts';
-import { nextPage } from './uiSignIn.ts';
+import { nextPage, uiCookie } from './uiSignIn.ts';
 
 const seen: { method: string; url: string; headers: http.IncomingHttpHeaders }[] = [];
 const TOKEN = 'dsr_blue';
@@ -39,6 +39,7 @@ const upstream = http.createServer((req, res) => {
   res.end('hello');
 });
 let guard: UiGuard;
+const port = () => Number(new URL(guard.url).port);
 
 beforeAll(async () => {
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -93,9 +94,9 @@ describe('the audit UI guard', () => {
     const attempts: Record<string, string>[] = [
       {},
       { authorization: 'Bearer dsr_wrong' },
-      { cookie: 'dossier_ui_token=dsr_wrong' },
-      // Two sign-in cookies (one tossed in by another service of this host): nobody.
-      { cookie: `dossier_ui_token=${TOKEN}; dossier_ui_token=dsr_other` },
+      // The cookie holds a session id, never a token: a token there signs nobody in.
+      { cookie: `${uiCookie(port())}=${TOKEN}` },
+      { cookie: `${uiCookie(port())}=not-a-session` },
     ];
     for (const headers of attempts) {
       const api = await fetch(`${guard.url}/api/v1/settings`, { headers });
@@ -120,13 +121,17 @@ describe('the audit UI guard', () => {
     expect(signed.status).toBe(303);
     expect(signed.headers.get('location')).toBe('/');
     const cookies = signed.headers.getSetCookie();
-    expect(cookies.find((c) => c.startsWith('dossier_ui_token='))).toMatch(
-      /HttpOnly; SameSite=Strict; Path=\//,
-    );
+    const session = cookies.find((c) => c.startsWith(`${uiCookie(port())}=`))!;
+    expect(session).toMatch(/HttpOnly; SameSite=Lax; Path=\//);
+    // The browser holds a random session id; the token stays with the guard.
+    expect(session).not.toContain(TOKEN);
     const cookie = cookies.map((c) => c.split(';')[0]).join('; ');
     const read = await fetch(`${guard.url}/api/v1/settings`, { headers: { cookie } });
     expect(read.status).toBe(200);
     expect(seen.at(-1)!.headers.cookie).toBeUndefined();
+    // Two sign-in cookies (one tossed in by another service of this host, for a narrower path): nobody.
+    const twice = `${cookie}; ${uiCookie(port())}=${session.split(';')[0]!.split('=')[1]}x`;
+    expect((await fetch(`${guard.url}/api/v1/settings`, { headers: { cookie: twice } })).status).toBe(401);
     // Signing out is a form of its own pages too: a link from elsewhere signs nobody out.
     expect((await fetch(`${guard.url}/dossier/sign-out`)).headers.getSetCookie()).toEqual([]);
     const elsewhere = await fetch(`${guard.url}/dossier/sign-out`, {
@@ -139,11 +144,13 @@ describe('the audit UI guard', () => {
     const out = await fetch(`${guard.url}/dossier/sign-out`, {
       method: 'POST',
       redirect: 'manual',
-      headers: { origin: guard.url },
+      headers: { origin: guard.url, cookie },
     });
     expect(out.status).toBe(303);
     expect(out.headers.getSetCookie()).toHaveLength(2);
     expect(out.headers.getSetCookie().every((c) => c.includes('Max-Age=0'))).toBe(true);
+    // Its session is closed: the same cookie, kept by a browser that ignored the reset, reads nothing.
+    expect((await fetch(`${guard.url}/api/v1/settings`, { headers: { cookie } })).status).toBe(401);
   });
 
   it('asks the UI server for the team’s workflows only, and passes on only the team’s', async () => {

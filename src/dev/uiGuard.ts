@@ -14,7 +14,17 @@ import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
 import { ownExecutions, pageTokens, scopeUiRequest, type PageTokens } from './uiScope.ts';
-import { nextPage, SIGN_IN_PATH, SIGN_OUT_PATH, signInPage, UI_COOKIE, type UiViewer } from './uiSignIn.ts';
+import {
+  cookieValue,
+  nextPage,
+  SIGN_IN_PATH,
+  SIGN_OUT_PATH,
+  signInPage,
+  uiCookie,
+  UiSessions,
+  type SignIn,
+  type UiViewer,
+} from './uiSignIn.ts';
 
 /** Methods that reach the UI server; every other one is answered 405 here. */
 export const UI_READ_METHODS = ['GET', 'HEAD'] as const;
@@ -83,23 +93,14 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
 }
 
 /**
- * The viewer's token: the Authorization header, or the sign-in cookie. Two sign-in cookies (one
- * set for a narrower path by another service on this host, say) sign nobody in.
+ * The viewer's token: the Authorization header, or the token of the browser's session. Two sign-in
+ * cookies (one set for a narrower path by another service on this host, say) sign nobody in.
  */
-function viewerToken(req: IncomingMessage): string | undefined {
+function viewerToken(req: IncomingMessage, signIn: SignIn): string | undefined {
   const bearer = /^Bearer\s+(\S{1,512})$/i.exec(req.headers.authorization ?? '')?.[1];
   if (bearer) return bearer;
-  const values = (req.headers.cookie ?? '')
-    .split(';')
-    .map((part) => part.trim().split('='))
-    .filter(([name]) => name === UI_COOKIE)
-    .map(([, value]) => value ?? '');
-  if (values.length !== 1 || !values[0]) return undefined;
-  try {
-    return decodeURIComponent(values[0]);
-  } catch {
-    return undefined;
-  }
+  const session = cookieValue(req, signIn.cookie);
+  return session ? signIn.sessions.token(session) : undefined;
 }
 
 /**
@@ -115,9 +116,10 @@ export async function startUiGuard(opts: {
 }): Promise<UiGuard> {
   // History page tokens are sealed under a key of this guard's own: a restart asks pages anew.
   const tokens = pageTokens(randomBytes(32));
+  const signIn: SignIn = { viewer: opts.viewer, sessions: new UiSessions(), cookie: uiCookie(opts.port) };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const pathname = (req.url ?? '/').split('?')[0];
-    if (pathname === SIGN_IN_PATH || pathname === SIGN_OUT_PATH) return signInPage(req, res, opts.viewer);
+    if (pathname === SIGN_IN_PATH || pathname === SIGN_OUT_PATH) return signInPage(req, res, signIn);
     if (!(UI_READ_METHODS as readonly string[]).includes(req.method ?? '')) {
       req.resume();
       return refuse(res, 405, 'The audit UI is read-only: only GET and HEAD reach it.', {
@@ -125,7 +127,7 @@ export async function startUiGuard(opts: {
       });
     }
     req.resume();
-    const token = viewerToken(req);
+    const token = viewerToken(req, signIn);
     const viewer = token ? await opts.viewer(token) : undefined;
     if (!viewer) {
       if (pathname?.startsWith('/api/'))

@@ -1,8 +1,11 @@
-// The audit UI's sign-in: a small form that takes a dossier token and keeps it
-// in an HttpOnly cookie, so the browser's reads carry it to the guard
-// (uiGuard.ts), which shows that token's team only. The same sign-in sets the
-// gateway codec endpoint's cookie: browsers scope cookies by host, not port,
-// so on one host (the embedded stack) the UI can also open the team's payloads.
+// The audit UI's sign-in: a small form that takes a dossier token and opens a
+// session for it, kept by the guard (uiGuard.ts) in memory; the browser holds
+// only the session's random id, in an HttpOnly cookie named for the guard's
+// port (browsers send a host's cookies to every port of it: the token itself
+// never goes there, and two stacks on one host keep their own). The same
+// sign-in sets the gateway codec endpoint's cookie, as /codec/login does, so on
+// one host (the embedded stack) the UI can also open the team's payloads.
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CODEC_COOKIE } from '../mcp/codecEndpoint.ts';
 
@@ -11,10 +14,57 @@ export type UiViewer = (token: string) => Promise<{ team: string; principal: str
 
 export const SIGN_IN_PATH = '/dossier/sign-in';
 export const SIGN_OUT_PATH = '/dossier/sign-out';
-export const UI_COOKIE = 'dossier_ui_token';
+
+/** The sign-in cookie of the guard on `port`. */
+export const uiCookie = (port: number) => `dossier_ui_${port}`;
 
 /** How long a sign-in lasts, in seconds (12 hours). */
 const SIGN_IN_SECONDS = 43_200;
+/** The most sessions one guard keeps; past it the oldest is closed. */
+const MAX_SESSIONS = 10_000;
+
+/** Signed-in browsers: a random id each, for a token, until it expires or signs out. */
+export class UiSessions {
+  private readonly byId = new Map<string, { token: string; expires: number }>();
+
+  open(token: string): string {
+    const id = randomBytes(32).toString('base64url');
+    const now = Date.now();
+    for (const [old, s] of this.byId) if (s.expires <= now) this.byId.delete(old);
+    while (this.byId.size >= MAX_SESSIONS) this.byId.delete(this.byId.keys().next().value!);
+    this.byId.set(id, { token, expires: now + SIGN_IN_SECONDS * 1000 });
+    return id;
+  }
+
+  /** The token a live session was opened for. */
+  token(id: string): string | undefined {
+    const s = this.byId.get(id);
+    if (s && s.expires > Date.now()) return s.token;
+    this.byId.delete(id);
+    return undefined;
+  }
+
+  close(id: string | undefined) {
+    if (id) this.byId.delete(id);
+  }
+}
+
+/** What the sign-in pages work with: whose a token is, the sessions, and the cookie's name. */
+export interface SignIn {
+  viewer: UiViewer;
+  sessions: UiSessions;
+  cookie: string;
+}
+
+/** The one value of the cookie `name` in a request, or undefined when it has none, or several. */
+export function cookieValue(req: IncomingMessage, name: string): string | undefined {
+  const values = (req.headers.cookie ?? '')
+    .split(';')
+    .map((part) => part.trim().split('='))
+    .filter(([key]) => key === name)
+    .map(([, value]) => value ?? '');
+  return values.length === 1 && values[0] ? values[0] : undefined;
+}
 /** The most a sign-in form's body may hold, in bytes, and how long it may take to arrive. */
 const MAX_FORM_BYTES = 4_096;
 const FORM_TIMEOUT_MS = 10_000;
@@ -36,7 +86,8 @@ function form(note = '', next = '/'): string {
 <h1>dossier audit UI</h1>
 <p>The audit UI shows your team's launches and analyses, read-only. Paste your dossier token (the
 <code>token</code> in <code>dev.json</code> for <code>npm start</code>, or one from
-<code>npx dossier token create</code>); the browser keeps it in an HttpOnly cookie for 12 hours.</p>
+<code>npx dossier token create</code>); you stay signed in for 12 hours, or until you
+<a href="${SIGN_OUT_PATH}">sign out</a>.</p>
 <form method="post" action="${SIGN_IN_PATH}"><input name="token" type="password" autocomplete="off" placeholder="dsr_…" autofocus>
 <input name="next" type="hidden" value="${escape(next)}">
 <p><button>Sign in</button></p></form>${note ? `<p>${escape(note)}</p>` : ''}`;
@@ -57,8 +108,10 @@ function html(
   res.end(body);
 }
 
-const cookies = (token: string, maxAge: number) => [
-  `${UI_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAge}`,
+// Lax, not Strict: a launch's ui_url followed from a chat or a tracker is a cross-site navigation,
+// and should arrive signed in. The guard answers reads only, and sign-out checks its Origin.
+const cookies = (name: string, session: string, token: string, maxAge: number) => [
+  `${name}=${session}; HttpOnly; SameSite=Lax; Path=/; Max-Age=${maxAge}`,
   `${CODEC_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/codec; Max-Age=${maxAge}`,
 ];
 
@@ -98,7 +151,7 @@ const SIGN_OUT_FORM = `<!doctype html>
  * Serves the sign-in form (GET) and signs in (POST); on the sign-out path, a button (GET) that signs
  * out (POST). Both POSTs must come from this UI's own pages.
  */
-export async function signInPage(req: IncomingMessage, res: ServerResponse, viewer: UiViewer): Promise<void> {
+export async function signInPage(req: IncomingMessage, res: ServerResponse, signIn: SignIn): Promise<void> {
   const signOut = req.url?.split('?')[0] === SIGN_OUT_PATH;
   if (req.method === 'GET' || req.method === 'HEAD') {
     req.resume();
@@ -118,13 +171,18 @@ export async function signInPage(req: IncomingMessage, res: ServerResponse, view
   }
   if (signOut) {
     req.resume();
-    return html(res, 303, '', { location: SIGN_IN_PATH, 'set-cookie': cookies('', 0) });
+    signIn.sessions.close(cookieValue(req, signIn.cookie));
+    return html(res, 303, '', { location: SIGN_IN_PATH, 'set-cookie': cookies(signIn.cookie, '', '', 0) });
   }
   const body = await readForm(req);
   if (!body) return html(res, 413, form(`The form may hold at most ${MAX_FORM_BYTES} bytes.`));
   const token = body.get('token')?.trim() ?? '';
-  const who = token && token.length <= 512 ? await viewer(token) : undefined;
+  const who = token && token.length <= 512 ? await signIn.viewer(token) : undefined;
   const next = nextPage(body.get('next'));
   if (!who) return html(res, 401, form('That token is not valid (unknown or revoked).', next));
-  return html(res, 303, '', { location: next, 'set-cookie': cookies(token, SIGN_IN_SECONDS) });
+  const session = signIn.sessions.open(token);
+  return html(res, 303, '', {
+    location: next,
+    'set-cookie': cookies(signIn.cookie, session, token, SIGN_IN_SECONDS),
+  });
 }
