@@ -165,6 +165,8 @@ export async function callCommand(config: Config, argv: string[]) {
   };
   try {
     let { reply, isError } = await ask(tool, args, typeof args.idempotency_key === 'string');
+    // Whether this call started the launch is said by its first reply, not by the waits after it.
+    const attached = (reply.launch as Reply | undefined)?.attached;
     // Still running: keep waiting, with progress, until it ends (a launch through await_launch,
     // an analysis by asking the same again, which attaches to it).
     while (reply.status === 'running' && (reply.launch || reply.analysis)) {
@@ -180,12 +182,19 @@ export async function callCommand(config: Config, argv: string[]) {
         ({ reply, isError } = await ask(tool, { ...args, wait_ms: 110_000 }, true));
       }
     }
+    if (attached !== undefined && reply.launch)
+      reply = { ...reply, launch: { ...(reply.launch as Reply), attached } };
     console.log(JSON.stringify(reply, null, 2));
-    if (isError) process.exitCode = 1;
+    // A launch that ended any other way than succeeded (failed, interrupted, cancelled) is a failure
+    // to a script, whether or not the reply was an error.
+    if (isError || UNSUCCESSFUL.includes(String(reply.status))) process.exitCode = 1;
   } finally {
     await client?.close();
   }
 }
+
+/** The endings of a launch or analysis that `call` exits 1 for. */
+const UNSUCCESSFUL = ['failed', 'interrupted', 'cancelled'];
 
 /** How often `call` asks again after losing its gateway (about a minute in all). */
 const RECONNECTS = 15;

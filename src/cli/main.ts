@@ -28,7 +28,8 @@ const USAGE = `usage: dossier <command>
   token list [--team TEAM] / token revoke ID
                         list tokens by id (never the token), or revoke one
   call TOOL ['{…}' | --json '{…}'] [--key K] [--wait-ms N]
-                        call a tool and print its reply; follows a running launch or analysis to its end
+                        call a tool and print its reply; follows a running launch or analysis to its
+                        end; exits 1 unless it succeeded (failed, interrupted, cancelled, refused)
   launches [--status S] [--tool T] [--limit N]
                         a table of recent launches with status and UI link
   upload FILE [--name NAME]

@@ -3,7 +3,7 @@
 import { Connection } from '@temporalio/client';
 import { execFileSync } from 'node:child_process';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { payloadKeys } from '../../src/temporal/codec.ts';
 import { dataConverter } from '../../src/temporal/dataConverter.ts';
 import { call, effectCounter } from '../helpers/mcp.ts';
@@ -176,10 +176,35 @@ describe('CLI client', () => {
     // Not a terminal: no progress line to redraw, no escape codes in what a script reads.
     expect(called.stderr).not.toContain('\r');
     expect(called.stderr).not.toContain('\u001b');
+    // It started the launch: the reply says so, though its last answer came from a wait.
     expect(JSON.parse(called.stdout)).toMatchObject({
       status: 'succeeded',
-      launch: { idempotency_key: 'cli-1' },
+      launch: { idempotency_key: 'cli-1', attached: false },
     });
+    // A followed launch that ends any other way than succeeded is a failure to a script.
+    const following = dossier(
+      'call',
+      'capture_process_scenario',
+      '--key',
+      'cli-cancelled',
+      '--wait-ms',
+      '300',
+      '--json',
+      '{"executable":"/usr/bin/sleep","args":["30"]}',
+    );
+    const canceller = await t.connect();
+    await vi.waitFor(
+      async () =>
+        expect(
+          (await call(canceller, 'await_launch', { idempotency_key: 'cli-cancelled', wait_ms: 0 })).status,
+        ).toBe('running'),
+      { timeout: 15_000, interval: 200 },
+    );
+    await call(canceller, 'cancel_launch', { idempotency_key: 'cli-cancelled' });
+    await canceller.close();
+    const cancelled = await following;
+    expect(cancelled.status, cancelled.stderr).toBe(1);
+    expect(JSON.parse(cancelled.stdout)).toMatchObject({ status: 'cancelled', launch: { attached: false } });
     const table = await dossier('launches', '--limit', '5');
     expect(table.status, table.stderr).toBe(0);
     const lines = table.stdout.trim().split('\n');
