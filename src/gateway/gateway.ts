@@ -22,6 +22,8 @@ import type { AnalysisReply, AnalysisService } from './analysisService.ts';
 
 export interface CallOptions {
   onProgress?: WaitOptions['onProgress'];
+  /** Aborted when the call's client goes away (or the gateway stops): a wait ends at once. */
+  signal?: AbortSignal;
   /** Asks the human behind the client (MCP form elicitation); absent when the client cannot be asked. */
   askHuman?: AskHuman;
 }
@@ -224,7 +226,11 @@ export class Gateway {
     refuseNul(args);
     const input = parseInput(contract, args);
     authorize(caller, contract);
-    const wait = (waitMs: number): WaitOptions => ({ waitMs, onProgress: opts.onProgress });
+    const wait = (waitMs: number): WaitOptions => ({
+      waitMs,
+      onProgress: opts.onProgress,
+      signal: opts.signal,
+    });
     if (isLaunchTool(contract)) {
       const approval = this.deps.approval;
       const gated = contract.approval === 'process' && approval?.mode === 'elicit';

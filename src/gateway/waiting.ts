@@ -9,6 +9,8 @@ export interface WaitOptions {
   waitMs: number;
   /** Called about once a second while the call waits, with the run's latest progress facts. */
   onProgress?: (elapsedMs: number, facts: Record<string, unknown> | null) => Promise<void>;
+  /** Ends the wait at once: the call's client went away, or the gateway is stopping. */
+  signal?: AbortSignal;
 }
 
 const PROGRESS_POLL_MS = 1_000;
@@ -24,7 +26,7 @@ export async function waitForWorkflow(
   wait: WaitOptions,
   progress: () => Promise<Record<string, unknown> | null>,
 ): Promise<{ ended: boolean; error?: unknown }> {
-  if (wait.waitMs <= 0) return { ended: false };
+  if (wait.waitMs <= 0 || wait.signal?.aborted) return { ended: false };
   const started = Date.now();
   const deadline = started + wait.waitMs;
   const ticker = wait.onProgress
@@ -35,11 +37,14 @@ export async function waitForWorkflow(
       }, PROGRESS_POLL_MS)
     : undefined;
   let timer: NodeJS.Timeout | undefined;
+  let gone: (() => void) | undefined;
   const late = new Promise<'late'>((resolve) => {
     timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()));
+    gone = () => resolve('late');
+    wait.signal?.addEventListener('abort', gone, { once: true });
   });
   try {
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline && !wait.signal?.aborted) {
       try {
         const first = await Promise.race([
           sharedResult(client, workflowId, runId).then(() => 'ended' as const),
@@ -57,6 +62,7 @@ export async function waitForWorkflow(
   } finally {
     if (timer) clearTimeout(timer);
     if (ticker) clearInterval(ticker);
+    if (gone) wait.signal?.removeEventListener('abort', gone);
   }
 }
 

@@ -59,6 +59,9 @@ export interface HttpGateway {
   close(): Promise<void>;
 }
 
+/** How long closing the gateway waits for requests still being answered, at most. */
+const CLOSE_WAIT_MS = 5_000;
+
 export async function startHttpGateway(
   gateway: Gateway,
   tokens: TokenStore,
@@ -290,13 +293,18 @@ export async function startHttpGateway(
     }
   }
 
+  // Requests being answered: closing waits for them (their waits end when their sessions close),
+  // so none reads a store that is already closed.
+  const inFlight = new Set<Promise<void>>();
   const httpServer = http.createServer((req, res) => {
-    handle(req, res).catch((err) => {
+    const answered = handle(req, res).catch((err) => {
       // Never the failure's own text (database messages, paths): a reference the server log has.
       const { message } = toToolError(err);
       if (!res.headersSent) rpcError(res, 500, -32603, message);
       else res.end();
     });
+    inFlight.add(answered);
+    void answered.finally(() => inFlight.delete(answered));
   });
   httpServer.keepAliveTimeout = 65_000;
   httpServer.headersTimeout = 66_000;
@@ -323,6 +331,12 @@ export async function startHttpGateway(
       await sessions.closeAll();
       httpServer.closeAllConnections();
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...inFlight]),
+        new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS))),
+      ]);
+      clearTimeout(timer);
     },
   };
 }

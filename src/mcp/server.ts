@@ -277,7 +277,9 @@ export function createMcpServer(
                 },
               });
             };
-      return toCallToolResult(await gateway.callTool(caller, name, args, { onProgress, askHuman }));
+      return toCallToolResult(
+        await gateway.callTool(caller, name, args, { onProgress, askHuman, signal: extra.signal }),
+      );
     };
     return inRequestSpan(
       `tools/call ${tool}`,

@@ -204,10 +204,16 @@ describe('npm start (the embedded default)', () => {
       const dev = JSON.parse(readFileSync(path.join(ctrlHome, 'dev.json'), 'utf8'));
       const client = await mcp(dev.mcp_url, dev.token);
       await sleepUntilRunning(client, 'ctrl-c-mid-launch', 3);
-      await client.close();
+      // A client still waiting on the launch when the stop comes: its wait ends, and nothing it was
+      // doing reads a store already closed.
+      const waiting = call(client, 'await_launch', { idempotency_key: 'ctrl-c-mid-launch', wait_ms: 60_000 });
+      waiting.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 300));
       const t0 = Date.now();
       process.kill(-product.pid!, 'SIGINT');
       expect(await exited, output).toBe(0);
+      expect(output).not.toMatch(/internal error/);
+      await client.close().catch(() => undefined);
       // The worker's 30 s grace is not spent retrying a Temporal server that left first.
       expect(Date.now() - t0).toBeLessThan(20_000);
       expect(output).not.toMatch(/Network error while completing activity|tcp connect error/);
