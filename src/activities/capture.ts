@@ -114,15 +114,15 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   child.stdout.on('data', (c: Buffer) => stdout.push(c));
   child.stderr.on('data', (c: Buffer) => stderr.push(c));
 
-  let ending: 'timeout' | 'cancel' | 'workspace_limit' | undefined;
-  const end = (why: 'timeout' | 'cancel' | 'workspace_limit') => {
+  let ending: 'timeout' | 'cancel' | 'shutdown' | 'workspace_limit' | undefined;
+  const end = (why: NonNullable<typeof ending>) => {
     if (ending) return;
     ending = why;
     proc.terminate();
     setTimeout(() => proc.kill(), KILL_GRACE_MS).unref();
   };
   const timer = setTimeout(() => end('timeout'), input.timeout_ms);
-  const onAbort = () => end('cancel');
+  const onAbort = () => end(ctx.stopping() ? 'shutdown' : 'cancel');
   const stopAbort = whenAborted(ctx.signal, onAbort);
   let workspaceBytes = 0;
   let checking = false;
@@ -181,6 +181,10 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   if (err.truncated) limitations.push(`stderr was capped at ${input.max_output_bytes} bytes`);
   if (ending === 'timeout') limitations.push(`the process was ended after timeout_ms=${input.timeout_ms}`);
   if (ending === 'cancel') limitations.push('the launch was cancelled; the process group was ended');
+  if (ending === 'shutdown')
+    limitations.push(
+      `its worker was stopped and waited DOSSIER_SHUTDOWN_GRACE_MS=${ctx.config.shutdownGraceMs} ms; the process group was ended`,
+    );
   if (ending === 'workspace_limit')
     limitations.push(
       `the workspace passed DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes} bytes (or 200,000 entries); the process group was ended`,
@@ -244,7 +248,8 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     stderr_head: errText.slice(0, HEAD_CHARS),
   };
   const result: EffectResult = {
-    status: ending === 'cancel' ? 'cancelled' : exit.error ? 'failed' : 'succeeded',
+    // A launch ended by its worker's stop is recorded interrupted (activities/index.ts), as cancelled here.
+    status: ending === 'cancel' || ending === 'shutdown' ? 'cancelled' : exit.error ? 'failed' : 'succeeded',
     document,
     collections: {
       stdout: lineRows(outText, ctx.config.maxCollectionRows + 1),
@@ -265,6 +270,14 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
         : []),
       ...(ending === 'timeout'
         ? [{ question: 'What would the process have done after the timeout?', scope: `${ctx.launchId} run` }]
+        : []),
+      ...(ending === 'shutdown'
+        ? [
+            {
+              question: 'What would the process have done had its worker not stopped?',
+              scope: `${ctx.launchId} run`,
+            },
+          ]
         : []),
     ],
   };

@@ -24,8 +24,10 @@ export interface EffectContext {
   sandbox: Sandbox;
   /** A fresh, empty directory that belongs to this launch alone. */
   workspace: string;
-  /** Aborted when the launch is cancelled. */
+  /** Aborted when the launch is cancelled, or its worker stops past its grace. */
   signal: AbortSignal;
+  /** Whether `signal` was aborted by the worker stopping (a shutdown), not by a cancel. */
+  stopping(): boolean;
   /**
    * Journals that the effect begins now. Call it after validation and right
    * before the first change to the world; it throws when an earlier attempt

@@ -112,6 +112,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
       attemptId: path.basename(workspace),
       workspace,
       signal: activity.cancellationSignal,
+      stopping: () => Boolean(activity.cancellationDetails?.workerShutdown),
       begin: async () => {
         if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }))) {
           throw ApplicationFailure.nonRetryable(

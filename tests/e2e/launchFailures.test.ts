@@ -171,6 +171,13 @@ describe('a launch survives what fails around it', () => {
     expect(outcome.error).toMatchObject({ code: 'interrupted', details: { reason: 'worker_shutdown' } });
     expect(outcome.evidence_id).toMatch(/^ev_/); // what was seen before it ended is retained
     expect(effect.count()).toBe(1);
+    // The Evidence says the worker's stop ended it, not a cancel, and leaves the question open.
+    const evidence = (await call(client, 'get_evidence', { evidence_id: outcome.evidence_id })).evidence;
+    expect(evidence.summary.ended_by).toBe('shutdown');
+    expect(evidence.limitations.join(' ')).toMatch(/worker was stopped/);
+    expect(evidence.limitations.join(' ')).not.toMatch(/cancelled/);
+    const unknowns = await call(client, 'list_unknowns', {});
+    expect(JSON.stringify(unknowns)).toContain('had its worker not stopped');
 
     const connection = await Connection.connect({ address: temporal.address });
     const audit = new Client({
