@@ -155,7 +155,7 @@ export async function callCommand(config: Config, argv: string[]) {
         if (!retry || attempt > RECONNECTS || !lostGateway(err)) throw err;
         settled();
         process.stderr.write(
-          `dossier: the gateway went away (${(err as Error).message.split('\n')[0]}); asking again (${attempt}/${RECONNECTS})…\n`,
+          `dossier: the gateway went away (${(err as Error).message.replace(/\s*\n\s*(- )?/g, ' ').slice(0, 300)}); asking again (${attempt}/${RECONNECTS})…\n`,
         );
         await client?.close().catch(() => undefined);
         client = undefined;

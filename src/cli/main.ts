@@ -213,7 +213,7 @@ async function cluster(args: string[]) {
   MCP endpoints  ${info.mcp_urls.join('  ')}
   token          ${info.token}
   Temporal       ${info.temporal_address} (namespace ${info.namespace}; server metrics ${info.temporal_metrics_url})
-  Temporal UI    ${info.ui_url}
+  Temporal UI    ${info.ui_url} (sign in with a token; each team sees its own)
   workers        ${running.workers.length} (logs in ${path.join(config.home, 'cluster', 'logs')})
   details        ${path.join(config.home, 'cluster.json')}
 
@@ -268,7 +268,7 @@ function printReady(dev: DevJson, seconds: string, home: string | undefined, inb
 
   MCP endpoint   ${dev.mcp_url}${dev.token ? `\n  token          ${dev.token}` : ''}
   Temporal       ${dev.temporal_address} (namespace ${dev.namespace})
-  Temporal UI    ${dev.ui_url}${home ? `\n  state          ${home} (connection details in ${home}/dev.json)` : ''}
+  Temporal UI    ${dev.ui_url} (sign in with a token; each team sees its own)${home ? `\n  state          ${home} (connection details in ${home}/dev.json)` : ''}
   inbox          ${inbox} (files here can be registered: register_artifact {path}; or \`npx dossier upload FILE\`)
 
 ${connect}

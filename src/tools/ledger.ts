@@ -63,7 +63,7 @@ export const inspectAnalysisView = defineTool({
   name: 'inspect_analysis_view',
   title: 'Inspect retained Evidence',
   description:
-    'Read retained Evidence without moving it whole: {kind:"summary"}, or {kind:"page", collection, where?, offset, limit} (limit ≤ 256). Pages carry rows with their source_index and coverage {offset, returned, matched, total, next_offset, exhausted}; an empty page never means a row is absent.',
+    'Read retained Evidence without moving it whole: {kind:"summary"}, or {kind:"page", collection, where?, offset, limit} (limit ≤ 256; where: {field: [values]}, e.g. {"syscall": ["openat"]}). Pages carry rows with their source_index and coverage {offset, returned, matched, total, next_offset, exhausted}; an empty page never means a row is absent.',
   input: z.strictObject({ evidence_id: evidenceIdSchema, view: viewSchema }),
   effect: READ,
   runsOn: 'gateway',
