@@ -7,13 +7,14 @@
 import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
 import type { NewUnknown } from '../domain/types.ts';
-import type { CappedOutput, DeviceSession, ExecResult } from '../devices/device.ts';
+import { WORKER_STOPPING, type CappedOutput, type DeviceSession } from '../devices/device.ts';
 import { openDevice } from '../devices/open.ts';
 import { detectType, storeArtifact } from '../evidence/artifacts.ts';
 import type { DeviceRecord } from '../store/devices.ts';
 import { lineRows } from './capture.ts';
-import type { Effect, EffectContext, EffectResult } from './effect.ts';
+import type { Effect, EffectContext } from './effect.ts';
 import { verifiedArtifact } from './policy.ts';
+import { execDocument, execStatus, outputLimitations } from './deviceResults.ts';
 import { whenAborted } from '../domain/abort.ts';
 
 // Waiters ask the store again every POLL_MS (turns left on other workers); a
@@ -87,7 +88,7 @@ async function onDevice<T>(
     { sandbox: ctx.sandbox, keys: ctx.keys },
   );
   const abort = new AbortController();
-  const onCancel = () => abort.abort();
+  const onCancel = () => abort.abort(ctx.stopping() ? WORKER_STOPPING : undefined);
   const stopCancel = whenAborted(ctx.signal, onCancel);
   const turnId = `${ctx.launchId}#${ctx.attemptId}`;
   const line = `${ctx.caller.team}/${device.device_id}`;
@@ -161,29 +162,6 @@ async function onDevice<T>(
   }
 }
 
-function execDocument(r: ExecResult) {
-  return {
-    exit: { code: r.code, signal: r.signal },
-    ended_by: r.endedBy,
-    duration_ms: r.durationMs,
-    stdout: r.stdout.describe(),
-    stderr: r.stderr.describe(),
-  };
-}
-
-function outputLimitations(r: ExecResult, cap: number, timeoutMs: number): string[] {
-  const out: string[] = [];
-  if (r.stdout.describe().truncated) out.push(`stdout was capped at ${cap} bytes`);
-  if (r.stderr.describe().truncated) out.push(`stderr was capped at ${cap} bytes`);
-  if (r.endedBy === 'timeout') out.push(`the program was ended after timeout_ms=${timeoutMs}`);
-  if (r.endedBy === 'cancel') out.push('the launch was cancelled; the program was ended');
-  return out;
-}
-
-function status(r: ExecResult): EffectResult['status'] {
-  return r.endedBy === 'cancel' ? 'cancelled' : 'succeeded';
-}
-
 export const deviceExec: Effect<
   DeviceInput & {
     argv: string[];
@@ -211,7 +189,7 @@ export const deviceExec: Effect<
   const out = r.stdout.text();
   const err = r.stderr.text();
   return {
-    status: status(r),
+    status: execStatus(r),
     document: {
       device: device.device_id,
       kind: device.kind,
@@ -317,7 +295,7 @@ export const deviceInstallPackage: Effect<DeviceInput & { artifact: string }> = 
   } = await onDevice(ctx, input, true, (session, _d, signal) => session.install(file, signal));
   const out = `${r.stdout.text()}${r.stderr.text()}`;
   return {
-    status: status(r),
+    status: execStatus(r),
     document: { device: device.device_id, artifact: input.artifact, turn, ...execDocument(r) },
     collections: {
       output: out
@@ -404,7 +382,7 @@ export const deviceReboot: Effect<DeviceInput> = async (input, ctx) => {
     output_head: `${r.stdout.text()}${r.stderr.text()}`.slice(0, HEAD_CHARS),
   };
   return {
-    status: status(r),
+    status: execStatus(r),
     document: { ...summary, turn, ...execDocument(r) },
     collections: {},
     summary,

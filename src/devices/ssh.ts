@@ -7,6 +7,7 @@ import { PassThrough } from 'node:stream';
 import { Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
 import { DossierError } from '../domain/errors.ts';
 import {
+  abortedBy,
   CappedOutput,
   type DeviceSession,
   type ExecRequest,
@@ -140,14 +141,14 @@ export async function openSsh(
     stream.stderr.on('data', (c: Buffer) => stderr.push(c));
     stream.end(req.stdin ?? '');
     let endedBy: ExecResult['endedBy'] = 'exit';
-    const end = (why: 'timeout' | 'cancel') => {
+    const end = (why: ExecResult['endedBy']) => {
       endedBy = why;
       // Ask the remote side to end the program, then drop the channel.
       stream.signal('KILL');
       stream.close();
     };
     const timer = setTimeout(() => end('timeout'), req.timeoutMs);
-    const onAbort = () => end('cancel');
+    const onAbort = () => end(abortedBy(req.signal));
     const stopAbort = whenAborted(req.signal, onAbort);
     const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
       stream.once('close', (c: number | null, s: string | null) => resolve([c ?? null, s ?? null])),
