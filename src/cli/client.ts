@@ -331,5 +331,5 @@ export async function uploadCommand(config: Config, argv: string[]) {
     reply = { error: body.slice(0, 1_000) };
   }
   console.log(JSON.stringify(reply, null, 2));
-  if (status !== 201) process.exitCode = 1;
+  if (status !== 201 && status !== 200) process.exitCode = 1;
 }

@@ -1,5 +1,5 @@
 // The HTTP routes beside /mcp, for what does not fit a JSON-RPC message:
-//   POST /artifacts?name=N     the request body becomes an artifact (201 + its record)
+//   POST /artifacts?name=N     the request body becomes an artifact (201 + its record; 200 if known)
 //   GET  /bundles              the caller's team's exported bundles
 //   GET  /bundles/NAME         one of them, as the file export_evidence_bundle wrote
 //   POST /bundles              a bundle in the body, verified and imported whole (200)
@@ -121,7 +121,9 @@ export async function serveRest(
       const result = await gateway.rest(principal, 'upload artifacts', (intake) =>
         intake.uploadArtifact(principal, req, name),
       );
-      if (result.ok) return sendJson(res, 201, result.value);
+      // 201 for new content; 200 for content already known, answered with its first record.
+      if (result.ok)
+        return sendJson(res, (result.value as { created?: boolean }).created ? 201 : 200, result.value);
       return refuse(req, res, STATUS[result.error.code] ?? 400, result.error);
     }
     case 'GET /bundles': {

@@ -221,6 +221,17 @@ describe('artifacts', () => {
       name: 'script.sh',
       origin: 'upload',
     });
+    // The same content again: 200, not created, its first record (and name) kept.
+    const again = await fetch(t.url.replace(/\/mcp$/, '/artifacts?name=other.sh'), {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${t.token}` },
+      body: new Uint8Array(body),
+    });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({
+      created: false,
+      artifact: { digest: artifact.digest, name: 'script.sh' },
+    });
     expect((await upload(t.token, Buffer.alloc(2 * 1024 * 1024))).status).toBe(413);
     expect((await upload(await t.tokenFor('vera', 'local', 'viewer'), body)).status).toBe(403);
     expect((await upload('dsr_wrong', body)).status).toBe(401);
