@@ -4,7 +4,9 @@
 // `processes` limit hold per launch, and what keeps two launches from ever
 // sharing an owner of files or processes. Leases are files created with
 // O_EXCL in a host-wide folder, so the workers of one host never hand out the
-// same uid twice; a lease whose worker died is taken back.
+// same uid twice; a lease whose worker died is taken back. A lease names its
+// holder by pid and the holder's start time, so a pid reused by another
+// process since does not keep a dead worker's lease for good.
 import { randomInt } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
@@ -25,14 +27,29 @@ export interface Identity {
 /** Draws that may hit taken uids before giving up: with thousands free, hitting this means the range is exhausted. */
 const DRAWS = 64;
 
-function alive(pid: number): boolean {
+/** When a process started (clock ticks since boot, from /proc), or undefined when it is gone. */
+function startTime(pid: number | 'self'): string | undefined {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command's closing parenthesis; starttime is field 22 of the whole line.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
   }
 }
+
+/** Whether the lease's holder still runs: that pid, started when the lease says (when it says). */
+function alive(pid: number, started: string | undefined): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  return started === undefined || startTime(pid) === started;
+}
+
+/** This process's lease line: its pid and start time. */
+const HOLDER = `${process.pid} ${startTime('self') ?? ''}`.trim();
 
 export class IdentityPool {
   private readonly held = new Set<number>();
@@ -83,18 +100,21 @@ export class IdentityPool {
   private lease(uid: number, retry = true): boolean {
     try {
       const fd = openSync(this.file(uid), 'wx', 0o600);
-      writeSync(fd, `${process.pid}\n`);
+      writeSync(fd, `${HOLDER}\n`);
       closeSync(fd);
       return true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || !retry) return false;
       let holder = NaN;
+      let started: string | undefined;
       try {
-        holder = Number(readFileSync(this.file(uid), 'utf8').trim());
+        const [pid, since] = readFileSync(this.file(uid), 'utf8').trim().split(' ');
+        holder = Number(pid);
+        started = since || undefined;
       } catch {
         return false;
       }
-      if (!Number.isInteger(holder) || holder <= 0 || alive(holder)) return false;
+      if (!Number.isInteger(holder) || holder <= 0 || alive(holder, started)) return false;
       try {
         unlinkSync(this.file(uid));
       } catch {
