@@ -14,7 +14,7 @@ import { helperPath, type Mount, type SandboxedProcess } from '../sandbox/sandbo
 import { KILL_GRACE_MS, type CaptureInput, type ObserveInput } from '../tools/capture.ts';
 import type { Effect, EffectContext, EffectResult } from './effect.ts';
 import { registeredArtifact } from './policy.ts';
-import { listTree, parseLtraceLine, readStrace, readTrace } from './observe.ts';
+import { listTree, parseLtraceLine, readStrace, readTrace, tracedExit } from './observe.ts';
 import { workspaceUsage } from './workspaces.ts';
 import { whenAborted } from '../domain/abort.ts';
 import { CappedOutput } from '../domain/capped.ts';
@@ -171,7 +171,12 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
         : undefined,
     listTree(ctx.workspace, input.max_files, FILE_HASH_BUDGET),
   ]);
-  const status = exitStatus(exit, input.isolation !== 'none');
+  // ltrace exits 0 whatever its program did: the program's own ending is in its output.
+  const traced = tracer === 'ltrace' && !exit.error ? await tracedExit(traceFile) : undefined;
+  if (traced) Object.assign(exit, traced);
+  const status = traced
+    ? { signal: traced.signal, inferred: false }
+    : exitStatus(exit, input.isolation !== 'none');
   const out = stdout.describe();
   const err = stderr.describe();
   const outText = stdout.text();
@@ -194,6 +199,12 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
       `the sandbox reports a program killed by signal N as exit status 128+N: exit status ${exit.code} is read as ${status.signal} (a program that exits with ${exit.code} itself reads the same)`,
     );
   if (trace?.truncated) limitations.push(`${tracer} events were capped at max_events=${input.max_events}`);
+  if (tracer === 'ltrace' && !exit.error)
+    limitations.push(
+      traced
+        ? "the exit status is the program's as ltrace reported it"
+        : "ltrace reported no ending for the program (it was ended first): the exit status is ltrace's own",
+    );
   if (tree.truncated) limitations.push(`the workspace listing was capped at max_files=${input.max_files}`);
   if (tree.unhashed) limitations.push(`${tree.unhashed} large workspace files were listed without SHA-256`);
   if (input.isolation === 'none') {

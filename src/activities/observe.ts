@@ -95,6 +95,31 @@ export async function readTrace<E>(
   return { events, truncated: false };
 }
 
+/**
+ * How the traced program itself ended, from ltrace's output: its first process's
+ * `+++ exited (status N) +++` or `+++ killed by SIGX +++` line (ltrace exits 0 whatever its
+ * program did). Undefined when the file has no such line for it (the tracer was ended first).
+ */
+export async function tracedExit(
+  file: string,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
+  if (!existsSync(file)) return undefined;
+  let root: string | undefined;
+  let ended: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  for await (const line of lines) {
+    const pid = /^(\d+)\s/.exec(line)?.[1];
+    if (!pid) continue;
+    root ??= pid;
+    if (pid !== root) continue;
+    const exited = /^\d+\s+\+\+\+ exited \(status (\d+)\) \+\+\+$/.exec(line);
+    const killed = /^\d+\s+\+\+\+ killed by (SIG[A-Z0-9]+)/.exec(line);
+    if (exited) ended = { code: Number(exited[1]), signal: null };
+    else if (killed) ended = { code: null, signal: killed[1] as NodeJS.Signals };
+  }
+  return ended;
+}
+
 export interface FileRow {
   path: string;
   type: 'file' | 'dir' | 'symlink' | 'other';

@@ -199,6 +199,20 @@ describe('observe_native_calls', () => {
     expect(opendir).toHaveLength(1);
     expect(opendir[0]).toMatchObject({ call: 'opendir', args: '"/"' });
     expect((await rows(reply.evidence_id, 'events', { call: ['strlen'] })).length).toBeGreaterThan(0);
+    expect(reply.summary.exit_code).toBe(0);
+  });
+
+  it('reports the program’s own exit status, not ltrace’s (which exits 0 whatever its program did)', async () => {
+    const reply = await call(client, 'observe_native_calls', {
+      executable: '/usr/bin/ls',
+      args: ['/nonexistent-dossier-path'],
+      detail: 'summary',
+      idempotency_key: 'ltrace-ls-fails',
+    });
+    expect(reply.status).toBe('succeeded');
+    expect(reply.summary).toMatchObject({ exit_code: 2, signal: null, ended_by: 'exit' });
+    const evidence = (await call(client, 'get_evidence', { evidence_id: reply.evidence_id })).evidence;
+    expect(evidence.limitations.join(' ')).toMatch(/as ltrace reported it/);
   });
 });
 
