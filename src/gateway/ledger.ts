@@ -196,7 +196,14 @@ export class Ledger {
       ]);
       // Empty collections have no rows in the store; the complete result still names them.
       const rows = Object.fromEntries(collections.map(([name]) => [name, stored[name] ?? []]));
-      const complete = { ...reply, detail: 'complete', result: { document, collections: rows } };
+      // What was capped or left out says so in every shape of the reply, the complete one too.
+      const complete = {
+        ...reply,
+        detail: 'complete',
+        result: { document, collections: rows },
+        truncated: record.truncated,
+        limitations: record.limitations,
+      };
       if (replyBytes(complete) <= this.replyBudgetBytes) return complete;
     }
     const summarized = {

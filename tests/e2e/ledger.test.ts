@@ -41,6 +41,16 @@ describe('producing tools deliver within the reply budget', () => {
     });
     expect(small.detail).toBe('complete');
     expect(small.result.collections.stdout.map((r: Reply) => r.text)).toEqual(['1', '2', '3']);
+    expect(small).toMatchObject({ truncated: false, limitations: expect.any(Array) });
+    // What was capped says so in the complete reply too, not only in its summary.
+    const capped = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/seq',
+      args: ['100'],
+      max_output_bytes: 16,
+      idempotency_key: 'seq-capped',
+    });
+    expect(capped).toMatchObject({ detail: 'complete', truncated: true });
+    expect(capped.limitations.join(' ')).toMatch(/stdout was capped at 16 bytes/);
 
     const big = await call(client, 'capture_process_scenario', {
       executable: '/usr/bin/seq',
