@@ -124,10 +124,10 @@ export class DatabaseWriter {
 export interface FunctionRow {
   address: number;
   name: string;
-  named: number;
+  named: boolean;
   size: number;
   blocks: number;
-  is_plt: number;
+  is_plt: boolean;
   callers: number;
   callees: number;
 }
@@ -152,6 +152,15 @@ export interface StringRow {
   length: number;
 }
 
+/** The columns SQLite keeps as 0/1 that rows carry as true/false (a `where` filter asks for booleans). */
+const FLAGS = ['named', 'is_plt', 'is_import', 'is_export'];
+
+function withFlags<T>(row: T): T {
+  const out = { ...(row as Record<string, unknown>) };
+  for (const flag of FLAGS) if (typeof out[flag] === 'number') out[flag] = out[flag] !== 0;
+  return out as T;
+}
+
 /** Read-only queries over one analysis database. */
 export class AnalysisDatabase {
   private readonly db: Database.Database;
@@ -164,7 +173,9 @@ export class AnalysisDatabase {
   private all<T>(sql: string, ...params: unknown[]): T[] {
     let s = this.statements.get(sql);
     if (!s) this.statements.set(sql, (s = this.db.prepare(sql)));
-    return s.all(...params) as T[];
+    const rows = s.all(...params) as T[];
+    // Only tables with a flag column pay for the copy.
+    return rows.length && FLAGS.some((f) => f in (rows[0] as object)) ? rows.map(withFlags) : rows;
   }
 
   meta(): Record<string, unknown> {
@@ -215,7 +226,7 @@ export class AnalysisDatabase {
     ).find((s) => address < s.address + s.length * (s.encoding === 'utf-16le' ? 2 : 1));
   }
 
-  symbolsNamed(name: string): { name: string; address: number | null; type: string; is_import: number }[] {
+  symbolsNamed(name: string): { name: string; address: number | null; type: string; is_import: boolean }[] {
     return this.all('SELECT name, address, type, is_import FROM symbols WHERE name = ? ORDER BY idx', name);
   }
 

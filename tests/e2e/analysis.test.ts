@@ -119,7 +119,10 @@ describe('trace_feature on the C fixture', () => {
 
     // The stripped function is one angr recovered but no symbol names.
     const functions = await analyse(alice, 'list_functions', { artifact: fixture, detail: 'summary' });
-    const unnamed = await all(alice, functions.evidence_id, 'functions', { named: [0] });
+    // Flags are true/false, as a `where` filter asks for them.
+    const unnamed = await all(alice, functions.evidence_id, 'functions', { named: [false] });
+    expect(unnamed.length).toBeGreaterThan(0);
+    expect(await all(alice, functions.evidence_id, 'functions', { named: [0] })).toEqual([]);
     const hidden = refs.find((r) => r.owner.procedure_name?.startsWith('sub_'))!;
     expect(unnamed.map((f) => f.address)).toContain(hidden.owner.procedure_address);
   });
