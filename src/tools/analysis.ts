@@ -8,9 +8,9 @@ import { ARTIFACT_DIGEST } from '../domain/types.ts';
 import { bounded, defineTool, type EffectAudit } from './contract.ts';
 
 export const ANALYSIS_LIMITS = {
-  min_length: { default: 4, max: 1_024, unit: 'characters' },
+  min_length: { default: 4, min: 4, max: 1_024, unit: 'characters (the database keeps runs of 4 or more)' },
   max_strings: { default: 100_000, max: 1_000_000, unit: 'strings' },
-  depth: { default: 2, max: 16, unit: 'call levels' },
+  depth: { default: 2, min: 1, max: 16, unit: 'call levels' },
   max_edges: { default: 10_000, max: 100_000, unit: 'edges' },
   max_references: { default: 10_000, max: 1_000_000, unit: 'references' },
   decompile_timeout_s: { default: 120, max: 600, unit: 's' },
@@ -86,9 +86,7 @@ export const findStrings = defineTool({
     'Printable strings (ASCII, UTF-16LE) in the binary’s non-executable loaded sections, with their addresses and how many code or data references point into each.',
   input: z.object({
     ...target,
-    min_length: bounded(ANALYSIS_LIMITS.min_length, 'Shortest string kept').refine((v) => v >= 4, {
-      error: 'min_length is at least 4 (the database keeps runs of 4 or more)',
-    }),
+    min_length: bounded(ANALYSIS_LIMITS.min_length, 'Shortest string kept'),
     encodings: z
       .array(z.enum(['ascii', 'utf-16le']))
       .min(1)
@@ -134,9 +132,7 @@ export const getCallGraph = defineTool({
     ...target,
     function: functionRef,
     direction: z.enum(['callees', 'callers', 'both']).default('callees'),
-    depth: bounded(ANALYSIS_LIMITS.depth, 'Levels to follow').refine((v) => v >= 1, {
-      error: 'depth is at least 1',
-    }),
+    depth: bounded(ANALYSIS_LIMITS.depth, 'Levels to follow'),
     max_edges: bounded(ANALYSIS_LIMITS.max_edges, 'Edges kept; beyond it the result says truncated'),
   }),
   effect: ANALYSIS,

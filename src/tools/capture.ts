@@ -5,7 +5,7 @@ import { ARTIFACT_DIGEST } from '../domain/types.ts';
 import { bounded, defineTool, investigationSchema } from './contract.ts';
 
 export const CAPTURE_LIMITS = {
-  timeout_ms: { default: 30_000, max: 300_000, unit: 'ms' },
+  timeout_ms: { default: 30_000, min: 100, max: 300_000, unit: 'ms' },
   max_output_bytes: { default: 1024 * 1024, max: 16 * 1024 * 1024, unit: 'bytes per stream' },
   args: { default: 0, max: 256, unit: 'arguments' },
   arg_bytes: { default: 0, max: 4_096, unit: 'bytes per argument' },
@@ -13,10 +13,11 @@ export const CAPTURE_LIMITS = {
   stdin_bytes: { default: 0, max: 1024 * 1024, unit: 'bytes' },
   max_events: { default: 100_000, max: 1_000_000, unit: 'syscall events' },
   max_files: { default: 10_000, max: 100_000, unit: 'workspace entries' },
-  address_space_mb: { default: 4_096, max: 65_536, unit: 'MiB of virtual memory (RLIMIT_AS)' },
-  open_files: { default: 1_024, max: 65_536, unit: 'file descriptors (RLIMIT_NOFILE)' },
+  address_space_mb: { default: 4_096, min: 16, max: 65_536, unit: 'MiB of virtual memory (RLIMIT_AS)' },
+  open_files: { default: 1_024, min: 16, max: 65_536, unit: 'file descriptors (RLIMIT_NOFILE)' },
   processes: {
     default: 256,
+    min: 1,
     max: 4_096,
     unit: 'processes of the user (RLIMIT_NPROC; not enforced for root)',
   },
@@ -56,7 +57,7 @@ const captureInput = z.object({
   timeout_ms: bounded(
     CAPTURE_LIMITS.timeout_ms,
     'Wall-clock limit; then the process group gets SIGTERM and, 2 s later, SIGKILL',
-  ).refine((v) => v >= 100, { error: 'timeout_ms must be at least 100' }),
+  ),
   max_output_bytes: bounded(CAPTURE_LIMITS.max_output_bytes, 'Cap on retained stdout and stderr, each'),
   trace_syscalls: z
     .boolean()
@@ -73,11 +74,9 @@ const captureInput = z.object({
   max_files: bounded(CAPTURE_LIMITS.max_files, 'Cap on workspace entries listed (and hashed) after the run'),
   limits: z
     .strictObject({
-      address_space_mb: bounded(CAPTURE_LIMITS.address_space_mb, 'Virtual memory limit').refine(
-        (v) => v >= 16,
-      ),
-      open_files: bounded(CAPTURE_LIMITS.open_files, 'Open file limit').refine((v) => v >= 16),
-      processes: bounded(CAPTURE_LIMITS.processes, 'Process limit').refine((v) => v >= 1),
+      address_space_mb: bounded(CAPTURE_LIMITS.address_space_mb, 'Virtual memory limit'),
+      open_files: bounded(CAPTURE_LIMITS.open_files, 'Open file limit'),
+      processes: bounded(CAPTURE_LIMITS.processes, 'Process limit'),
     })
     .prefault({})
     .describe('Resource limits applied with prlimit before the program starts.'),

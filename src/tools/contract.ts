@@ -19,6 +19,8 @@ export interface EffectAudit {
 export interface NamedBound {
   default: number;
   max: number;
+  /** The least value taken (0 when absent). */
+  min?: number;
   unit: string;
 }
 
@@ -122,10 +124,12 @@ export function bounded(bound: NamedBound, description: string) {
   return z
     .number()
     .int()
-    .min(0)
+    .min(bound.min ?? 0)
     .max(bound.max)
     .default(bound.default)
-    .describe(`${description} (${bound.unit}; default ${bound.default}, at most ${bound.max})`);
+    .describe(
+      `${description} (${bound.unit}; default ${bound.default}, ${bound.min ? `at least ${bound.min}, ` : ''}at most ${bound.max})`,
+    );
 }
 
 /** The page size of every list tool (list_launches, list_evidence, list_unknowns, list_artifacts). */
