@@ -1,6 +1,7 @@
 // What every aggregate of the store shares: row values to and from SQL, bulk
 // inserts within the parameter limits, team-scoped filters and keyset paging
 // with opaque cursors.
+import { sha256Hex } from '../domain/canonical.ts';
 import { DossierError } from '../domain/errors.ts';
 import type { Page } from '../domain/types.ts';
 import type { SqlExecutor } from './sql.ts';
@@ -53,7 +54,9 @@ export async function pageBy<T>(
   map: (r: Row) => T,
   cursorOf: (item: T) => (string | number)[],
 ): Promise<Page<T>> {
-  const cursor = decodeCursor(f.cursor);
+  // A cursor continues the list and filter that issued it, and no other: it carries their digest.
+  const scope = sha256Hex(`${table}\n${where.join(' AND ')}\n${JSON.stringify(args)}`).slice(0, 16);
+  const cursor = decodeCursor(f.cursor, scope);
   if (cursor) {
     where.push(`(created_at, ${tiebreak}) < (?, ?)`);
     args.push(cursor[0], cursor[1]);
@@ -66,8 +69,8 @@ export async function pageBy<T>(
   const last = items[items.length - 1];
   return {
     items,
-    nextCursor: rows.length > f.limit && last ? encodeCursor(cursorOf(last)) : null,
-    cursorAfter: (i) => encodeCursor(cursorOf(items[i]!)),
+    nextCursor: rows.length > f.limit && last ? encodeCursor([...cursorOf(last), scope]) : null,
+    cursorAfter: (i) => encodeCursor([...cursorOf(items[i]!), scope]),
   };
 }
 
@@ -75,24 +78,36 @@ export function encodeCursor(parts: (string | number)[]): string {
   return Buffer.from(JSON.stringify(parts)).toString('base64url');
 }
 
-/** Returns undefined for no cursor; throws for a cursor that is not one of ours. */
-export function decodeCursor(cursor: string | undefined): (string | number)[] | undefined {
+/**
+ * The keyset a cursor of the list `scope` names; undefined for no cursor; throws for a cursor that
+ * is not one of ours, or one of another list or filter.
+ */
+export function decodeCursor(cursor: string | undefined, scope: string): (string | number)[] | undefined {
   if (!cursor) return undefined;
+  let parts: unknown;
   try {
-    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown;
-    if (
-      Array.isArray(parts) &&
-      parts.length === 2 &&
-      parts.every(
-        (p) =>
-          (typeof p === 'string' && p.length <= 1_024 && !p.includes('\u0000')) ||
-          (typeof p === 'number' && Number.isSafeInteger(p)),
-      )
-    )
-      return parts;
+    parts = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown;
   } catch {
-    // fall through to the error below
+    parts = undefined;
   }
+  if (Array.isArray(parts) && parts.length === 3 && typeof parts[2] === 'string' && parts[2] !== scope) {
+    throw new DossierError(
+      'invalid_params',
+      'The cursor continues another list or another filter than this call asks for.',
+      'Pass next_cursor only to the same list with the same filters, or omit cursor to start from the first page.',
+    );
+  }
+  if (
+    Array.isArray(parts) &&
+    parts.length === 3 &&
+    parts[2] === scope &&
+    parts.every(
+      (p) =>
+        (typeof p === 'string' && p.length <= 1_024 && !p.includes('\u0000')) ||
+        (typeof p === 'number' && Number.isSafeInteger(p)),
+    )
+  )
+    return parts.slice(0, 2) as (string | number)[];
   throw new DossierError(
     'invalid_params',
     'The cursor is not one this server issued.',

@@ -139,6 +139,22 @@ describe.each(BACKENDS)('retained views on %s', (backend) => {
       cursor = next.next_cursor;
     }
     expect(seen.size).toBe(2_000);
+    // A cursor continues its own list and filter only: another filter, list or team is refused.
+    for (const [asked, who] of [
+      [{ status: 'resolved' as const }, alice],
+      [{}, alice],
+      [{ status: 'open' as const }, mallory],
+    ] as const) {
+      await expect(
+        ledger.listUnknowns(who, { ...asked, limit: 10, cursor: open.next_cursor! }),
+      ).rejects.toMatchObject({
+        code: 'invalid_params',
+        message: expect.stringMatching(/another list or another filter/),
+      });
+    }
+    await expect(ledger.list(alice, { limit: 10, cursor: open.next_cursor! })).rejects.toMatchObject({
+      code: 'invalid_params',
+    });
     const first = open.unknowns[0]!;
     expect(first.evidence_ids).toEqual([trace.evidence_id]);
     expect((await ledger.listUnknowns(mallory, { limit: 10 })).unknowns).toEqual([]);
