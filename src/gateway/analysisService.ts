@@ -32,6 +32,8 @@ export interface AnalysisReply {
   evidence_id?: string;
   summary?: Record<string, unknown>;
   error?: Record<string, unknown>;
+  /** While running: how to follow it (an analysis has no idempotency key for await_launch). */
+  next?: string;
   progress?: Record<string, unknown>;
 }
 
@@ -184,6 +186,7 @@ export class AnalysisService {
     if (status === 'running') {
       const progress = await this.progressOf(record);
       if (progress) reply.progress = progress;
+      reply.next = `Call ${record.tool} again with the same input (and wait_ms up to 110000): it attaches to this analysis and answers when it ends. await_launch does not follow analyses.`;
     }
     return reply;
   }

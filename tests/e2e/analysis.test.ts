@@ -245,6 +245,8 @@ describe('the other analysis tools', () => {
     const sed = await register(alice, '/usr/bin/sed');
     const first = await call(alice, 'list_functions', { artifact: sed, wait_ms: 0, detail: 'summary' });
     expect(first).toMatchObject({ status: 'running', analysis: { attached: false } });
+    // A running analysis says how to follow it: by asking again, not with await_launch.
+    expect(first.next).toMatch(/Call list_functions again with the same input/);
     const seen = new Set<string>();
     let reply = first;
     while (reply.status === 'running') {
