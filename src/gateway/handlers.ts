@@ -23,6 +23,20 @@ import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts
 import type { DeviceRegistry } from './devices.ts';
 import type { Ledger } from './ledger.ts';
 import { fitList } from './lists.ts';
+import { TOOLS_BY_NAME } from '../tools/catalog.ts';
+import { DossierError } from '../domain/errors.ts';
+
+/** A tool filter names a tool of this gateway: a misspelt one would list nothing, silently. */
+function knownTool<T extends { tool?: string }>(input: T): T {
+  if (input.tool !== undefined && !TOOLS_BY_NAME.has(input.tool))
+    throw new DossierError(
+      'invalid_params',
+      `No tool is named "${input.tool}".`,
+      'Filter by a tool name from tools/list (e.g. capture_process_scenario), or omit tool.',
+      { tool: input.tool },
+    );
+  return input;
+}
 
 export interface HandlerContext {
   caller: Principal;
@@ -61,12 +75,12 @@ export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
     ...(await c.launches.cancel(c.caller, i.idempotency_key, c.wait(10_000))),
   })),
   handler(listLaunches, async (i, c) =>
-    fitList('launches', await c.launches.list(c.caller, i), c.ledger.replyBudgetBytes),
+    fitList('launches', await c.launches.list(c.caller, knownTool(i)), c.ledger.replyBudgetBytes),
   ),
   handler(inspectAnalysisView, (i, c) => c.ledger.inspect(c.caller, i.evidence_id, i.view)),
   handler(getEvidence, (i, c) => c.ledger.get(c.caller, i.evidence_id)),
   handler(listEvidence, ({ workflow_id: workflowId, ...rest }, c) =>
-    c.ledger.list(c.caller, { ...rest, workflowId }),
+    c.ledger.list(c.caller, { ...knownTool(rest), workflowId }),
   ),
   handler(recordUnknown, (i, c) => c.ledger.recordUnknown(c.caller, i)),
   handler(updateUnknown, (i, c) => c.ledger.updateUnknown(c.caller, i)),

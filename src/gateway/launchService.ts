@@ -241,7 +241,7 @@ export class LaunchService {
       throw new DossierError(
         'not_found',
         `You have no launch with idempotency_key "${key}".`,
-        'Check the key (keys are scoped to your principal); list_launches shows your team’s launches.',
+        'Check the key: keys are scoped to your principal. list_launches shows your team’s launches; a teammate’s is read, awaited and cancelled by its own principal.',
         { idempotency_key: key },
       );
     }

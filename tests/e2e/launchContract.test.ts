@@ -196,5 +196,15 @@ describe('keys are scoped to the principal', () => {
     ).toEqual(['list-failed']);
     const outsider = await t.connect(await t.tokenFor('erin', 'elsewhere'));
     expect((await call(outsider, 'list_launches', {})).launches).toEqual([]);
+    // A misspelt tool filter is said so, not answered with an empty list; so is another list's cursor.
+    for (const [tool, args] of [
+      ['list_launches', { tool: 'capture_proces_scenario' }],
+      ['list_evidence', { tool: 'no_such_tool' }],
+      ['list_launches', { status: 'failed', cursor: page1.next_cursor }],
+    ] as const) {
+      expect((await call(dave, tool, args)).error, `${tool} ${JSON.stringify(args)}`).toMatchObject({
+        code: 'invalid_params',
+      });
+    }
   });
 });
