@@ -40,6 +40,13 @@ describe('verifyBundle', () => {
   it('refuses the whole bundle when one row changed, when it is not JSON, or not a bundle', () => {
     const tampered = { ...entry, collections: { stdout: [{ line: 1, text: 'changed' }] } };
     expect(() => verifyBundle(bundle([entry, tampered]))).toThrow(/refused whole.*entry 1/);
+    // A changed row is an integrity error; a file that is no bundle at all is a bad input.
+    expect(() => verifyBundle(bundle([entry, tampered]))).toThrow(
+      expect.objectContaining({ code: 'integrity_error' }),
+    );
+    expect(() => verifyBundle(bundle([entry, { nonsense: true }]))).toThrow(
+      expect.objectContaining({ code: 'invalid_params' }),
+    );
     expect(() => verifyBundle('{')).toThrow(/not JSON/);
     expect(() => verifyBundle(canonicalJson({ format: 'other', evidence: [] }))).toThrow(/not a dossier/);
   });

@@ -80,19 +80,24 @@ export function verifyBundle(text: string): BuiltEvidence[] {
         unknowns: residual.map((u) => ({ question: u.question, scope: u.scope })),
       });
       if (built.record.evidence_id !== claimed)
-        throw new Error(`its content digests to ${built.record.evidence_id}`);
+        throw refused(
+          `entry ${i} (${claimed}) does not match its digests: its content digests to ${built.record.evidence_id}`,
+          'integrity_error',
+        );
       return built;
     } catch (err) {
+      if (err instanceof DossierError) throw err;
       throw refused(
-        `entry ${i} (${entry?.record?.evidence_id ?? 'no id'}) does not match its digests: ${(err as Error).message}`,
+        `entry ${i} (${entry?.record?.evidence_id ?? 'no id'}) is not an Evidence record: ${(err as Error).message}`,
       );
     }
   });
 }
 
-function refused(why: string): DossierError {
+/** The bundle refused: `integrity_error` when its content is not what its digests say. */
+function refused(why: string, code: 'invalid_params' | 'integrity_error' = 'invalid_params'): DossierError {
   return new DossierError(
-    'invalid_params',
+    code,
     `The bundle was refused whole, and nothing was imported: ${why}.`,
     'Import the bundle file exactly as export_evidence_bundle wrote it; a changed byte changes its digests.',
   );
