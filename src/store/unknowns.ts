@@ -128,6 +128,20 @@ export class UnknownStore {
     if (change.note !== undefined) assign('note', change.note);
     if (change.settledBy !== undefined) assign('settled_by', json(change.settledBy));
     const applied = await this.db.transaction(async (tx) => {
+      // A change that changes nothing is no new revision (a retried call, say).
+      const current = await tx.get<Row>(
+        'SELECT status, note, settled_by, revision FROM unknowns WHERE team = ? AND unknown_id = ?',
+        [team, unknownId],
+      );
+      if (
+        current &&
+        Number(current.revision) === expectedRevision &&
+        (change.status === undefined || change.status === current.status) &&
+        (change.note === undefined || change.note === ((current.note as string | null) ?? null)) &&
+        (change.settledBy === undefined ||
+          json(change.settledBy) === ((current.settled_by as string | null) ?? null))
+      )
+        return true;
       const info = await tx.run(
         `UPDATE unknowns SET ${sets.join(', ')} WHERE team = ? AND unknown_id = ? AND revision = ?`,
         [...args, team, unknownId, expectedRevision],

@@ -130,7 +130,7 @@ export const updateUnknown = defineTool({
   name: 'update_unknown',
   title: 'Update a residual unknown',
   description:
-    'Change an unknown’s status (open, resolved, refuted, superseded), note or settling evidence, only if its revision is still expected_revision; otherwise revision_conflict and nothing changes.',
+    'Change an unknown’s status (open, resolved, refuted, superseded), note or settling evidence, only if its revision is still expected_revision; otherwise revision_conflict and nothing changes. The same change again (a retry) changes nothing and makes no new revision.',
   input: z.strictObject({
     unknown_id: z.string().regex(UNKNOWN_ID, { error: 'unknown_id is "unk_" followed by 32 hex digits' }),
     expected_revision: z.number().int().min(1).max(1_000_000_000),

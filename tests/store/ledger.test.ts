@@ -184,6 +184,14 @@ describe.each(BACKENDS)('retained views on %s', (backend) => {
       revision: 2,
       settled_by: [trace.evidence_id],
     });
+    // The same change again (a retried call) changes nothing, and makes no new revision.
+    const same = await ledger.updateUnknown(alice, {
+      unknown_id: unknown.unknown_id,
+      expected_revision: 2,
+      status: 'resolved',
+      settled_by: [trace.evidence_id],
+    });
+    expect(same.unknown).toMatchObject({ status: 'resolved', revision: 2 });
     await expect(
       ledger.updateUnknown(alice, {
         unknown_id: unknown.unknown_id,
@@ -250,7 +258,7 @@ describe.each(BACKENDS)('retained views on %s', (backend) => {
       await ledger.updateUnknown(alice, {
         unknown_id: id,
         expected_revision: revision,
-        note: 'n'.repeat(4_000),
+        note: `${revision}:`.padEnd(4_000, 'n'), // each a change: an update that changes nothing makes no revision
       });
     }
     const read = await ledger.getUnknown(alice, { unknown_id: id, history_limit: 200 });
