@@ -145,7 +145,7 @@ export function listFunctions(_input: unknown, { db }: QueryContext): QueryResul
 
 export function getCallGraph(
   input: { function: string; direction: 'callees' | 'callers' | 'both'; depth: number; max_edges: number },
-  { db }: QueryContext,
+  { db, artifact }: QueryContext,
 ): QueryResult {
   const root = resolveFunction(db, input.function);
   const names = new Map(db.functions().map((f) => [f.address, f.name]));
@@ -203,6 +203,15 @@ export function getCallGraph(
     },
     truncated,
     limitations: truncated ? [`edges were capped at max_edges=${input.max_edges}`] : [],
+    // What the cap left out stays an open question of the team's, as a trace's does.
+    unknowns: truncated
+      ? [
+          {
+            question: `Which calls past the first ${input.max_edges} edges lie within ${input.depth} levels of ${root.name} (${input.direction})?`,
+            scope: `${artifact} call graph ${hex(root.address)} ${input.direction}`,
+          },
+        ]
+      : [],
   };
 }
 

@@ -227,6 +227,17 @@ describe('the other analysis tools', () => {
     const callees = graph.result.collections.edges.map((e: Reply) => e.dst_name);
     expect(callees).toEqual(expect.arrayContaining(['check_feature', 'report_feature']));
     expect(callees.some((n: string) => /^sub_/.test(n))).toBe(true);
+    // A capped graph says so in the reply itself, and leaves what it cut an open question.
+    const capped = await analyse(alice, 'get_call_graph', {
+      artifact: fixture,
+      function: 'main',
+      max_edges: 1,
+      detail: 'complete',
+    });
+    expect(capped).toMatchObject({ truncated: true });
+    expect(capped.limitations).toContain('edges were capped at max_edges=1');
+    const open = await call(alice, 'list_unknowns', { status: 'open' });
+    expect(JSON.stringify(open.unknowns)).toContain('past the first 1 edges');
 
     const code = await analyse(alice, 'decompile_function', {
       artifact: fixture,
