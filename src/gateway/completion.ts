@@ -120,3 +120,30 @@ export async function completePromptArgument(
     return EMPTY;
   }
 }
+
+/** The resource template whose `evidence_id` completes from the team's Evidence (mcp/server.ts serves it). */
+export const EVIDENCE_TEMPLATE = 'dossier://evidence/{evidence_id}';
+
+/** Resource-template argument completion: the team's Evidence ids for the Evidence template. */
+export async function completeResourceArgument(
+  stores: CompletionStores,
+  caller: Principal,
+  uri: string,
+  argument: string,
+  typed: string,
+): Promise<Completion> {
+  if (uri !== EVIDENCE_TEMPLATE || argument !== 'evidence_id' || typed.length > COMPLETION_LIMITS.valueChars)
+    return EMPTY;
+  try {
+    const ids = await stores.candidates.candidates(
+      caller.team,
+      caller.principal,
+      'evidence',
+      typed,
+      COMPLETION_LIMITS.scanned,
+    );
+    return complete(ids, typed);
+  } catch {
+    return EMPTY;
+  }
+}

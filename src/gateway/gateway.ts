@@ -182,6 +182,10 @@ export class Gateway {
     return this.deps.ledger.complete(caller, prompt, argument, typed, context);
   }
 
+  completeResource(caller: Principal, uri: string, argument: string, typed: string) {
+    return this.deps.ledger.completeResource(caller, uri, argument, typed);
+  }
+
   /**
    * The HTTP routes beside MCP (artifact uploads, bundles) in the caller's name:
    * the same roles and the same error shape as tools. `writes` names what a

@@ -3,7 +3,7 @@
 import { DossierError } from '../domain/errors.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { PAGE_LIMIT } from '../tools/ledger.ts';
-import { completePromptArgument } from './completion.ts';
+import { completePromptArgument, completeResourceArgument } from './completion.ts';
 import { Intake, type IntakeOptions } from './intake.ts';
 import { fitList } from './lists.ts';
 import { unknownId } from '../domain/evidence.ts';
@@ -49,6 +49,17 @@ export class Ledger {
       argument,
       typed,
       context,
+    );
+  }
+
+  /** Resource-template completion (the Evidence template's ids), never an error: empty instead. */
+  completeResource(caller: Principal, uri: string, argument: string, typed: string) {
+    return completeResourceArgument(
+      { ...this.store, home: this.opts.home, blobs: this.store.blobs },
+      caller,
+      uri,
+      argument,
+      typed,
     );
   }
 

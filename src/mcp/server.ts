@@ -15,6 +15,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { PROMPTS, PROMPTS_BY_NAME, renderPrompt, type ApprovalRoute } from '../tools/prompts.ts';
 import type { Gateway } from '../gateway/gateway.ts';
+import { EVIDENCE_TEMPLATE } from '../gateway/completion.ts';
 import type { Principal } from '../domain/types.ts';
 import { toToolError, type ToolError } from '../domain/errors.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
@@ -198,7 +199,7 @@ export function createMcpServer(
     return {
       resourceTemplates: [
         {
-          uriTemplate: 'dossier://evidence/{evidence_id}',
+          uriTemplate: EVIDENCE_TEMPLATE,
           name: 'evidence',
           title: 'Retained Evidence',
           description:
@@ -229,6 +230,8 @@ export function createMcpServer(
   server.setRequestHandler(CompleteRequestSchema, async (request, extra) => {
     const caller = await admit(extra.authInfo?.extra);
     const { ref, argument } = request.params;
+    if (ref.type === 'ref/resource')
+      return { completion: await gateway.completeResource(caller, ref.uri, argument.name, argument.value) };
     if (ref.type !== 'ref/prompt') return { completion: { values: [], total: 0, hasMore: false } };
     const context = request.params.context?.arguments ?? {};
     return {

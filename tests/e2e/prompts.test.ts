@@ -89,6 +89,12 @@ describe('completion', () => {
       argument: { name: 'evidence_id', value: (launched.evidence_id as string).slice(0, 10).toUpperCase() },
     });
     expect(evidence.completion.values).toEqual([launched.evidence_id]);
+    // The Evidence resource template completes its id the same way.
+    const resource = await client.complete({
+      ref: { type: 'ref/resource', uri: 'dossier://evidence/{evidence_id}' },
+      argument: { name: 'evidence_id', value: (launched.evidence_id as string).slice(0, 10) },
+    });
+    expect(resource.completion.values).toEqual([launched.evidence_id]);
     const investigations = await client.complete({
       ref: ref('investigate_feature'),
       argument: { name: 'investigation', value: 'INV' },
