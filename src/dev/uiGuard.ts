@@ -13,6 +13,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
+import { bearerToken } from '../mcp/requests.ts';
 import { ownExecutions, pageTokens, scopeUiRequest, type PageTokens } from './uiScope.ts';
 import {
   cookieValue,
@@ -97,7 +98,7 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
  * cookies (one set for a narrower path by another service on this host, say) sign nobody in.
  */
 function viewerToken(req: IncomingMessage, signIn: SignIn): string | undefined {
-  const bearer = /^Bearer\s+(\S{1,512})$/i.exec(req.headers.authorization ?? '')?.[1];
+  const bearer = bearerToken(req);
   if (bearer) return bearer;
   const session = cookieValue(req, signIn.cookie);
   return session ? signIn.sessions.token(session) : undefined;

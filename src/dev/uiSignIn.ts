@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CODEC_COOKIE } from '../mcp/codecEndpoint.ts';
+import { cookieValues, readBody } from '../mcp/requests.ts';
 
 /** Who may look: a token's team, or nobody. */
 export type UiViewer = (token: string) => Promise<{ team: string; principal: string } | undefined>;
@@ -20,8 +21,9 @@ export const uiCookie = (port: number) => `dossier_ui_${port}`;
 
 /** How long a sign-in lasts, in seconds (12 hours). */
 const SIGN_IN_SECONDS = 43_200;
-/** The most sessions one guard keeps; past it the oldest is closed. */
+/** The most sessions one guard keeps, and one token may hold; past either the oldest is closed. */
 const MAX_SESSIONS = 10_000;
+const MAX_SESSIONS_PER_TOKEN = 16;
 
 /** Signed-in browsers: a random id each, for a token, until it expires or signs out. */
 export class UiSessions {
@@ -30,7 +32,13 @@ export class UiSessions {
   open(token: string): string {
     const id = randomBytes(32).toString('base64url');
     const now = Date.now();
-    for (const [old, s] of this.byId) if (s.expires <= now) this.byId.delete(old);
+    // One token signing in over and over closes its own oldest sessions, never other viewers'.
+    const own: string[] = [];
+    for (const [old, s] of this.byId) {
+      if (s.expires <= now) this.byId.delete(old);
+      else if (s.token === token) own.push(old);
+    }
+    while (own.length >= MAX_SESSIONS_PER_TOKEN) this.byId.delete(own.shift()!);
     while (this.byId.size >= MAX_SESSIONS) this.byId.delete(this.byId.keys().next().value!);
     this.byId.set(id, { token, expires: now + SIGN_IN_SECONDS * 1000 });
     return id;
@@ -58,12 +66,8 @@ export interface SignIn {
 
 /** The one value of the cookie `name` in a request, or undefined when it has none, or several. */
 export function cookieValue(req: IncomingMessage, name: string): string | undefined {
-  const values = (req.headers.cookie ?? '')
-    .split(';')
-    .map((part) => part.trim().split('='))
-    .filter(([key]) => key === name)
-    .map(([, value]) => value ?? '');
-  return values.length === 1 && values[0] ? values[0] : undefined;
+  const values = cookieValues(req, name);
+  return values.length === 1 ? values[0] : undefined;
 }
 /** The most a sign-in form's body may hold, in bytes, and how long it may take to arrive. */
 const MAX_FORM_BYTES = 4_096;
@@ -115,25 +119,6 @@ const cookies = (name: string, session: string, token: string, maxAge: number) =
   `${CODEC_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/codec; Max-Age=${maxAge}`,
 ];
 
-/** The form's body, or undefined when it is too large or too slow. */
-async function readForm(req: IncomingMessage): Promise<URLSearchParams | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const timer = setTimeout(() => req.destroy(), FORM_TIMEOUT_MS);
-  try {
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_FORM_BYTES) return undefined;
-      chunks.push(chunk);
-    }
-    return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    return undefined;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 function hostOf(origin: string): string | undefined {
   try {
     return new URL(origin).host;
@@ -174,8 +159,10 @@ export async function signInPage(req: IncomingMessage, res: ServerResponse, sign
     signIn.sessions.close(cookieValue(req, signIn.cookie));
     return html(res, 303, '', { location: SIGN_IN_PATH, 'set-cookie': cookies(signIn.cookie, '', '', 0) });
   }
-  const body = await readForm(req);
-  if (!body) return html(res, 413, form(`The form may hold at most ${MAX_FORM_BYTES} bytes.`));
+  const read = await readBody(req, MAX_FORM_BYTES, FORM_TIMEOUT_MS);
+  if (read === 'too_large') return html(res, 413, form(`The form may hold at most ${MAX_FORM_BYTES} bytes.`));
+  if (read === 'too_slow') return html(res, 408, form('The form did not arrive in time.'));
+  const body = new URLSearchParams(read.toString('utf8'));
   const token = body.get('token')?.trim() ?? '';
   const who = token && token.length <= 512 ? await signIn.viewer(token) : undefined;
   const next = nextPage(body.get('next'));

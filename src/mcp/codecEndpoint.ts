@@ -3,6 +3,7 @@
 // payload only when it belongs to the caller's team; others come back still
 // sealed. The caller is the bearer token's principal, or, for a browser, the
 // token kept in an HttpOnly cookie by the small sign-in form at …/codec/login.
+import { bearerToken, cookieValues } from './requests.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Payload } from '@temporalio/common';
 import type { Principal } from '../domain/types.ts';
@@ -36,13 +37,8 @@ const toJson = (p: Payload): JsonPayload => ({
 
 /** The token of a codec request: the Authorization header, or the sign-in cookie. */
 export function codecToken(req: IncomingMessage): string | undefined {
-  const bearer = /^Bearer\s+(\S{1,512})$/i.exec(req.headers.authorization ?? '')?.[1];
-  if (bearer) return bearer;
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const [name, value] = part.trim().split('=');
-    if (name === CODEC_COOKIE && value) return decodeURIComponent(value);
-  }
-  return undefined;
+  const cookie = cookieValues(req, CODEC_COOKIE)[0];
+  return bearerToken(req) ?? (cookie && decodeURIComponent(cookie));
 }
 
 /** Opens the payloads of the caller's team; leaves every other payload as it was. */

@@ -16,6 +16,7 @@ import { initRecord, MAX_INIT_BYTES, Sessions, type Session } from './sessions.t
 import { webRequest, writeResponse } from './webResponse.ts';
 import { serveMetrics } from './metricsRoute.ts';
 import { isRestRoute, sendJson, serveRest } from './rest.ts';
+import { bearerToken, readBody } from './requests.ts';
 
 export interface HttpOptions {
   host: string;
@@ -99,8 +100,7 @@ export async function startHttpGateway(
     req: IncomingMessage,
     sessionId: string | undefined,
   ): Promise<{ principal: Principal; sessionLive?: boolean } | undefined> {
-    const header = req.headers.authorization;
-    const token = header ? /^Bearer\s+(\S{1,512})$/i.exec(header)?.[1] : undefined;
+    const token = bearerToken(req);
     if (!token) return undefined;
     const liveSince = sessionId === undefined ? undefined : sessions.liveSince();
     if (liveSince === undefined) {
@@ -349,42 +349,6 @@ async function serveMcp(session: Session, req: IncomingMessage, res: ServerRespo
     parsedBody: body,
   });
   await writeResponse(response, res);
-}
-
-function readBody(
-  req: IncomingMessage,
-  limit: number,
-  timeoutMs: number,
-): Promise<Buffer | 'too_large' | 'too_slow'> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > limit) {
-      req.resume();
-      return resolve('too_large');
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const stop = (why: 'too_large' | 'too_slow') => {
-      clearTimeout(timer);
-      req.removeAllListeners('data');
-      req.resume();
-      resolve(why);
-    };
-    const timer = setTimeout(() => stop('too_slow'), timeoutMs);
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) return stop('too_large');
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      clearTimeout(timer);
-      resolve(Buffer.concat(chunks));
-    });
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-  });
 }
 
 /** 429 with Retry-After: the principal is over its rate. */

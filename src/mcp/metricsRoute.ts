@@ -1,6 +1,7 @@
 // GET /metrics: Prometheus' scrape of this process, for the cluster's operator.
 // Team tokens do not open it (its totals span every team); the operator's
 // DOSSIER_METRICS_TOKEN does. Without one configured the route is off.
+import { bearerToken } from './requests.ts';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { renderMetrics } from '../metrics/metrics.ts';
@@ -14,7 +15,7 @@ export async function serveMetrics(req: IncomingMessage, res: ServerResponse, to
     return sendJson(res, 404, {
       error: 'metrics are off on this gateway: set DOSSIER_METRICS_TOKEN to serve GET /metrics',
     });
-  const given = /^Bearer\s+(\S{1,512})$/i.exec(req.headers.authorization ?? '')?.[1];
+  const given = bearerToken(req);
   if (!given || !timingSafeEqual(digest(given), digest(token))) {
     res.setHeader('WWW-Authenticate', 'Bearer realm="dossier-metrics"');
     return sendJson(res, 401, {
