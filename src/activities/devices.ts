@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
 import type { NewUnknown } from '../domain/types.ts';
-import { WORKER_STOPPING, type CappedOutput, type DeviceSession } from '../devices/device.ts';
+import type { CappedOutput, DeviceSession, ExecResult } from '../devices/device.ts';
 import { openDevice } from '../devices/open.ts';
 import { detectType, storeArtifact } from '../evidence/artifacts.ts';
 import type { DeviceRecord } from '../store/devices.ts';
@@ -88,7 +88,7 @@ async function onDevice<T>(
     { sandbox: ctx.sandbox, keys: ctx.keys },
   );
   const abort = new AbortController();
-  const onCancel = () => abort.abort(ctx.stopping() ? WORKER_STOPPING : undefined);
+  const onCancel = () => abort.abort();
   const stopCancel = whenAborted(ctx.signal, onCancel);
   const turnId = `${ctx.launchId}#${ctx.attemptId}`;
   const line = `${ctx.caller.team}/${device.device_id}`;
@@ -142,6 +142,8 @@ async function onDevice<T>(
     await ctx.begin();
     ctx.progress({ phase: 'on_device', device: device.device_id, fencing: turn?.fencing ?? null });
     const value = await op(session, device, abort.signal);
+    // The device knows only that it was aborted; whether by a cancel or this worker's stop is known here.
+    if (ctx.stopping() && isExecResult(value) && value.endedBy === 'cancel') value.endedBy = 'shutdown';
     if (lost) {
       throw new DossierError(
         'interrupted',
@@ -160,6 +162,10 @@ async function onDevice<T>(
     }
     await session.close().catch(() => undefined);
   }
+}
+
+function isExecResult(value: unknown): value is ExecResult {
+  return typeof value === 'object' && value !== null && 'endedBy' in value;
 }
 
 export const deviceExec: Effect<

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { DossierError } from '../domain/errors.ts';
 import { streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
-import { abortedBy, CappedOutput, type DeviceSession, type ExecResult, unavailable } from './device.ts';
+import { CappedOutput, type DeviceSession, type ExecResult, unavailable } from './device.ts';
 import { commandLine, quote } from './quote.ts';
 import { whenAborted } from '../domain/abort.ts';
 
@@ -49,7 +49,7 @@ export async function openAdb(device: string, serial: string, sandbox: Sandbox):
     } finally {
       stopAbort();
     }
-    if (opts.signal.aborted) endedBy = abortedBy(opts.signal);
+    if (opts.signal.aborted) endedBy = 'cancel';
     return { code, signal: null, endedBy, stdout, stderr, durationMs: Math.round(performance.now() - t0) };
   }
 

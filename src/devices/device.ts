@@ -19,6 +19,7 @@ export interface ExecRequest {
 export interface ExecResult {
   code: number | null;
   signal: string | null;
+  /** A device session says `cancel` when its signal ended it; the launch says whether its worker's stop did (`shutdown`). */
   endedBy: 'exit' | 'timeout' | 'cancel' | 'shutdown';
   stdout: CappedOutput;
   stderr: CappedOutput;
@@ -60,12 +61,4 @@ export function unsupported(device: string, kind: string, what: string): Dossier
       : 'Use a device kind that supports it.',
     { device, kind },
   );
-}
-
-/** The abort reason of a program ended because its worker is stopping, not by a cancel. */
-export const WORKER_STOPPING = 'worker_stopping';
-
-/** How a program ended by `signal` ended: a cancel, or its worker's stop. */
-export function abortedBy(signal: AbortSignal): 'cancel' | 'shutdown' {
-  return signal.reason === WORKER_STOPPING ? 'shutdown' : 'cancel';
 }

@@ -5,7 +5,7 @@ import { createReadStream } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Sandbox } from '../sandbox/sandbox.ts';
-import { abortedBy, CappedOutput, type DeviceSession, type ExecResult, unsupported } from './device.ts';
+import { CappedOutput, type DeviceSession, type ExecResult, unsupported } from './device.ts';
 import { whenAborted } from '../domain/abort.ts';
 
 export const ROOTFS = '/rootfs';
@@ -38,7 +38,7 @@ export function openEmulated(device: string, rootfs: string, arch: string, sandb
       proc.child.stdin?.end(req.stdin ?? '');
       let endedBy: ExecResult['endedBy'] = 'exit';
       const timer = setTimeout(() => ((endedBy = 'timeout'), proc.kill()), req.timeoutMs);
-      const onAbort = () => ((endedBy = abortedBy(req.signal)), proc.kill());
+      const onAbort = () => ((endedBy = 'cancel'), proc.kill());
       const stopAbort = whenAborted(req.signal, onAbort);
       const exit = await proc.exited;
       clearTimeout(timer);

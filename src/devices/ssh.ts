@@ -7,7 +7,6 @@ import { PassThrough } from 'node:stream';
 import { Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
 import { DossierError } from '../domain/errors.ts';
 import {
-  abortedBy,
   CappedOutput,
   type DeviceSession,
   type ExecRequest,
@@ -148,7 +147,7 @@ export async function openSsh(
       stream.close();
     };
     const timer = setTimeout(() => end('timeout'), req.timeoutMs);
-    const onAbort = () => end(abortedBy(req.signal));
+    const onAbort = () => end('cancel');
     const stopAbort = whenAborted(req.signal, onAbort);
     const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
       stream.once('close', (c: number | null, s: string | null) => resolve([c ?? null, s ?? null])),
