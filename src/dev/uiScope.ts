@@ -89,7 +89,7 @@ export function pageTokens(key: Buffer): PageTokens {
   };
 }
 
-/** The pages of the UI server that hold no data and do not render what a link gives them. */
+/** Pages of the UI server that render what a link gives them (HTML on this origin): not served. */
 const RENDERS_INPUT = ['render'];
 
 /**
@@ -128,9 +128,8 @@ export function scopeUiRequest(
   }
   if (segments[1] !== 'v1') return deny('Only the UI server API v1 is served here.');
   const api = segments.slice(2);
-  const pass = (allowed: readonly string[], extra?: Partial<ScopedRequest>): ScopedRequest => ({
+  const pass = (allowed: readonly string[]): ScopedRequest => ({
     forward: canonical(segments, keep(params, allowed)),
-    ...extra,
   });
   const [first, ns, kind, id, ...rest] = api;
   if (api.length === 1 && (first === 'settings' || first === 'cluster-info' || first === 'system-info'))

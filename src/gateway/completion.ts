@@ -6,7 +6,7 @@
 // error answers an empty list.
 import { openDatabase, type SharedDatabases } from '../analysis/files.ts';
 import type { AnalysisStore } from '../store/analyses.ts';
-import type { CandidateStore } from '../store/candidates.ts';
+import type { CandidateKind, CandidateStore } from '../store/candidates.ts';
 import type { Principal } from '../domain/types.ts';
 import { fold } from '../domain/fold.ts';
 import { CATALOG } from '../tools/catalog.ts';
@@ -108,13 +108,7 @@ export async function completePromptArgument(
           ? ['angr']
           : kind === 'procedure'
             ? await procedures(stores, caller.team, context.artifact)
-            : await stores.candidates.candidates(
-                caller.team,
-                caller.principal,
-                kind,
-                typed,
-                COMPLETION_LIMITS.scanned,
-              );
+            : await recorded(stores, caller, kind, typed);
     return complete(candidates, typed);
   } catch {
     return EMPTY;
@@ -135,15 +129,13 @@ export async function completeResourceArgument(
   if (uri !== EVIDENCE_TEMPLATE || argument !== 'evidence_id' || typed.length > COMPLETION_LIMITS.valueChars)
     return EMPTY;
   try {
-    const ids = await stores.candidates.candidates(
-      caller.team,
-      caller.principal,
-      'evidence',
-      typed,
-      COMPLETION_LIMITS.scanned,
-    );
-    return complete(ids, typed);
+    return complete(await recorded(stores, caller, 'evidence', typed), typed);
   } catch {
     return EMPTY;
   }
+}
+
+/** The team's (or, for launch keys, the principal's) live records of `kind` that `typed` may begin. */
+function recorded(stores: CompletionStores, caller: Principal, kind: CandidateKind, typed: string) {
+  return stores.candidates.candidates(caller.team, caller.principal, kind, typed, COMPLETION_LIMITS.scanned);
 }

@@ -42,25 +42,16 @@ export class Ledger {
     typed: string,
     context?: Record<string, string>,
   ) {
-    return completePromptArgument(
-      { ...this.store, home: this.opts.home, blobs: this.store.blobs },
-      caller,
-      prompt,
-      argument,
-      typed,
-      context,
-    );
+    return completePromptArgument(this.completionStores(), caller, prompt, argument, typed, context);
   }
 
   /** Resource-template completion (the Evidence template's ids), never an error: empty instead. */
   completeResource(caller: Principal, uri: string, argument: string, typed: string) {
-    return completeResourceArgument(
-      { ...this.store, home: this.opts.home, blobs: this.store.blobs },
-      caller,
-      uri,
-      argument,
-      typed,
-    );
+    return completeResourceArgument(this.completionStores(), caller, uri, argument, typed);
+  }
+
+  private completionStores() {
+    return { ...this.store, home: this.opts.home, blobs: this.store.blobs };
   }
 
   async inspect(caller: Principal, evidenceId: string, view: ViewRequest) {

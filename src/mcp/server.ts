@@ -37,7 +37,6 @@ export const SERVER_INFO = { name: 'dossier', version: '0.1.0' };
 /** JSON-RPC code of a request refused for a limit (server-defined range); its data carries retry_after_ms. */
 const RESOURCE_CONSTRAINT = -32029;
 
-/** A tool error as a JSON-RPC error of a non-tool request: its message, and the whole error as data. */
 /**
  * An MCP error sent with its own message: the SDK's McpError prefixes "MCP error N: " to it, and
  * its clients prefix that again when they read it ("MCP error -32602: MCP error -32602: …").
@@ -52,6 +51,7 @@ class ReplyError extends McpError {
 /** Failures of what the caller asked (its arguments, its key's first body, its role, the policy): -32602. */
 const CALLERS_CATEGORIES: readonly string[] = ['input', 'conflict', 'auth', 'policy'];
 
+/** A tool error as a JSON-RPC error of a non-tool request: its message, and the whole error as data. */
 function toMcpError(error: ToolError): McpError {
   const code =
     error.code === 'resource_constraint'
