@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freeLoopbackPort, startUiGuard, type UiGuard } from './uiGuard.ts';
-import { nextPage, uiCookie } from './uiSignIn.ts';
+import { nextPage, uiCookie, UiSessions } from './uiSignIn.ts';
 
 const seen: { method: string; url: string; headers: http.IncomingHttpHeaders }[] = [];
 const TOKEN = 'dsr_blue';
@@ -223,5 +223,14 @@ describe('the audit UI guard', () => {
     });
     expect(moved.status).toBe(400);
     expect(seen.length).toBe(before);
+  });
+
+  it('keeps at most 16 sessions per token: one token signing in over and over closes only its own oldest', () => {
+    const sessions = new UiSessions();
+    const other = sessions.open('dsr_b');
+    const mine = Array.from({ length: 17 }, () => sessions.open('dsr_a'));
+    expect(sessions.token(mine[0]!)).toBeUndefined();
+    expect(mine.slice(1).every((id) => sessions.token(id) === 'dsr_a')).toBe(true);
+    expect(sessions.token(other)).toBe('dsr_b');
   });
 });
