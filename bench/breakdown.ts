@@ -10,7 +10,7 @@ import path from 'node:path';
 import proto from '@temporalio/proto';
 import type { DevJson } from '../src/dev/devJson.ts';
 import { spawnDossier } from '../tests/helpers/processes.ts';
-import { benchEnv, callTool, connect, median, ms, percentile } from './lib.ts';
+import { benchEnv, callTool, connect, cpu, median, ms, percentile } from './lib.ts';
 
 /** A running `dossier start`, as its own process (as users run it), and the Temporal server it started. */
 export interface Running {
@@ -126,14 +126,6 @@ export async function freshLaunches(stack: Running, prefix: string, runs: number
     await client.close();
   }
   return { times, samples };
-}
-
-/** CPU time (ms) a process has used, and what its reaped children used. */
-function cpu(pid: number): { own: number; children: number } {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const tick = 1000 / 100; // USER_HZ
-  const n = (i: number) => Number(fields[i - 3]) * tick;
-  return { own: n(14) + n(15), children: n(16) + n(17) };
 }
 
 /** Resident memory of a process, MiB: what every spawn() it makes has to fork. */

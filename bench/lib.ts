@@ -1,7 +1,7 @@
 // Shared helpers for benchmarks: statistics, a real embedded stack, MCP clients.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.ts';
@@ -69,4 +69,11 @@ export async function connect(stack: { devJson: Stack['devJson'] }): Promise<Cli
 export async function callTool(client: Client, name: string, args: Record<string, unknown>) {
   const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 130_000 });
   return r.structuredContent as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** CPU time (ms) a process has used, and what its reaped children used, from /proc (USER_HZ 100). */
+export function cpu(pid: number | 'self'): { own: number; children: number } {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const n = (i: number) => Number(fields[i - 3]) * 10;
+  return { own: n(14) + n(15), children: n(16) + n(17) };
 }

@@ -11,7 +11,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +20,7 @@ import { ensureNamespace } from '../../src/temporal/setup.ts';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { resolveTemporalCli } from '../../src/dev/temporalCli.ts';
 import { freePort } from '../../tests/helpers/ports.ts';
-import { median, percentile } from '../lib.ts';
+import { cpu, median, percentile } from '../lib.ts';
 
 const [callers = 8, seconds = 15] = process.argv.slice(2, 4).map(Number);
 const variant = process.argv[4] ?? 'bare';
@@ -37,13 +37,6 @@ const server = await startDevServer({
   headless: true,
 });
 Runtime.install({ logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } as never });
-
-/** CPU time (ms) of a process: its own and its reaped children's. */
-function cpu(pid: number | string): { own: number; children: number } {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const n = (i: number) => Number(fields[i - 3]) * 10;
-  return { own: n(14) + n(15), children: n(16) + n(17) };
-}
 
 const spawnTrue = () =>
   new Promise<number>((resolve, reject) => {
