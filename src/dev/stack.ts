@@ -172,6 +172,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         allowedHosts: config.allowedHosts,
         allowedOrigins: config.allowedOrigins,
         codec: new TeamPayloadCodec(keys),
+        keys,
         uiOrigin: new URL(uiUrl).origin,
         metricsToken: config.metrics.token,
         sessionStore: store.sessions,

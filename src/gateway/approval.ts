@@ -23,8 +23,28 @@ export interface ApprovalPlan {
   tracing: string | null;
 }
 
-/** How the transport asks a human; absent when the client cannot be asked. */
-export type AskHuman = (plan: ApprovalPlan) => Promise<'approved' | 'declined' | 'unanswered'>;
+/**
+ * How the transport asks a human; absent when the client cannot be asked. `bodyDigest` is the
+ * digest of the call's body, which an answer given on another request must have been asked for.
+ */
+export type AskHuman = (
+  plan: ApprovalPlan,
+  bodyDigest: string,
+) => Promise<'approved' | 'declined' | 'unanswered'>;
+
+/**
+ * Thrown by an AskHuman that cannot hold the call open for the answer (the stateless era): the
+ * transport answers input_required with the form, and the client's retry carries the answer.
+ * Nothing was claimed.
+ */
+export class ApprovalRequired extends Error {
+  constructor(
+    readonly plan: ApprovalPlan,
+    readonly bodyDigest: string,
+  ) {
+    super(`approval of ${plan.tool} ${plan.idempotency_key} is asked of the client`);
+  }
+}
 
 export function planOf(contract: ToolContract, input: Record<string, unknown>): ApprovalPlan {
   return {
@@ -58,6 +78,25 @@ export function describePlan(plan: ApprovalPlan): string {
   ].join('\n');
 }
 
+/** The form that asks a human to approve `plan` (MCP form elicitation, either protocol revision). */
+export function approvalForm(plan: ApprovalPlan) {
+  return {
+    mode: 'form' as const,
+    message: describePlan(plan),
+    requestedSchema: {
+      type: 'object' as const,
+      properties: {
+        approve: {
+          type: 'boolean' as const,
+          title: 'Run it',
+          description: `Run ${plan.executable} once, as shown`,
+        },
+      },
+      required: ['approve'],
+    },
+  };
+}
+
 /**
  * Decides whether a process launch may claim its key: asks the human when it
  * can, applies the policy when it cannot. Throws policy_denied on a refusal.
@@ -67,6 +106,7 @@ export async function approveLaunch(
   caller: Principal,
   contract: ToolContract,
   input: Record<string, unknown>,
+  bodyDigest: string,
   ask: AskHuman | undefined,
 ): Promise<'approved' | 'policy'> {
   const plan = planOf(contract, input);
@@ -81,7 +121,7 @@ export async function approveLaunch(
     }
     return 'policy';
   }
-  const answer = await ask(plan);
+  const answer = await ask(plan, bodyDigest);
   if (answer === 'unanswered') {
     throw new DossierError(
       'policy_denied',

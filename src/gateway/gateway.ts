@@ -7,7 +7,7 @@ import type { Intake } from './intake.ts';
 import type { Principal } from '../domain/types.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
 import { RateLimiter } from './rateLimit.ts';
-import { approveLaunch, type AskHuman } from './approval.ts';
+import { ApprovalRequired, approveLaunch, type AskHuman } from './approval.ts';
 import type { CallResult } from './callResult.ts';
 import { TaskService } from './tasks.ts';
 import type { Store } from '../store/store.ts';
@@ -152,6 +152,8 @@ export class Gateway {
       }
       return { ok: true, value };
     } catch (err) {
+      // The transport asks the human and calls again (the stateless era's input_required).
+      if (err instanceof ApprovalRequired) throw err;
       return { ok: false, error: toToolError(err) };
     }
   }
@@ -242,7 +244,8 @@ export class Gateway {
         ...wait(input.wait_ms as number),
         // Asked only before a new key is claimed: a retry attaches to what was approved.
         beforeClaim: gated
-          ? async () => void (await approveLaunch(approval, caller, contract, input, opts.askHuman))
+          ? async (digest) =>
+              void (await approveLaunch(approval, caller, contract, input, digest, opts.askHuman))
           : undefined,
       });
       return this.deliver(caller, reply, input.detail as Detail | undefined);

@@ -60,8 +60,8 @@ export class LaunchService {
     contract: ToolContract,
     args: Record<string, unknown>,
     wait: WaitOptions & {
-      /** Runs before a new key is claimed (never for a key already held); throwing claims nothing. */
-      beforeClaim?: () => Promise<void>;
+      /** Runs before a new key is claimed (never for a key already held), with its body digest; throwing claims nothing. */
+      beforeClaim?: (bodyDigest: string) => Promise<void>;
     },
   ): Promise<LaunchReply> {
     const {
@@ -77,7 +77,7 @@ export class LaunchService {
     const investigation = typeof body.investigation === 'string' ? body.investigation : null;
     // A retry is answered from the row it finds; only a new key is asked about, then claimed.
     const held = await this.deps.launches.get(caller.team, caller.principal, key);
-    if (!held) await wait.beforeClaim?.();
+    if (!held) await wait.beforeClaim?.(digest);
     const { created, record } = held
       ? { created: false, record: held }
       : await this.deps.launches.claim({

@@ -94,7 +94,22 @@ export class TaskService {
     }
     const started = await call(caller, name, { ...args, wait_ms: 0 });
     if (!started.ok) throw DossierError.from(started.error);
-    const workflowId = (started.value.launch as { workflow_id: string }).workflow_id;
+    return this.adopt(caller, name, args, requestedTtl);
+  }
+
+  /**
+   * The task of a launch this call already claimed (or attached to): the stateless era's server
+   * decides to make one when a launch outlives its wait. The same task on every later request.
+   */
+  async adopt(
+    caller: Principal,
+    name: string,
+    args: Record<string, unknown>,
+    requestedTtl?: number,
+  ): Promise<TaskView> {
+    const key = String(args.idempotency_key);
+    const launch = await this.deps.launches.get(caller.team, caller.principal, key);
+    if (!launch) throw new DossierError('internal', `No launch holds key ${key}.`, 'Call again.');
     const ttl = Math.min(
       TASK_LIMITS.ttl.max,
       Math.max(TASK_LIMITS.ttl.min, requestedTtl ?? TASK_LIMITS.ttl.default),
@@ -102,34 +117,50 @@ export class TaskService {
     const task = await this.deps.tasks.forLaunch({
       team: caller.team,
       principal: caller.principal,
-      workflow_id: workflowId,
+      workflow_id: launch.workflowId,
       tool: name,
-      idempotency_key: String(args.idempotency_key),
+      idempotency_key: key,
       ttl_ms: ttl,
       poll_interval_ms: TASK_LIMITS.pollIntervalMs,
     });
-    return taskView(task, (await this.deps.launches.byWorkflowId(workflowId))!);
+    return taskView(task, (await this.deps.launches.byWorkflowId(launch.workflowId))!);
+  }
+
+  /**
+   * A task with its launch, and once the launch has finished, exactly the reply the call would
+   * have given (a retry of a finished key, answered from the store).
+   */
+  async detail(
+    caller: Principal,
+    taskId: string,
+  ): Promise<{ view: TaskView; launch: LaunchRecord; result?: CallResult }> {
+    const { task, view, launch } = await this.state(caller, taskId);
+    if (!isFinished(launch.status)) return { view, launch };
+    const result = await this.deps.callTool(caller, task.tool, {
+      ...(launch.input as Record<string, unknown>),
+      idempotency_key: task.idempotency_key,
+      wait_ms: 0,
+    });
+    return { view, launch, result };
   }
 
   async get(caller: Principal, taskId: string): Promise<TaskView> {
+    return (await this.state(caller, taskId)).view;
+  }
+
+  /** A task of the caller's, as MCP shows it, with the launch behind it. */
+  async state(caller: Principal, taskId: string) {
     const { task, launch } = await this.find(caller, taskId);
-    return taskView(task, launch);
+    return { task, launch, view: taskView(task, launch) };
   }
 
   /** Waits until the task is terminal, then answers exactly what the call would have. */
   async result(caller: Principal, taskId: string, signal?: AbortSignal): Promise<CallResult> {
     for (;;) {
-      const { task, launch } = await this.find(caller, taskId);
-      if (isFinished(launch.status)) {
-        // The same call again: a retry of a finished key, answered from the store with its delivery.
-        return this.deps.callTool(caller, task.tool, {
-          ...(launch.input as Record<string, unknown>),
-          idempotency_key: task.idempotency_key,
-          wait_ms: 0,
-        });
-      }
+      const { launch, result } = await this.detail(caller, taskId);
+      if (result) return result;
       if (signal?.aborted) throw new DossierError('cancelled', 'The request was cancelled.', 'Ask again.');
-      await this.deps.launchService.await(caller, task.idempotency_key, { waitMs: 100_000 });
+      await this.deps.launchService.await(caller, launch.key, { waitMs: 100_000 });
     }
   }
 

@@ -17,6 +17,9 @@ import { webRequest, writeResponse } from './webResponse.ts';
 import { serveMetrics } from './metricsRoute.ts';
 import { isRestRoute, sendJson, serveRest } from './rest.ts';
 import { bearerToken, readBody } from './requests.ts';
+import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { createModernHandler } from './modern.ts';
+import type { PayloadKey } from '../temporal/keys.ts';
 
 export interface HttpOptions {
   host: string;
@@ -35,6 +38,8 @@ export interface HttpOptions {
   maxSessionsPerPrincipal?: number;
   /** How long a request body may take to arrive (a client that trickles gets 408). */
   bodyTimeoutMs?: number;
+  /** The cluster's payload keys: the stateless era's requestState is sealed under a key derived from them. */
+  keys: PayloadKey[];
   /** Serves the Temporal UI's codec endpoint (/codec/decode) when given. */
   codec?: TeamPayloadCodec;
   /** The Temporal UI's origin, allowed to call the codec endpoint with credentials. */
@@ -76,6 +81,11 @@ export async function startHttpGateway(
   });
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? 30_000;
   let boundPort = opts.port;
+  // The stateless era (2026-07-28); everything else is the handshake era's, served by the sessions.
+  const modern: McpHttpHandler = createModernHandler(gateway, {
+    keys: opts.keys,
+    maxRequestBytes: opts.maxRequestBytes,
+  });
 
   // A loopback name with any port is no rebinding risk: the attack needs a foreign hostname.
   const LOOPBACK = /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/;
@@ -157,12 +167,13 @@ export async function startHttpGateway(
       );
     }
     const { principal } = caller;
-    (req as IncomingMessage & { auth?: unknown }).auth = {
+    const auth: AuthInfo = {
       token: 'redacted',
       clientId: principal.principal,
       scopes: [principal.role],
       extra: { principal },
     };
+    (req as IncomingMessage & { auth?: unknown }).auth = auth;
 
     if (isRestRoute(url.pathname))
       return serveRest(gateway, principal, req, res, url, {
@@ -196,6 +207,14 @@ export async function startHttpGateway(
       } catch {
         return rpcError(res, 400, -32700, 'Parse error: the body is not valid JSON');
       }
+    }
+
+    // A request that carries the stateless era's _meta envelope (or names its revision) is that era's.
+    if (req.method === 'POST' && !(await isLegacyRequest(webRequest(req), body))) {
+      return writeResponse(
+        await modern.fetch(webRequest(req, abortedWith(res)), { authInfo: auth, parsedBody: body }),
+        res,
+      );
     }
 
     if (typeof sessionId === 'string') {
@@ -328,6 +347,7 @@ export async function startHttpGateway(
     },
     async close() {
       clearInterval(reaper);
+      await modern.close();
       await sessions.closeAll();
       httpServer.closeAllConnections();
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
@@ -349,6 +369,15 @@ async function serveMcp(session: Session, req: IncomingMessage, res: ServerRespo
     parsedBody: body,
   });
   await writeResponse(response, res);
+}
+
+/** A signal aborted when the client goes away before its reply is written: a wait ends, never a launch. */
+function abortedWith(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
 }
 
 /** 429 with Retry-After: the principal is over its rate. */

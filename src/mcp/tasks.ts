@@ -15,7 +15,7 @@ import {
 import { z } from 'zod';
 import { DossierError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
-import { describePlan, type AskHuman } from '../gateway/approval.ts';
+import { approvalForm, type AskHuman } from '../gateway/approval.ts';
 import type { CallResult, Gateway } from '../gateway/gateway.ts';
 
 /** tools/call as dossier reads it: the SDK's request plus SEP-3182's optional `idempotencyKey`. */
@@ -82,24 +82,7 @@ export function askHumanVia(
   if (!canAskHuman(server)) return undefined;
   return async (plan) => {
     const answer = (await send(
-      {
-        method: 'elicitation/create',
-        params: {
-          mode: 'form',
-          message: describePlan(plan),
-          requestedSchema: {
-            type: 'object',
-            properties: {
-              approve: {
-                type: 'boolean',
-                title: 'Run it',
-                description: `Run ${plan.executable} once, as shown`,
-              },
-            },
-            required: ['approve'],
-          },
-        },
-      } as never,
+      { method: 'elicitation/create', params: approvalForm(plan) } as never,
       ElicitResultSchema as never,
       { timeout: APPROVAL_TIMEOUT_MS },
     ).catch(() => ({ action: 'unanswered' }))) as { action: string; content?: { approve?: unknown } };

@@ -20,7 +20,7 @@ export const WHOLE_REPLY_BYTES = 1024 * 1024;
  * of answering the cheapest call. The tests of webResponse.ts and the MCP
  * conformance suite hold the transport to this.
  */
-export function webRequest(req: IncomingMessage): Request {
+export function webRequest(req: IncomingMessage, signal?: AbortSignal): Request {
   const value = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(', ') : v);
   const headers = {
     get: (name: string) => value(req.headers[name.toLowerCase()]) ?? null,
@@ -32,7 +32,12 @@ export function webRequest(req: IncomingMessage): Request {
     },
   };
   // The host was checked before; the transport reads the path only.
-  return { method: req.method, url: `http://gateway${req.url ?? '/'}`, headers } as unknown as Request;
+  return {
+    method: req.method,
+    url: `http://gateway${req.url ?? '/'}`,
+    headers,
+    signal,
+  } as unknown as Request;
 }
 
 /**

@@ -1,7 +1,11 @@
-// The MCP conformance suite's scenarios that apply to any server, and the MCP
-// Inspector CLI, against the real gateway. Both run under Node 22 (which the
-// suite needs) from tests/conformance, installed there on first use so that
-// Node 22 never shadows the project's own Node in npm scripts.
+// The MCP conformance suite against the real gateway, for both protocol eras on
+// its one endpoint: 0.1.16's scenarios that apply to any server (the handshake
+// era), and 0.2.0-alpha.12's every 2026-07-28 server scenario and the tasks
+// extension's, with the checks that need the suite's own fixture tools named in
+// expected-failures.2026-07-28.yaml (the suite fails on any other failure, and on
+// a listed check that passes). Then the MCP Inspector CLI. All run under Node 22
+// (which the suite needs) from tests/conformance, installed there on first use so
+// that Node 22 never shadows the project's own Node in npm scripts.
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -15,6 +19,23 @@ const run = promisify(execFile);
 const tools = path.resolve('tests/conformance');
 const node22 = path.join(tools, 'node_modules', 'node', 'bin', 'node');
 const bin = (name: string) => path.join(tools, 'node_modules', '.bin', name);
+/** The suite's 0.2.0-alpha.12 release, installed beside 0.1.16 under another name. */
+const suite2026 = path.join(tools, 'node_modules', 'conformance-2026', 'dist', 'index.js');
+const BASELINE_2026 = path.join(tools, 'expected-failures.2026-07-28.yaml');
+
+/** The tasks extension's scenarios (0.2.0-alpha.12 runs extension scenarios one at a time). */
+const TASK_SCENARIOS = [
+  'tasks-lifecycle',
+  'tasks-capability-negotiation',
+  'tasks-wire-fields',
+  'tasks-request-state-removal',
+  'tasks-mrtr-input',
+  'tasks-request-headers',
+  'tasks-dispatch-and-envelope',
+  'tasks-status-notifications',
+  'tasks-required-task-error',
+  'tasks-mrtr-composition',
+];
 
 const SCENARIOS = [
   'server-initialize',
@@ -58,6 +79,49 @@ describe('MCP conformance suite', () => {
     expect(passed, output).toBe(total);
     expect(failed, output).toBe('0');
   });
+});
+
+describe('MCP conformance suite, 2026-07-28 (stateless era)', () => {
+  const suite = (...args: string[]) =>
+    run(node22, [suite2026, 'server', '--url', proxy.url, '--expected-failures', BASELINE_2026, ...args], {
+      env: { ...process.env, PATH: `${path.dirname(node22)}:${process.env.PATH}` },
+      timeout: 600_000,
+    }).then(
+      (r) => ({ code: 0, output: r.stdout + r.stderr }),
+      (err: { code?: number; stdout?: string; stderr?: string }) => ({
+        code: err.code ?? 1,
+        output: `${err.stdout ?? ''}${err.stderr ?? ''}`,
+      }),
+    );
+
+  it("every 2026-07-28 server scenario: nothing fails but the checks of the suite's own fixtures", async () => {
+    const { code, output } = await suite('--suite', 'all', '--spec-version', '2026-07-28');
+    // Scenarios that need none of the suite's fixtures pass whole; the rest fail only where the baseline says.
+    for (const scenario of [
+      'tools-list',
+      'resources-list',
+      'prompts-list',
+      'completion-complete',
+      'caching',
+      'http-header-validation',
+      'sep-2164-resource-not-found',
+      'dns-rebinding-protection',
+      'input-required-result-unsupported-methods',
+    ])
+      expect(output).toContain(`✓ ${scenario}:`);
+    expect(output, output).toContain('Baseline check passed');
+    expect(code, output).toBe(0);
+  }, 660_000);
+
+  it.each(TASK_SCENARIOS)(
+    'the tasks extension: %s',
+    async (scenario) => {
+      const { code, output } = await suite('--scenario', scenario);
+      expect(output, output).toContain('Baseline check passed');
+      expect(code, output).toBe(0);
+    },
+    660_000,
+  );
 });
 
 describe('MCP Inspector CLI', () => {

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ANALYSIS_BINDINGS } from '../../src/activities/analyses.ts';
 import { EFFECT_BINDINGS } from '../../src/activities/effects.ts';
 import { GATEWAY_HANDLERS } from '../../src/gateway/handlers.ts';
-import { listTools } from '../../src/mcp/server.ts';
+import { listTools } from '../../src/mcp/surface.ts';
 import { CATALOG } from '../../src/tools/catalog.ts';
 import { defineTool, isAnalysisTool, isLaunchTool } from '../../src/tools/contract.ts';
 import { bindAll, catalogOf } from '../../src/tools/registry.ts';
