@@ -1,0 +1,82 @@
+// dossier driven by the Python MCP SDK 2.3.0, a dual-era client nobody here
+// wrote, pinned to the revision in force (2026-07-28) and in `auto` mode, which
+// probes server/discover and must choose 2026-07-28: tools listed, a capture
+// approved through input_required (the SDK answers the form and retries), its
+// retry attaching without asking again, a launch that outlives its wait followed
+// as a task of the tasks extension, and an Evidence resource read. The SDK comes
+// from its own hash-locked venv (tests/python), made once per host.
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { provisionEnv, type PythonEnv, type PythonEnvSpec } from '../../src/python/venv.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+
+const run = promisify(execFile);
+const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'python');
+
+const PYTHON_SDK: PythonEnvSpec = {
+  name: 'mcp-python-sdk',
+  cacheFolder: 'python',
+  dir,
+  installs: [{ lock: 'requirements.lock', flags: ['--only-binary', ':all:'] }],
+  scripts: ['modern_client.py'],
+  versionProbe: 'from importlib.metadata import version; print(f"mcp {version(\'mcp\')}")',
+  cost: 'a few seconds and 60 MB',
+};
+
+let t: TestStack;
+let env: PythonEnv;
+beforeAll(async () => {
+  [t, env] = await Promise.all([startTestStack(), provisionEnv(PYTHON_SDK, '/usr/bin/python3')]);
+}, 600_000);
+afterAll(async () => {
+  await t?.stop(true);
+});
+
+async function drive(mode: string, prefix: string) {
+  const { stdout } = await run(
+    env.python,
+    [path.join(dir, 'modern_client.py'), t.url, t.token, mode, prefix],
+    { timeout: 180_000 },
+  );
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+describe('the Python MCP SDK 2.3.0', () => {
+  it.each([
+    ['2026-07-28', 'py-pinned'],
+    ['auto', 'py-auto'],
+  ])(
+    'mode %s: speaks 2026-07-28, approves through input_required, follows a task, reads a resource',
+    async (mode, prefix) => {
+      const out = await drive(mode, prefix);
+      expect(out.protocol_version).toBe('2026-07-28');
+      expect(out.tools).toEqual(
+        expect.arrayContaining(['capture_process_scenario', 'inspect_analysis_view']),
+      );
+
+      // The approval form reached the SDK's elicitation callback once; the call then ran.
+      expect(out.asked).toHaveLength(1);
+      expect(out.asked[0]).toContain('/usr/bin/uname');
+      expect(out.capture).toMatchObject({ status: 'succeeded', launch: { attached: false } });
+      // The retry attaches to the approved launch and is never asked again.
+      expect(out.retry).toMatchObject({
+        status: 'succeeded',
+        evidence_id: out.capture.evidence_id,
+        launch: { attached: true },
+      });
+      expect(out.asked_after_retry).toBe(1);
+
+      // A launch that outlived its 100 ms wait came back as a task; the SDK followed it to its result.
+      expect(out.task.seen).toHaveLength(1);
+      expect(out.task.seen[0]).toMatchObject({ status: 'working', final: 'completed' });
+      expect(out.task.seen[0].task_id).toMatch(/^tsk_/);
+      expect(out.task.result).toMatchObject({ status: 'succeeded', summary: { exit_code: 0 } });
+
+      expect(out.resource).toMatchObject({ evidence_id: out.capture.evidence_id });
+    },
+    300_000,
+  );
+});
