@@ -30,6 +30,7 @@ import { signalGroup } from '../../src/sandbox/processes.ts';
 import { allRows, call, connectMcp, effectCounter, registerAndExtract, slowEffect } from '../helpers/mcp.ts';
 import { freeLowPorts, freePort } from '../helpers/ports.ts';
 import { eventually, processesRunning } from '../helpers/wait.ts';
+import { modernRequest, TASKS } from '../helpers/modern.ts';
 
 const METRICS_TOKEN = `metrics-${randomUUID()}`;
 const RATE_PER_MINUTE = 900;
@@ -247,6 +248,45 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
     } finally {
       await cluster.gateways[0]!.start();
     }
+  }, 120_000);
+
+  it('the stateless era needs no replica of its own: a request, its input_required retry and its task each land on the other gateway', async () => {
+    const [a, b] = [cluster.gateways[0]!.url!, cluster.gateways[1]!.url!];
+    const token = cluster.info.token;
+    const approver = { elicitation: { form: {} }, extensions: { [TASKS]: {} } };
+    const effect = effectCounter(workerHomes());
+    const args = {
+      name: 'capture_process_scenario',
+      arguments: { ...slowEffect(effect, 2), idempotency_key: 'modern-replicas', wait_ms: 100 },
+    };
+    const asked = await modernRequest(a, token, 'tools/call', args, { capabilities: approver });
+    expect(asked.body.result).toMatchObject({ resultType: 'input_required' });
+    // The answer goes to the other gateway with the state the first one sealed.
+    const created = await modernRequest(
+      b,
+      token,
+      'tools/call',
+      {
+        ...args,
+        inputResponses: { approval: { action: 'accept', content: { approve: true } } },
+        requestState: asked.body.result!.requestState,
+      },
+      { capabilities: approver },
+    );
+    expect(created.body.result).toMatchObject({ resultType: 'task', status: 'working' });
+    const taskId = created.body.result!.taskId as string;
+    // And the task is followed on the first.
+    const done = await eventually(
+      'the task to complete',
+      async () => {
+        const got = await modernRequest(a, token, 'tasks/get', { taskId }, { capabilities: approver });
+        return got.body.result!.status === 'working' ? undefined : got.body.result!;
+      },
+      60_000,
+    );
+    expect(done!.status).toBe('completed');
+    expect(done!.result.structuredContent).toMatchObject({ status: 'succeeded' });
+    expect(effect.count()).toBe(1);
   }, 120_000);
 
   it('a principal’s session cap holds across both gateways: the least recently used session goes', async () => {
