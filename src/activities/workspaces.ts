@@ -85,21 +85,33 @@ export async function workspaceUsage(
   return { bytes, entries, over: bytes > maxBytes || entries > maxEntries };
 }
 
-/** Marks a workspace finished: the retention clock starts now (or it goes at once). */
+/**
+ * Marks a workspace finished: the retention clock starts now (or it goes at
+ * once). A registered executable's private copy (`.bin`) goes at once: the
+ * artifact store keeps its bytes.
+ */
 export async function finishWorkspace(workspace: string, retentionMs: number): Promise<void> {
+  await rm(`${workspace}.bin`, { recursive: true, force: true }).catch(() => undefined);
   if (retentionMs === 0) return removeWorkspace(workspace);
   await writeFile(`${workspace}.done`, '').catch(() => undefined);
 }
 
+/** Removes a workspace with everything beside it (its tracer's folder, its executable's copy, its stamps). */
 async function removeWorkspace(workspace: string) {
-  for (const p of [workspace, `${workspace}.trace`, `${workspace}.done`, `${workspace}.made`])
+  for (const p of [
+    workspace,
+    `${workspace}.trace`,
+    `${workspace}.bin`,
+    `${workspace}.done`,
+    `${workspace}.made`,
+  ])
     await rm(p, { recursive: true, force: true }).catch(() => undefined);
 }
 
 const ORPHAN_AFTER_MS = 7 * 24 * 3_600_000;
 /** An empty launch folder is removed only this long after it last changed (a launch may be making one). */
 const EMPTY_FOLDER_MS = 3_600_000;
-const STAMPS = /\.(done|made|trace)$/;
+const STAMPS = /\.(done|made|trace|bin)$/;
 
 /** Removes workspaces past their retention, and orphans; returns how many went. */
 export async function sweepWorkspaces(home: string, retentionMs: number, now = Date.now()): Promise<number> {
