@@ -33,6 +33,20 @@ describe('loadConfig', () => {
     expect(loadConfig({ DOSSIER_TEMPORAL_PORT: '6000' }).temporalPort).toBe(6000);
   });
 
+  it("bounds what a team's finished launches keep on a worker, never below one launch's workspace", () => {
+    const GiB = 1024 ** 3;
+    expect(loadConfig({}).teamWorkspaceBytes).toBe(10 * GiB);
+    // A larger workspace raises the default with it, so raising one bound alone never stops a worker.
+    expect(loadConfig({ DOSSIER_WORKSPACE_BYTES: String(20 * GiB) }).teamWorkspaceBytes).toBe(20 * GiB);
+    expect(loadConfig({ DOSSIER_TEAM_WORKSPACE_BYTES: String(2 * GiB) }).teamWorkspaceBytes).toBe(2 * GiB);
+    expect(() => loadConfig({ DOSSIER_TEAM_WORKSPACE_BYTES: String(512 * 1024 ** 2) })).toThrow(
+      /DOSSIER_TEAM_WORKSPACE_BYTES=536870912: expected at least DOSSIER_WORKSPACE_BYTES \(1073741824\)/,
+    );
+    expect(() => loadConfig({ DOSSIER_TEAM_WORKSPACE_BYTES: String(2 * 1024 ** 5) })).toThrow(
+      /DOSSIER_TEAM_WORKSPACE_BYTES="2251799813685248": expected a whole number from 1048576 to 1125899906842624/,
+    );
+  });
+
   it('names every bad variable, what was given and what is accepted', () => {
     try {
       loadConfig({

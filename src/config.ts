@@ -11,10 +11,12 @@ import { parsePayloadKeys, type PayloadKey } from './temporal/keys.ts';
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
-function intIn(min: number, max: number, fallback: number) {
+function wholeIn(min: number, max: number) {
   const error = `expected a whole number from ${min} to ${max}`;
-  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error }).default(fallback);
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
 }
+
+const intIn = (min: number, max: number, fallback: number) => wholeIn(min, max).default(fallback);
 
 const port = (fallback: number) => intIn(0, 65535, fallback);
 
@@ -40,6 +42,9 @@ const name = (fallback: string) =>
     .string()
     .regex(NAME, { error: 'expected 1-63 of a-z 0-9 . _ - starting with a letter or digit' })
     .default(fallback);
+
+/** What a team's finished launches may keep on one worker by default (or DOSSIER_WORKSPACE_BYTES, if larger). */
+const DEFAULT_TEAM_WORKSPACE_BYTES = 10 * 1024 ** 3;
 
 const schema = z.object({
   DOSSIER_HOME: z.string().min(1).default('.dossier'),
@@ -96,6 +101,8 @@ const schema = z.object({
   DOSSIER_SHUTDOWN_GRACE_MS: intIn(0, 600_000, 30_000),
   DOSSIER_WORKSPACE_BYTES: intIn(1024 * 1024, 1024 * 1024 * 1024 * 1024, 1024 * 1024 * 1024),
   DOSSIER_WORKSPACE_RETENTION_HOURS: intIn(0, 8_760, 24),
+  /** Bytes one team's finished launches may keep on one worker's disk (workspaces and extraction outputs). */
+  DOSSIER_TEAM_WORKSPACE_BYTES: wholeIn(1024 * 1024, 1024 ** 5).optional(),
   /** Bytes one team may publish to a shared (PostgreSQL) store: artifacts, extraction outputs, bundles, databases. */
   DOSSIER_SHARED_BYTES_PER_TEAM: intIn(1024 * 1024, 1024 ** 5, 100 * 1024 ** 3),
   DOSSIER_WORKER_CAPABILITIES: z
@@ -224,6 +231,8 @@ export interface Config {
   workspaceBytes: number;
   /** How long a finished launch's workspace is kept before it is removed (0: at once). */
   workspaceRetentionMs: number;
+  /** Bytes one team's finished launches may keep on one worker's disk; past it the oldest are reclaimed. */
+  teamWorkspaceBytes: number;
   /** Bytes one team may publish to a shared store. */
   sharedBytesPerTeam: number;
   capabilities: Capability[];
@@ -310,6 +319,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `DOSSIER_INBOX: ${inbox} overlaps dossier's state in DOSSIER_HOME (${home}); use a folder of its own (the default is ${ownInbox})`,
     );
   }
+  // One launch's workspace must fit what its whole team may keep.
+  const teamWorkspaceBytes =
+    c.DOSSIER_TEAM_WORKSPACE_BYTES ?? Math.max(DEFAULT_TEAM_WORKSPACE_BYTES, c.DOSSIER_WORKSPACE_BYTES);
+  if (teamWorkspaceBytes < c.DOSSIER_WORKSPACE_BYTES) {
+    problems.push(
+      `DOSSIER_TEAM_WORKSPACE_BYTES=${teamWorkspaceBytes}: expected at least DOSSIER_WORKSPACE_BYTES (${c.DOSSIER_WORKSPACE_BYTES}), so that one launch's workspace fits what its team may keep`,
+    );
+  }
   if (problems.length) throw new ConfigError([...new Set(problems)]);
   const [firstUid, lastUid] = c.DOSSIER_SANDBOX_UIDS.split('-').map(Number) as [number, number];
   return {
@@ -345,6 +362,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: c.DOSSIER_SHUTDOWN_GRACE_MS,
     workspaceBytes: c.DOSSIER_WORKSPACE_BYTES,
     workspaceRetentionMs: c.DOSSIER_WORKSPACE_RETENTION_HOURS * 3_600_000,
+    teamWorkspaceBytes,
     sharedBytesPerTeam: c.DOSSIER_SHARED_BYTES_PER_TEAM,
     capabilities: capabilities as Capability[],
     workerConcurrency: c.DOSSIER_WORKER_CONCURRENCY,

@@ -14,6 +14,7 @@ import type { DeviceRecord } from '../store/devices.ts';
 import { lineRows } from './capture.ts';
 import type { Effect, EffectContext } from './effect.ts';
 import { verifiedArtifact } from './policy.ts';
+import { rootfsKept } from './teamDisk.ts';
 import { execDocument, execStatus, outputLimitations } from './deviceResults.ts';
 import { whenAborted } from '../domain/abort.ts';
 
@@ -76,6 +77,7 @@ async function onDevice<T>(
   op: (session: DeviceSession, device: DeviceRecord, signal: AbortSignal) => Promise<T>,
 ): Promise<{ value: T; device: DeviceRecord; turn: Turn | null }> {
   const device = await registered(ctx, input.device);
+  if (device.kind === 'emulated') await rootfsKept(ctx.store, ctx.caller.team, device);
   const credential = await ctx.store.devices.credential(ctx.caller.team, device.device_id);
   const session = await openDevice(
     {

@@ -15,7 +15,8 @@ import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isLaunchTool } from '../tools/contract.ts';
 import { bindAll } from '../tools/registry.ts';
 import type { EffectContext, EffectResult } from './effect.ts';
-import { finishWorkspace, makeWorkspace, sweepWorkspaces } from './workspaces.ts';
+import { makeWorkspace, sweepWorkspaces } from './workspaces.ts';
+import { TeamDisk } from './teamDisk.ts';
 import { EFFECT_BINDINGS } from './effects.ts';
 import { interruptedOnDevice } from './devices.ts';
 import { MUTATING_DEVICE_TOOLS } from '../tools/devices.ts';
@@ -72,10 +73,23 @@ export function createActivities(deps: { store: Store; config: Config; client: C
   const analyses = createAnalysisActivities({ store, config, sandbox, client: deps.client });
   const keys = payloadKeys(config.payloadKeys, config.home);
   const effects = bindAll('worker', CATALOG, EFFECT_BINDINGS, isLaunchTool);
+  const teamDisk = new TeamDisk({
+    store,
+    home: config.home,
+    boundBytes: config.teamWorkspaceBytes,
+    retentionMs: config.workspaceRetentionMs,
+    log: (line) => console.error(line),
+  });
+  /** What a finished launch keeps is recorded for its team, and the team kept under its bound; never fails the launch. */
+  const retain = (req: LaunchRequest, workspace: string) =>
+    teamDisk.retain(req.team, req.workflowId, workspace).catch((err: unknown) => {
+      console.error(`dossier: keeping the team bound after ${req.workflowId} failed:`, err);
+    });
 
   /** The worker's housekeeping: workspaces past their retention, rows of retentions a dead worker left. */
   async function maintain() {
     await sweepWorkspaces(config.home, config.workspaceRetentionMs).catch(() => undefined);
+    await teamDisk.sweep().catch(() => undefined);
     await store.evidence.sweepStaged().catch(() => undefined);
   }
 
@@ -164,11 +178,11 @@ export function createActivities(deps: { store: Store; config: Config; client: C
       };
     } catch (err) {
       if (err instanceof ApplicationFailure && err.type === 'EffectAlreadyStarted') {
-        await finishWorkspace(workspace, config.workspaceRetentionMs);
+        await retain(req, workspace);
         throw err;
       }
       if (!begun && activity.cancellationDetails?.workerShutdown) {
-        await finishWorkspace(workspace, config.workspaceRetentionMs);
+        await retain(req, workspace);
         // Nothing was done: another worker may take the launch (the workflow dispatches it again).
         throw ApplicationFailure.create({
           type: WORKER_SHUTDOWN,
@@ -200,8 +214,9 @@ export function createActivities(deps: { store: Store; config: Config; client: C
       };
     }
     ran({ status: outcome.status });
+    // Before the launch is seen finished: its reply finds the team's disk already within its bound.
+    await retain(req, workspace);
     const stored = await finishLaunch(req.workflowId, outcome);
-    await finishWorkspace(workspace, config.workspaceRetentionMs);
     if (outcome.status === 'cancelled') throw new CancelledFailure('the launch was cancelled', [stored]);
     return stored;
   }

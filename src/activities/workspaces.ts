@@ -6,9 +6,21 @@
 // in the launch's root-owned folder where no program can touch them; a
 // program owns only its workspace, and by the time one is swept no program of
 // it runs (the sandbox ends them all with their first process or worker).
+// What a team keeps in all is bounded too (teamDisk.ts).
 import { execFile } from 'node:child_process';
 import { lstat, mkdir, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+
+/** Where an extraction run in `workspace` for `team` leaves its output (a folder of its own, made whole). */
+export function outputOf(home: string, team: string, workspace: string): string {
+  return path.join(
+    home,
+    'extractions',
+    team,
+    path.basename(path.dirname(workspace)),
+    path.basename(workspace),
+  );
+}
 
 /** Makes a launch's workspace (never an existing one) and stamps when. */
 export async function makeWorkspace(workspace: string): Promise<void> {
@@ -85,21 +97,102 @@ export async function workspaceUsage(
   return { bytes, entries, over: bytes > maxBytes || entries > maxEntries };
 }
 
-/** Marks a workspace finished: the retention clock starts now (or it goes at once). */
-export async function finishWorkspace(workspace: string, retentionMs: number): Promise<void> {
-  if (retentionMs === 0) return removeWorkspace(workspace);
-  await writeFile(`${workspace}.done`, '').catch(() => undefined);
+/**
+ * Allocated bytes under some folders (or files), as `du -B1` counts them:
+ * links never followed, a file with several links counted once. A small tree
+ * is walked here (no process to start); a large one is left to du, ten times
+ * faster, and walked after all if du fails (never counted as nothing).
+ */
+export async function diskBytes(roots: string[], walkUpTo = 2_000): Promise<number> {
+  return (
+    (await walkBytes(roots, walkUpTo)) ??
+    (await duTotal(roots)) ??
+    (await walkBytes(roots, Number.POSITIVE_INFINITY))!
+  );
 }
 
-async function removeWorkspace(workspace: string) {
-  for (const p of [workspace, `${workspace}.trace`, `${workspace}.done`, `${workspace}.made`])
+/** Bytes under `roots`, or undefined once more than `limit` entries were seen. */
+async function walkBytes(roots: string[], limit: number): Promise<number | undefined> {
+  const seen = new Set<string>();
+  let bytes = 0;
+  let entries = 0;
+  const visit = async (p: string): Promise<void> => {
+    if (++entries > limit) return;
+    const st = await lstat(p).catch(() => undefined);
+    if (!st) return;
+    if (st.nlink > 1 && !st.isDirectory()) {
+      const id = `${st.dev}:${st.ino}`;
+      if (seen.has(id)) return;
+      seen.add(id);
+    }
+    bytes += st.blocks * 512;
+    if (!st.isDirectory()) return;
+    const names = await readdir(p).catch(() => [] as string[]);
+    // A few at a time: a tree of 100,000 entries must not open them all at once.
+    for (let i = 0; i < names.length && entries <= limit; i += 64)
+      await Promise.all(names.slice(i, i + 64).map((n) => visit(path.join(p, n))));
+  };
+  for (const root of roots) await visit(root);
+  return entries > limit ? undefined : bytes;
+}
+
+/** du's total over the roots that exist, or undefined when it fails. */
+async function duTotal(roots: string[]): Promise<number | undefined> {
+  const present = (
+    await Promise.all(
+      roots.map((r) =>
+        lstat(r).then(
+          () => r,
+          () => null,
+        ),
+      ),
+    )
+  ).filter((r) => r !== null);
+  if (present.length === 0) return 0;
+  return new Promise((resolve) => {
+    execFile(
+      '/usr/bin/du',
+      ['-s', '-c', '-P', '-x', '-B1', '--', ...present],
+      { timeout: 120_000 },
+      (err, stdout) => {
+        const total = /^(\d+)\ttotal$/m.exec(stdout)?.[1];
+        resolve(err || total === undefined ? undefined : Number(total));
+      },
+    );
+  });
+}
+
+/**
+ * Marks a workspace finished: the retention clock starts now (or it goes at
+ * once); true when it is kept. A registered executable's private copy
+ * (`.bin`) goes at once: the artifact store keeps its bytes.
+ */
+export async function finishWorkspace(workspace: string, retentionMs: number): Promise<boolean> {
+  await rm(`${workspace}.bin`, { recursive: true, force: true }).catch(() => undefined);
+  if (retentionMs === 0) {
+    await removeWorkspace(workspace);
+    return false;
+  }
+  await writeFile(`${workspace}.done`, '').catch(() => undefined);
+  return true;
+}
+
+/** Removes a workspace with everything beside it (its tracer's folder, its executable's copy, its stamps). */
+export async function removeWorkspace(workspace: string) {
+  for (const p of [
+    workspace,
+    `${workspace}.trace`,
+    `${workspace}.bin`,
+    `${workspace}.done`,
+    `${workspace}.made`,
+  ])
     await rm(p, { recursive: true, force: true }).catch(() => undefined);
 }
 
 const ORPHAN_AFTER_MS = 7 * 24 * 3_600_000;
 /** An empty launch folder is removed only this long after it last changed (a launch may be making one). */
 const EMPTY_FOLDER_MS = 3_600_000;
-const STAMPS = /\.(done|made|trace)$/;
+const STAMPS = /\.(done|made|trace|bin)$/;
 
 /** Removes workspaces past their retention, and orphans; returns how many went. */
 export async function sweepWorkspaces(home: string, retentionMs: number, now = Date.now()): Promise<number> {

@@ -14,6 +14,7 @@ import { DossierError } from '../domain/errors.ts';
 import type { ExtractInput } from '../tools/extract.ts';
 import { sniff, tooBig, tooDense, tooMany, type ArchiveEntry } from './archives.ts';
 import type { ExtractionContext } from './effect.ts';
+import { outputOf } from './workspaces.ts';
 
 /** What sniff() names that extract_artifact can open (with recursive: true, it does). */
 export const OPENABLE = new Set([
@@ -103,13 +104,9 @@ export async function startExtraction(
   timeoutMs: number,
 ) {
   const staging = path.join(ctx.workspace, 'out');
-  const output = path.join(
-    ctx.config.home,
-    'extractions',
-    ctx.caller.team,
-    path.basename(path.dirname(ctx.workspace)),
-    path.basename(ctx.workspace),
-  );
+  const output = outputOf(ctx.config.home, ctx.caller.team, ctx.workspace);
+  // One launch may not keep more than its whole team may (DOSSIER_TEAM_WORKSPACE_BYTES).
+  const teamBytes = ctx.config.teamWorkspaceBytes;
   await mkdir(staging);
   const deadline = Date.now() + timeoutMs;
   const input = { timeout_ms: timeoutMs };
@@ -146,6 +143,7 @@ export async function startExtraction(
       );
     }
     if (total > limits.max_total_bytes) throw tooBig(total, limits.max_total_bytes);
+    if (total > teamBytes) throw overTeamBound(total, teamBytes);
     if (total > limits.max_ratio * Math.max(archiveBytes, 1))
       throw tooDense(total, archiveBytes, limits.max_ratio);
     // Once per MiB or so: a reader that emits a long run of bytes still notices a cancel or the clock.
@@ -290,6 +288,15 @@ export async function startExtraction(
     /** Where a written entry is in the staging tree (only before settle). */
     staged: (row: ManifestRow) => path.join(staging, normalized(row.path)),
   };
+}
+
+function overTeamBound(bytes: number, max: number) {
+  return new DossierError(
+    'resource_constraint',
+    `The archive unpacks to more than ${max} bytes, all that one team may keep on a worker (DOSSIER_TEAM_WORKSPACE_BYTES); the extraction was rolled back.`,
+    'Extract a smaller archive (or part of it), or ask an admin to raise DOSSIER_TEAM_WORKSPACE_BYTES.',
+    { bytes, team_workspace_bytes: max },
+  );
 }
 
 /** Milliseconds left until a deadline set now, at least one second (helpers need some time to fail cleanly). */

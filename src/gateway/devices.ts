@@ -9,6 +9,7 @@ import { sealCredential } from '../devices/secrets.ts';
 import { pinnedFingerprint } from '../devices/ssh.ts';
 import { findEvidence } from '../evidence/views.ts';
 import type { DeviceKind, DeviceRecord } from '../store/devices.ts';
+import { outputReclaimed } from '../store/retained.ts';
 import type { Store } from '../store/store.ts';
 import type { PayloadKey } from '../temporal/codec.ts';
 import type { registerDevice } from '../tools/devices.ts';
@@ -19,7 +20,7 @@ type RegisterInput = z.output<typeof registerDevice.input>;
 export class DeviceRegistry {
   constructor(
     private readonly deps: {
-      store: Pick<Store, 'devices' | 'evidence'>;
+      store: Pick<Store, 'devices' | 'evidence' | 'retained'>;
       keys: PayloadKey[];
       home: string;
     },
@@ -89,6 +90,8 @@ export class DeviceRegistry {
         { evidence_id: evidenceId },
       );
     }
+    const reclaimed = await this.deps.store.retained.reclaimed(caller.team, [output]);
+    if (reclaimed) throw outputReclaimed(evidenceId, reclaimed.reclaimed_at);
     const root = path.resolve(output, `.${path.posix.normalize(`/${prefix}`)}`);
     if (root !== output && !root.startsWith(`${output}/`)) {
       throw new DossierError(

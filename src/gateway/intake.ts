@@ -20,6 +20,7 @@ import { verifyBundle } from '../evidence/bundles.ts';
 import { findEvidence } from '../evidence/views.ts';
 import { isUnder, openUnder } from '../sandbox/paths.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
+import { outputReclaimed } from '../store/retained.ts';
 import type { Store } from '../store/store.ts';
 import { BUNDLE_LIMITS, UPLOAD_LIMIT } from '../tools/ledger.ts';
 import { fitList } from './lists.ts';
@@ -49,7 +50,7 @@ export class Intake {
   private readonly inboxes = new Set<string>();
 
   constructor(
-    private readonly store: Pick<Store, 'evidence' | 'artifacts' | 'blobs'>,
+    private readonly store: Pick<Store, 'evidence' | 'artifacts' | 'blobs' | 'retained'>,
     private readonly opts: IntakeOptions,
   ) {
     this.bundleRoots = opts.bundleRoots ?? [];
@@ -143,6 +144,8 @@ export class Intake {
         this.opts.uploadLimit ?? UPLOAD_LIMIT.default,
       );
       if (fetched) return recordAs({ digest, size: (await stat(fetched)).size, file: fetched });
+      const reclaimed = await this.store.retained.reclaimed(caller.team, [output]);
+      if (reclaimed) throw outputReclaimed(evidenceId, reclaimed.reclaimed_at, { details: { entry } });
       throw new DossierError(
         'not_found',
         `The file of ${entry} is no longer in the extraction's output (${opened.message}).`,

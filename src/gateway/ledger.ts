@@ -26,7 +26,7 @@ export class Ledger {
   constructor(
     private readonly store: Pick<
       Store,
-      'evidence' | 'unknowns' | 'artifacts' | 'candidates' | 'analyses' | 'blobs'
+      'evidence' | 'unknowns' | 'artifacts' | 'candidates' | 'analyses' | 'blobs' | 'retained'
     >,
     private readonly opts: LedgerOptions,
   ) {

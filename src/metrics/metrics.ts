@@ -53,6 +53,14 @@ export const storeSeconds = new Histogram({
   registers: [registry],
 });
 
+/** Bytes of finished launches' folders reclaimed because their team passed DOSSIER_TEAM_WORKSPACE_BYTES on this worker. */
+export const reclaimedBytes = new Counter({
+  name: 'dossier_reclaimed_bytes_total',
+  help: "Bytes of finished launches' folders this worker reclaimed, oldest first, to keep a team under DOSSIER_TEAM_WORKSPACE_BYTES, by kind (workspace, output).",
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
 export const sandboxRefusals = new Counter({
   name: 'dossier_sandbox_refusals_total',
   help: 'Requests the sandbox policy refused before anything ran, by reason (network, isolation).',

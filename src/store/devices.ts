@@ -95,6 +95,17 @@ export class DeviceStore {
     ]);
   }
 
+  /** The rootfs folders the team's active emulated devices run on (kept while a device may use them). */
+  async rootfsInUse(team: string): Promise<string[]> {
+    const rows = await this.db.all<Row>(
+      "SELECT config FROM devices WHERE team = ? AND kind = 'emulated' AND status = 'active'",
+      [team],
+    );
+    return rows
+      .map((r) => (JSON.parse(r.config as string) as { rootfs?: unknown }).rootfs)
+      .filter((rootfs): rootfs is string => typeof rootfs === 'string');
+  }
+
   /** Retires a device and erases its credential; false when there was no active device of that id. */
   async retire(team: string, deviceId: string): Promise<boolean> {
     const info = await this.db.run(

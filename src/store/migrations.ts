@@ -335,4 +335,23 @@ CREATE TABLE blob_names (
 );
 `,
   },
+  {
+    version: 11,
+    name: 'Disk finished launches keep on each host, by team, so a team bound reclaims the oldest first',
+    sql: `
+CREATE TABLE retained_disk (
+  home TEXT NOT NULL,
+  path TEXT NOT NULL,
+  team TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  launch TEXT NOT NULL,
+  bytes BIGINT NOT NULL,
+  retained_at TEXT NOT NULL,
+  reclaimed_at TEXT,
+  PRIMARY KEY (home, path)
+);
+CREATE INDEX retained_disk_held ON retained_disk (home, team, retained_at, path, bytes) WHERE reclaimed_at IS NULL;
+CREATE INDEX retained_disk_by_path ON retained_disk (team, path);
+`,
+  },
 ];

@@ -13,6 +13,7 @@ import { PostgresDriver, SqliteDriver, type SqlDriver } from './sql.ts';
 import { TaskStore } from './tasks.ts';
 import { RateBucketStore, SessionStore } from './sessions.ts';
 import { BlobStore } from './blobs.ts';
+import { RetainedStore } from './retained.ts';
 import { TokenStore } from './tokens.ts';
 import { UnknownStore } from './unknowns.ts';
 
@@ -31,6 +32,8 @@ export interface Store {
   readonly rateBuckets: RateBucketStore;
   /** Artifacts' bytes shared between hosts (PostgreSQL); undefined on SQLite. */
   readonly blobs: BlobStore | undefined;
+  /** Disk finished launches keep on each host, by team. */
+  readonly retained: RetainedStore;
   close(): Promise<void>;
 }
 
@@ -57,6 +60,7 @@ export async function openStore(location: string): Promise<Store> {
     rateBuckets: new RateBucketStore(db),
     // Only a store that several hosts reach shares bytes; the embedded stack keeps its folder alone.
     blobs: db.dialect === 'postgres' ? new BlobStore(db) : undefined,
+    retained: new RetainedStore(db),
     close: () => db.close(),
   };
 }

@@ -107,6 +107,14 @@ describe('workspace disk', () => {
   });
 
   it('with DOSSIER_WORKSPACE_RETENTION_HOURS=0 a finished launch leaves no workspace behind', async () => {
+    // A registered executable runs from a private copy beside the workspace: it goes too.
+    const client = await t.connect();
+    const { artifact } = await call(client, 'register_artifact', { path: '/usr/bin/true' });
+    const reply = await call(client, 'capture_process_scenario', {
+      executable: artifact.digest,
+      idempotency_key: 'registered-executable',
+    });
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
     expect(workspaces()).toEqual([]);
   });
 });
@@ -135,12 +143,15 @@ describe('the sweep', () => {
     make('new-finished', 3, 2);
     make('running-for-a-day', 25);
     make('orphan', 8 * 24);
+    // A registered executable's copy beside a workspace goes with it (it is no workspace of its own).
+    for (const name of ['new-finished', 'orphan']) mkdirSync(path.join(dir, `${name}.bin`));
     // A running program can age its own folder; the sweep goes by the stamp beside it, which it cannot touch.
     make('program-aged-its-folder', 1);
     utimesSync(path.join(dir, 'program-aged-its-folder'), 0, 0);
     expect(await sweepWorkspaces(home, 24 * 3_600_000)).toBe(2);
     expect(readdirSync(dir).sort()).toEqual([
       'new-finished',
+      'new-finished.bin',
       'new-finished.done',
       'new-finished.made',
       'new-finished.trace',
