@@ -44,7 +44,7 @@ export class Gateway {
       /** The approval gate of process launches (default: off). */
       approval?: Config['approval'];
       /** Where MCP tasks and the launches behind them are kept, and the rate buckets replicas share. */
-      store: Pick<Store, 'tasks' | 'launches' | 'rateBuckets'>;
+      store: Pick<Store, 'tasks' | 'taskApprovals' | 'launches' | 'rateBuckets'>;
     },
   ) {
     this.limiter = deps.rateLimitPerMinute
@@ -52,9 +52,10 @@ export class Gateway {
       : undefined;
     this.tasks = new TaskService({
       tasks: deps.store.tasks,
+      approvals: deps.store.taskApprovals,
       launches: deps.store.launches,
       launchService: deps.launches,
-      callTool: (caller, name, args) => this.callTool(caller, name, args),
+      callTool: (caller, name, args, opts) => this.callTool(caller, name, args, opts),
     });
   }
 
@@ -96,7 +97,10 @@ export class Gateway {
     }, everyMs);
     this.resumer.unref();
     // MCP tasks past their ttl are forgotten hourly (their launches and Evidence stay).
-    const sweeper = setInterval(() => void this.deps.store.tasks.sweep().catch(() => undefined), 3_600_000);
+    const sweeper = setInterval(() => {
+      void this.deps.store.tasks.sweep().catch(() => undefined);
+      void this.deps.store.taskApprovals.sweep().catch(() => undefined);
+    }, 3_600_000);
     sweeper.unref();
     // The queues' backlogs are asked of Temporal when metrics are scraped, while this gateway runs.
     const removeBacklog = addBacklogSource(() => this.deps.launches.backlog());

@@ -6,6 +6,8 @@ import { DossierError } from '../domain/errors.ts';
 import { isFinished, type LaunchRecord, type Principal } from '../domain/types.ts';
 import type { LaunchStore } from '../store/launches.ts';
 import { expired, type TaskRecord, type TaskStore } from '../store/tasks.ts';
+import type { TaskApproval, TaskApprovalStore } from '../store/taskApprovals.ts';
+import type { ApprovalPlan, AskHuman } from './approval.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isLaunchTool } from '../tools/contract.ts';
 import type { CallResult } from './callResult.ts';
@@ -63,12 +65,26 @@ export function taskView(task: TaskRecord, launch: LaunchRecord): TaskView {
 }
 
 /** How the task service calls a tool as the gateway does (validation, approval, delivery). */
-type CallTool = (caller: Principal, name: string, args: Record<string, unknown>) => Promise<CallResult>;
+type CallTool = (
+  caller: Principal,
+  name: string,
+  args: Record<string, unknown>,
+  opts?: { askHuman?: AskHuman },
+) => Promise<CallResult>;
+
+/**
+ * What a task id stands for: a launch, or a question to a human before one (an approval task of
+ * the stateless era, `approval`; its `launch` once approved and claimed).
+ */
+type Held =
+  | { task: TaskRecord; launch: LaunchRecord; approval?: TaskApproval }
+  | { task: TaskRecord; launch?: undefined; approval: TaskApproval };
 
 export class TaskService {
   constructor(
     private readonly deps: {
       tasks: TaskStore;
+      approvals: TaskApprovalStore;
       launches: LaunchStore;
       launchService: LaunchService;
       callTool: CallTool;
@@ -133,25 +149,77 @@ export class TaskService {
   async detail(
     caller: Principal,
     taskId: string,
-  ): Promise<{ view: TaskView; launch: LaunchRecord; result?: CallResult }> {
-    const { task, view, launch } = await this.state(caller, taskId);
-    if (!isFinished(launch.status)) return { view, launch };
+  ): Promise<{ view: TaskView; launch?: LaunchRecord; approval?: TaskApproval; result?: CallResult }> {
+    const held = await this.state(caller, taskId);
+    const { task, launch, approval } = held;
+    if (!launch) {
+      // A question that was answered no (or refused otherwise): the call's reply is its error.
+      const reply = approval.answer === 'refused' ? approval.reply : undefined;
+      return { ...held, ...(reply ? { result: { ok: false as const, error: reply } } : {}) };
+    }
+    if (!isFinished(launch.status)) return held;
     const result = await this.deps.callTool(caller, task.tool, {
       ...(launch.input as Record<string, unknown>),
       idempotency_key: task.idempotency_key,
       wait_ms: 0,
     });
-    return { view, launch, result };
+    return { ...held, result };
   }
 
   async get(caller: Principal, taskId: string): Promise<TaskView> {
     return (await this.state(caller, taskId)).view;
   }
 
-  /** A task of the caller's, as MCP shows it, with the launch behind it. */
-  async state(caller: Principal, taskId: string) {
-    const { task, launch } = await this.find(caller, taskId);
-    return { task, launch, view: taskView(task, launch) };
+  /** A task of the caller's, as MCP shows it, with the launch (or the question) behind it. */
+  async state(caller: Principal, taskId: string): Promise<Held & { view: TaskView }> {
+    const held = await this.find(caller, taskId);
+    return { ...held, view: held.launch ? taskView(held.task, held.launch) : approvalView(held.approval) };
+  }
+
+  /**
+   * A task that asks the caller's human before its launch is claimed (the stateless era, for a
+   * client that declared the tasks extension): the same task for the same call while it waits.
+   */
+  async ask(
+    caller: Principal,
+    name: string,
+    args: Record<string, unknown>,
+    question: { plan: ApprovalPlan; bodyDigest: string },
+  ): Promise<TaskView> {
+    const approval = await this.deps.approvals.ask({
+      team: caller.team,
+      principal: caller.principal,
+      tool: name,
+      idempotency_key: String(args.idempotency_key),
+      body_digest: question.bodyDigest,
+      arguments: args,
+      plan: question.plan as unknown as Record<string, unknown>,
+      ttl_ms: TASK_LIMITS.ttl.default,
+      poll_interval_ms: TASK_LIMITS.pollIntervalMs,
+    });
+    return approvalView(approval);
+  }
+
+  /**
+   * The human's answer to a task's question (tasks/update): recorded once, then the launch is
+   * claimed as the call would have claimed it. A task that asks nothing ignores it.
+   */
+  async answer(caller: Principal, taskId: string, human: 'approved' | 'declined' | undefined) {
+    const { approval } = await this.find(caller, taskId);
+    if (!approval || approval.answer !== null || !human) return;
+    if (!(await this.deps.approvals.answer(taskId, human === 'approved' ? 'approved' : 'refused'))) return;
+    await this.claimAnswered(caller, approval, human);
+  }
+
+  /** Claims the launch of an answered question; a refusal (declined, key reused) becomes its reply. */
+  private async claimAnswered(caller: Principal, a: TaskApproval, human: 'approved' | 'declined') {
+    const reply = await this.deps.callTool(
+      caller,
+      a.tool,
+      { ...a.arguments, wait_ms: 0 },
+      { askHuman: async () => human },
+    );
+    if (!reply.ok) await this.deps.approvals.refuse(a.task_id, reply.error);
   }
 
   /** Waits until the task is terminal, then answers exactly what the call would have. */
@@ -160,7 +228,8 @@ export class TaskService {
       const { launch, result } = await this.detail(caller, taskId);
       if (result) return result;
       if (signal?.aborted) throw new DossierError('cancelled', 'The request was cancelled.', 'Ask again.');
-      await this.deps.launchService.await(caller, launch.key, { waitMs: 100_000 });
+      if (launch) await this.deps.launchService.await(caller, launch.key, { waitMs: 100_000 });
+      else await new Promise((resolve) => setTimeout(resolve, TASK_LIMITS.pollIntervalMs));
     }
   }
 
@@ -183,7 +252,12 @@ export class TaskService {
 
   /** Cancels the task's launch (cancel_launch in the caller's name); a terminal task is refused. */
   async cancel(caller: Principal, taskId: string): Promise<TaskView> {
-    const { task, launch } = await this.find(caller, taskId);
+    const { task, launch, approval } = await this.find(caller, taskId);
+    if (!launch) {
+      // A question not yet answered is withdrawn: nothing was claimed, nothing runs.
+      if (approval.answer === null) await this.deps.approvals.answer(taskId, 'cancelled');
+      return this.get(caller, taskId);
+    }
     if (isFinished(launch.status)) {
       throw new DossierError(
         'invalid_params',
@@ -196,17 +270,68 @@ export class TaskService {
     return this.get(caller, taskId);
   }
 
-  private async find(caller: Principal, taskId: string) {
+  private async find(caller: Principal, taskId: string): Promise<Held> {
     const task = await this.deps.tasks.get(caller.team, caller.principal, taskId);
     const launch = task ? await this.deps.launches.byWorkflowId(task.workflow_id) : undefined;
-    if (!task || !launch) {
-      throw new DossierError(
-        'not_found',
-        `You have no task ${taskId} (tasks belong to the principal who created them, and expire after their ttl).`,
-        'tasks/list shows your tasks.',
-        { task_id: taskId },
-      );
-    }
-    return { task, launch };
+    if (task && launch) return { task, launch };
+    const approval = await this.approvalOf(caller, taskId);
+    if (approval) return approval;
+    throw new DossierError(
+      'not_found',
+      `You have no task ${taskId} (tasks belong to the principal who created them, and expire after their ttl).`,
+      'tasks/list shows your tasks.',
+      { task_id: taskId },
+    );
   }
+
+  /** An approval task, with its launch once approved (claimed again here if a gateway died in between). */
+  private async approvalOf(caller: Principal, taskId: string): Promise<Held | undefined> {
+    let approval = await this.deps.approvals.get(caller.team, caller.principal, taskId);
+    if (!approval || expiredApproval(approval, Date.now())) return undefined;
+    const launchOf = () => this.deps.launches.get(caller.team, caller.principal, approval!.idempotency_key);
+    let launch = approval.answer === 'approved' ? await launchOf() : undefined;
+    if (approval.answer === 'approved' && launch?.bodyDigest !== approval.body_digest) {
+      await this.claimAnswered(caller, approval, 'approved');
+      approval = (await this.deps.approvals.get(caller.team, caller.principal, taskId))!;
+      launch = await launchOf();
+      if (launch?.bodyDigest !== approval.body_digest) launch = undefined;
+    }
+    const task: TaskRecord = {
+      task_id: approval.task_id,
+      team: approval.team,
+      principal: approval.principal,
+      workflow_id: launch?.workflowId ?? '',
+      tool: approval.tool,
+      idempotency_key: approval.idempotency_key,
+      ttl_ms: approval.ttl_ms,
+      poll_interval_ms: approval.poll_interval_ms,
+      created_at: approval.created_at,
+    };
+    return launch ? { task, launch, approval } : { task, approval };
+  }
+}
+
+/** A task that waits for (or got) its human's answer, before any launch. */
+function approvalView(a: TaskApproval): TaskView {
+  const status: TaskStatus =
+    a.answer === null ? 'input_required' : a.answer === 'cancelled' ? 'cancelled' : 'failed';
+  const statusMessage =
+    a.answer === null
+      ? `waiting for a human to approve running ${String(a.plan.executable)}; nothing is claimed until then`
+      : a.answer === 'cancelled'
+        ? 'cancelled before it was approved; nothing ran'
+        : `not run: ${a.reply?.message ?? a.answer}`;
+  return {
+    taskId: a.task_id,
+    status,
+    statusMessage,
+    createdAt: a.created_at,
+    lastUpdatedAt: a.answered_at ?? a.created_at,
+    ttl: a.ttl_ms,
+    pollInterval: a.poll_interval_ms,
+  };
+}
+
+function expiredApproval(a: TaskApproval, at: number): boolean {
+  return a.ttl_ms !== null && Date.parse(a.created_at) + a.ttl_ms < at;
 }

@@ -39,15 +39,19 @@ import {
   RESOURCE_TEMPLATES,
   SERVER_INFO,
 } from './surface.ts';
-import { createTaskResult, declaresTasks, installModernTasks, TASKS_EXTENSION } from './modernTasks.ts';
+import {
+  APPROVAL_INPUT,
+  askingTaskResult,
+  createTaskResult,
+  declaresTasks,
+  installModernTasks,
+  TASKS_EXTENSION,
+} from './modernTasks.ts';
 import { toCallToolResult, withProtocolKey } from './tasks.ts';
 import type { PayloadKey } from '../temporal/keys.ts';
 
 /** The stateless revisions this endpoint serves; the handshake era is served by server.ts. */
 export const MODERN_VERSIONS = ['2026-07-28'];
-
-/** The key of the approval form among a launch's input requests. */
-export const APPROVAL_INPUT = 'approval';
 
 /** How long an approval form stays answerable: its requestState expires then (seconds). */
 export const APPROVAL_STATE_SECONDS = 900;
@@ -233,6 +237,8 @@ async function callTool(
       } catch (err) {
         if (!(err instanceof ApprovalRequired)) throw err;
         span.setAttribute('dossier.outcome', 'input_required');
+        // A client that declared tasks gets a task that asks, answered by tasks/update on any replica.
+        if (declaresTasks(server)) return (await askingTaskResult(gateway, caller, name, args, err)) as never;
         return inputRequired({
           inputRequests: { [APPROVAL_INPUT]: inputRequired.elicit(approvalForm(err.plan)) },
           requestState: await stateCodec.mint(

@@ -354,4 +354,27 @@ CREATE INDEX retained_disk_held ON retained_disk (home, team, retained_at, path,
 CREATE INDEX retained_disk_by_path ON retained_disk (team, path);
 `,
   },
+  {
+    version: 12,
+    name: 'Tasks that wait for a human to approve their launch (the stateless era), before any key is claimed',
+    sql: `
+CREATE TABLE task_approvals (
+  task_id TEXT PRIMARY KEY,
+  team TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  body_digest TEXT NOT NULL,
+  arguments TEXT NOT NULL,
+  plan TEXT NOT NULL,
+  answer TEXT,
+  reply TEXT,
+  ttl_ms INTEGER,
+  poll_interval_ms INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  answered_at TEXT
+);
+CREATE UNIQUE INDEX task_approvals_by_call ON task_approvals (team, principal, idempotency_key, body_digest);
+`,
+  },
 ];

@@ -11,6 +11,7 @@ import { MIGRATIONS } from './migrations.ts';
 import { now, type Row } from './rows.ts';
 import { PostgresDriver, SqliteDriver, type SqlDriver } from './sql.ts';
 import { TaskStore } from './tasks.ts';
+import { TaskApprovalStore } from './taskApprovals.ts';
 import { RateBucketStore, SessionStore } from './sessions.ts';
 import { BlobStore } from './blobs.ts';
 import { RetainedStore } from './retained.ts';
@@ -28,6 +29,8 @@ export interface Store {
   readonly devices: DeviceStore;
   readonly candidates: CandidateStore;
   readonly tasks: TaskStore;
+  /** Tasks waiting for a human's approval before their launch is claimed (the stateless era). */
+  readonly taskApprovals: TaskApprovalStore;
   readonly sessions: SessionStore;
   readonly rateBuckets: RateBucketStore;
   /** Artifacts' bytes shared between hosts (PostgreSQL); undefined on SQLite. */
@@ -56,6 +59,7 @@ export async function openStore(location: string): Promise<Store> {
     devices: new DeviceStore(db),
     candidates: new CandidateStore(db),
     tasks: new TaskStore(db),
+    taskApprovals: new TaskApprovalStore(db),
     sessions: new SessionStore(db),
     rateBuckets: new RateBucketStore(db),
     // Only a store that several hosts reach shares bytes; the embedded stack keeps its folder alone.

@@ -250,44 +250,65 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
     }
   }, 120_000);
 
-  it('the stateless era needs no replica of its own: a request, its input_required retry and its task each land on the other gateway', async () => {
+  it('the stateless era needs no replica of its own: a request, its input_required retry, a task and its answer each land on the other gateway', async () => {
     const [a, b] = [cluster.gateways[0]!.url!, cluster.gateways[1]!.url!];
     const token = cluster.info.token;
-    const approver = { elicitation: { form: {} }, extensions: { [TASKS]: {} } };
+    const approver = { elicitation: { form: {} } };
+    const withTasks = { ...approver, extensions: { [TASKS]: {} } };
+    const approve = { approval: { action: 'accept', content: { approve: true } } };
     const effect = effectCounter(workerHomes());
-    const args = {
+    const args = (key: string) => ({
       name: 'capture_process_scenario',
-      arguments: { ...slowEffect(effect, 2), idempotency_key: 'modern-replicas', wait_ms: 100 },
-    };
-    const asked = await modernRequest(a, token, 'tools/call', args, { capabilities: approver });
+      arguments: { ...slowEffect(effect, 2), idempotency_key: key, wait_ms: 100 },
+    });
+    const untilDone = (url: string, taskId: string) =>
+      eventually(
+        'the task to end',
+        async () => {
+          const got = await modernRequest(url, token, 'tasks/get', { taskId }, { capabilities: withTasks });
+          return ['working', 'input_required'].includes(got.body.result!.status)
+            ? undefined
+            : got.body.result!;
+        },
+        60_000,
+      );
+
+    // input_required from the first gateway; the answer, with the state it sealed, to the second.
+    const asked = await modernRequest(a, token, 'tools/call', args('modern-replicas'), {
+      capabilities: approver,
+    });
     expect(asked.body.result).toMatchObject({ resultType: 'input_required' });
-    // The answer goes to the other gateway with the state the first one sealed.
     const created = await modernRequest(
       b,
       token,
       'tools/call',
-      {
-        ...args,
-        inputResponses: { approval: { action: 'accept', content: { approve: true } } },
-        requestState: asked.body.result!.requestState,
-      },
-      { capabilities: approver },
+      { ...args('modern-replicas'), inputResponses: approve, requestState: asked.body.result!.requestState },
+      { capabilities: withTasks },
     );
     expect(created.body.result).toMatchObject({ resultType: 'task', status: 'working' });
-    const taskId = created.body.result!.taskId as string;
     // And the task is followed on the first.
-    const done = await eventually(
-      'the task to complete',
-      async () => {
-        const got = await modernRequest(a, token, 'tasks/get', { taskId }, { capabilities: approver });
-        return got.body.result!.status === 'working' ? undefined : got.body.result!;
-      },
-      60_000,
-    );
+    const done = await untilDone(a, created.body.result!.taskId as string);
     expect(done!.status).toBe('completed');
     expect(done!.result.structuredContent).toMatchObject({ status: 'succeeded' });
-    expect(effect.count()).toBe(1);
-  }, 120_000);
+
+    // A task that asks, made on the second gateway, answered on the first, followed on the second.
+    const question = await modernRequest(b, token, 'tools/call', args('modern-replicas-2'), {
+      capabilities: withTasks,
+    });
+    expect(question.body.result).toMatchObject({ resultType: 'task', status: 'input_required' });
+    const taskId = question.body.result!.taskId as string;
+    const answered = await modernRequest(
+      a,
+      token,
+      'tasks/update',
+      { taskId, inputResponses: approve },
+      { capabilities: withTasks },
+    );
+    expect(answered.body.result).toMatchObject({ resultType: 'complete' });
+    const ran = await untilDone(b, taskId);
+    expect(ran!.result.structuredContent).toMatchObject({ status: 'succeeded' });
+    expect(effect.count()).toBe(2);
+  }, 180_000);
 
   it('a principal’s session cap holds across both gateways: the least recently used session goes', async () => {
     const token = await tokenFor('many-sessions');

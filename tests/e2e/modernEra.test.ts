@@ -261,6 +261,112 @@ describe('tasks, the extension', () => {
     });
   });
 
+  it('a capture that needs approval is a task that asks; tasks/update answers it, and only then is the key claimed', async () => {
+    const both = { ...APPROVER, ...TASK_CLIENT };
+    const effect = effectCounter(t.home);
+    const args = {
+      name: 'capture_process_scenario',
+      arguments: { ...effect.launch(), idempotency_key: 'task-ask' },
+    };
+    const created = await ask('tools/call', args, { capabilities: both });
+    expect(created.body.result).toMatchObject({ resultType: 'task', status: 'input_required' });
+    const taskId = created.body.result!.taskId as string;
+    // Asked again, the same call is the same question.
+    expect((await ask('tools/call', args, { capabilities: both })).body.result!.taskId).toBe(taskId);
+    const asking = await ask('tasks/get', { taskId }, { capabilities: both });
+    expect(asking.body.result).toMatchObject({
+      status: 'input_required',
+      inputRequests: { approval: { method: 'elicitation/create' } },
+    });
+    expect(JSON.stringify(asking.body.result!.inputRequests)).toContain('/usr/bin/tee');
+    const unclaimed = await ask('tools/call', {
+      name: 'get_launch',
+      arguments: { idempotency_key: 'task-ask' },
+    });
+    expect(unclaimed.body.result!.structuredContent.error.code).toBe('not_found');
+
+    // Only its owner answers.
+    const mallory = await t.tokenFor('mallory-tasks', 'local');
+    const foreign = await modernRequest(
+      t.url,
+      mallory,
+      'tasks/update',
+      {
+        taskId,
+        inputResponses: { approval: { action: 'accept', content: { approve: true } } },
+      },
+      { capabilities: both },
+    );
+    expect(foreign.body.error!.code).toBe(-32602);
+
+    const answered = await ask(
+      'tasks/update',
+      {
+        taskId,
+        inputResponses: { approval: { action: 'accept', content: { approve: true } } },
+      },
+      { capabilities: both },
+    );
+    expect(answered.body.result).toMatchObject({ resultType: 'complete' });
+    let got = await ask('tasks/get', { taskId }, { capabilities: both });
+    for (let i = 0; i < 60 && got.body.result?.status === 'working'; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      got = await ask('tasks/get', { taskId }, { capabilities: both });
+    }
+    expect(got.body.result).toMatchObject({
+      status: 'completed',
+      result: { structuredContent: { status: 'succeeded' } },
+    });
+    // A second answer changes nothing, and the program ran once.
+    await ask(
+      'tasks/update',
+      { taskId, inputResponses: { approval: { action: 'decline' } } },
+      { capabilities: both },
+    );
+    expect((await ask('tasks/get', { taskId }, { capabilities: both })).body.result!.status).toBe(
+      'completed',
+    );
+    expect(effect.count()).toBe(1);
+  });
+
+  it('a declined or cancelled question runs nothing and leaves the key free', async () => {
+    const both = { ...APPROVER, ...TASK_CLIENT };
+    const effect = effectCounter(t.home);
+    const args = (key: string) => ({
+      name: 'capture_process_scenario',
+      arguments: { ...effect.launch(), idempotency_key: key },
+    });
+    const first = await ask('tools/call', args('task-no'), { capabilities: both });
+    const taskId = first.body.result!.taskId as string;
+    await ask(
+      'tasks/update',
+      { taskId, inputResponses: { approval: { action: 'decline' } } },
+      { capabilities: both },
+    );
+    const declined = await ask('tasks/get', { taskId }, { capabilities: both });
+    expect(declined.body.result).toMatchObject({
+      status: 'completed',
+      result: { isError: true, structuredContent: { error: { code: 'policy_denied' } } },
+    });
+
+    const second = await ask('tools/call', args('task-withdrawn'), { capabilities: both });
+    const withdrawn = second.body.result!.taskId as string;
+    expect(
+      (await ask('tasks/cancel', { taskId: withdrawn }, { capabilities: both })).body.result,
+    ).toMatchObject({
+      resultType: 'complete',
+    });
+    expect((await ask('tasks/get', { taskId: withdrawn }, { capabilities: both })).body.result!.status).toBe(
+      'cancelled',
+    );
+
+    for (const key of ['task-no', 'task-withdrawn']) {
+      const launch = await ask('tools/call', { name: 'get_launch', arguments: { idempotency_key: key } });
+      expect(launch.body.result!.structuredContent.error.code).toBe('not_found');
+    }
+    expect(effect.count()).toBe(0);
+  });
+
   it('without the extension, a long launch answers running with its key, as it always has', async () => {
     const effect = effectCounter(t.home);
     const r = await ask('tools/call', {

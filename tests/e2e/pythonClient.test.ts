@@ -2,8 +2,9 @@
 // wrote, pinned to the revision in force (2026-07-28) and in `auto` mode, which
 // probes server/discover and must choose 2026-07-28: tools listed, a capture
 // approved through input_required (the SDK answers the form and retries), its
-// retry attaching without asking again, a launch that outlives its wait followed
-// as a task of the tasks extension, and an Evidence resource read. The SDK comes
+// retry attaching without asking again, an Evidence resource read, and with the
+// tasks extension, a capture that asks as a task (answered through tasks/update),
+// then outlives its wait, followed to its result. The SDK comes
 // from its own hash-locked venv (tests/python), made once per host.
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -69,10 +70,13 @@ describe('the Python MCP SDK 2.3.0', () => {
       });
       expect(out.asked_after_retry).toBe(1);
 
-      // A launch that outlived its 100 ms wait came back as a task; the SDK followed it to its result.
+      // With the tasks extension declared, the capture came back as a task that asked (answered
+      // through tasks/update), then ran past its 100 ms wait; the SDK followed it to its result.
       expect(out.task.seen).toHaveLength(1);
-      expect(out.task.seen[0]).toMatchObject({ status: 'working', final: 'completed' });
+      expect(out.task.seen[0]).toMatchObject({ status: 'input_required', final: 'completed' });
+      expect(out.task.seen[0].statuses).toContain('working');
       expect(out.task.seen[0].task_id).toMatch(/^tsk_/);
+      expect(out.task.asked).toBe(2);
       expect(out.task.result).toMatchObject({ status: 'succeeded', summary: { exit_code: 0 } });
 
       expect(out.resource).toMatchObject({ evidence_id: out.capture.evidence_id });

@@ -45,16 +45,43 @@ class DetailedTask(Result):
     taskId: str
     status: str
     result: dict[str, Any] | None = None
+    inputRequests: dict[str, Any] | None = None
+
+
+class UpdateParams(BaseModel):
+    taskId: str
+    inputResponses: dict[str, Any]
+
+
+class UpdateTask(Request[UpdateParams, Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    name_param = "taskId"
+
+
+class Ack(Result):
+    model_config = ConfigDict(extra="allow")
 
 
 seen_tasks: list[dict[str, Any]] = []
 
 
 async def follow(created: CreateTaskResult, ctx: ClaimContext) -> CallToolResult:
-    """Polls tasks/get until the task is terminal; its inline result is the call's result."""
-    seen_tasks.append({"task_id": created.task_id, "status": created.status, "ttl_ms": created.ttl_ms})
+    """Polls tasks/get until the task is terminal, answering what it asks through tasks/update
+    (the same human as the elicitation callback); its inline result is the call's result."""
+    seen = {"task_id": created.task_id, "status": created.status, "ttl_ms": created.ttl_ms, "statuses": []}
+    seen_tasks.append(seen)
     for _ in range(240):
         task = await ctx.session.send_request(GetTask(params=TaskParams(taskId=created.task_id)), DetailedTask)
+        seen["statuses"].append(task.status)
+        if task.status == "input_required":
+            answers = {}
+            for key, request in (task.inputRequests or {}).items():
+                params = request["params"]
+                asked.append(params["message"])
+                answers[key] = {"action": "accept", "content": {"approve": True}}
+            params = UpdateParams(taskId=created.task_id, inputResponses=answers)
+            await ctx.session.send_request(UpdateTask(params=params), Ack)
+            continue
         if task.status != "working":
             seen_tasks[-1]["final"] = task.status
             return CallToolResult.model_validate(task.result or {"content": [], "isError": True})
@@ -81,13 +108,11 @@ async def main() -> None:
     url, token, mode, prefix = sys.argv[1:5]
     out: dict[str, Any] = {}
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=130) as http:
+        # A client without the tasks extension: the approval comes as input_required, answered by the SDK.
         async with Client(
-            streamable_http_client(url, http_client=http),
-            mode=mode,
-            elicitation_callback=approve,
-            extensions=[Tasks()],
+            streamable_http_client(url, http_client=http), mode=mode, elicitation_callback=approve
         ) as client:
-            out["protocol_version"] = client.session.protocol_version if hasattr(client.session, "protocol_version") else None
+            out["protocol_version"] = client.session.protocol_version
             tools = await client.list_tools()
             out["tools"] = [t.name for t in tools.tools]
             args = {"executable": "/usr/bin/uname", "args": ["-s"], "idempotency_key": f"{prefix}-capture"}
@@ -97,6 +122,16 @@ async def main() -> None:
             again = await client.call_tool("capture_process_scenario", args)
             out["retry"] = again.structured_content
             out["asked_after_retry"] = len(asked)
+            evidence = out["capture"]["evidence_id"]
+            read = await client.read_resource(f"dossier://evidence/{evidence}")
+            out["resource"] = json.loads(read.contents[0].text)
+        # A client with the tasks extension: the capture is a task that asks, then runs, followed to its end.
+        async with Client(
+            streamable_http_client(url, http_client=http),
+            mode=mode,
+            elicitation_callback=approve,
+            extensions=[Tasks()],
+        ) as client:
             slow = {
                 "executable": "/usr/bin/sleep",
                 "args": ["2"],
@@ -104,10 +139,7 @@ async def main() -> None:
                 "wait_ms": 100,
             }
             followed = await client.call_tool("capture_process_scenario", slow)
-            out["task"] = {"result": followed.structured_content, "seen": seen_tasks}
-            evidence = out["capture"]["evidence_id"]
-            read = await client.read_resource(f"dossier://evidence/{evidence}")
-            out["resource"] = json.loads(read.contents[0].text)
+            out["task"] = {"result": followed.structured_content, "seen": seen_tasks, "asked": len(asked)}
     print(json.dumps(out, default=str))
 
 
