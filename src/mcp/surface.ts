@@ -72,6 +72,7 @@ export async function admit(gateway: Gateway, caller: Principal | undefined): Pr
 
 const LAUNCH_CONTRACT =
   ' Has effects: pass an idempotency_key; a retry with the same key and arguments attaches to the first launch and never runs it twice, another body with that key is refused.' +
+  " A dropped connection ends only this call's wait, never the launch: call again with the same key." +
   ' The complete result is retained as Evidence (evidence_id); a result too large for one reply comes as a summary plus a continuation to page with inspect_analysis_view.';
 
 function describe(contract: ToolContract): string {
