@@ -339,6 +339,7 @@ export const deviceCaptureLogs: Effect<
       durationMs: input.duration_ms,
       maxBytes: 64 * 1024 * 1024,
       signal,
+      onFollowing: (facts) => ctx.progress({ ...facts, device: input.device }),
     }),
   );
   const all = (value as CappedOutput)

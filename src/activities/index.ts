@@ -114,8 +114,18 @@ export function createActivities(deps: { store: Store; config: Config; client: C
     // The first heartbeat goes after a second (well inside the 10 s heartbeat timeout): a launch
     // that ends sooner costs Temporal no heartbeat at all.
     let latest: Record<string, unknown> = { phase: 'starting' };
+    // Progress reaches the store at most once a second; the last facts of a burst go with the next beat.
+    let written: Record<string, unknown> | undefined = latest;
+    const writeProgress = () => {
+      written = latest;
+      lastWrite = Date.now();
+      store.launches.recordProgress(req.workflowId, latest).catch(() => undefined);
+    };
     const ran = effectSeconds.startTimer({ tool: req.tool });
-    const beat = setInterval(() => activity.heartbeat(latest), 1_000);
+    const beat = setInterval(() => {
+      activity.heartbeat(latest);
+      if (written !== latest) writeProgress();
+    }, 1_000);
     const ctx: EffectContext = {
       config,
       launchId: req.workflowId,
@@ -139,10 +149,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
       progress: (facts) => {
         latest = facts;
         activity.heartbeat(facts);
-        if (Date.now() - lastWrite >= PROGRESS_WRITE_INTERVAL_MS) {
-          lastWrite = Date.now();
-          store.launches.recordProgress(req.workflowId, facts).catch(() => undefined);
-        }
+        if (Date.now() - lastWrite >= PROGRESS_WRITE_INTERVAL_MS) writeProgress();
       },
     };
 

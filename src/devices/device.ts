@@ -32,6 +32,11 @@ export interface LogRequest {
   durationMs: number;
   maxBytes: number;
   signal: AbortSignal;
+  /**
+   * Called once the capture is about to follow, with what it follows from (a file's byte offset):
+   * every line written after it is in the capture.
+   */
+  onFollowing?: (facts: Record<string, unknown>) => void;
 }
 
 export interface DeviceSession {

@@ -157,6 +157,12 @@ export async function openSsh(
     return { code, signal, endedBy, stdout, stderr, durationMs: Math.round(performance.now() - t0) };
   }
 
+  /** A file's size on the device, or 0 when it does not exist yet (tail -F waits for it). */
+  async function sizeOf(path: string): Promise<number> {
+    const s = await sftp();
+    return new Promise((resolve) => s.stat(path, (err, st) => resolve(err ? 0 : Number(st.size))));
+  }
+
   return {
     exec: (req) => run(commandLine(req.argv, req.env), req),
 
@@ -235,15 +241,19 @@ export async function openSsh(
 
     async logs(req: LogRequest) {
       const seconds = Math.max(1, Math.ceil(req.durationMs / 1000));
+      // A file is followed from its size when the capture begins (read over SFTP), not from whenever
+      // tail gets to open it: every line written after the capture said it follows is in it.
+      const fromByte = req.source === 'file' ? await sizeOf(req.path!) : null;
       const argv =
         req.source === 'journal'
           ? ['timeout', String(seconds), 'journalctl', '--follow', '--no-pager', '--lines=0']
           : req.source === 'dmesg'
             ? ['dmesg']
             : req.source === 'file'
-              ? ['timeout', String(seconds), 'tail', '-n', '0', '-F', req.path!]
+              ? ['timeout', String(seconds), 'tail', '-c', `+${fromByte! + 1}`, '-F', req.path!]
               : null;
       if (!argv) throw unsupported(device, 'ssh', 'show logcat (it is an Android log: use an adb device)');
+      req.onFollowing?.({ phase: 'following', ...(fromByte === null ? {} : { from_byte: fromByte }) });
       const result = await run(commandLine(argv, { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }), {
         timeoutMs: req.durationMs + 10_000,
         maxOutputBytes: req.maxBytes,

@@ -165,12 +165,21 @@ describe.skipIf(!isRoot)('SSH devices (needs root: an sshd, a device user)', () 
       device: 'bench-ssh',
       source: 'file',
       path: log,
-      duration_ms: 3_000,
+      duration_ms: 10_000,
       filter: 'event',
       wait_ms: 0,
       idempotency_key: 'logs-1',
     });
     expect(started.status).toBe('running');
+    // Lines written once the capture says it follows are all in it, however late the device got there.
+    await eventually(
+      'the capture to follow the file',
+      async () => {
+        const launch = await call(alice, 'get_launch', { idempotency_key: 'logs-1' });
+        return launch.progress?.phase === 'following' || launch.status !== 'running';
+      },
+      30_000,
+    );
     for (let i = 0; i < 5; i++) {
       await new Promise((r) => setTimeout(r, 300));
       appendFileSync(log, `event ${i}\nnoise ${i}\n`);
