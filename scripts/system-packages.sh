@@ -7,7 +7,7 @@
 set -euo pipefail
 kind="${1:-runtime}"
 
-runtime=(bubblewrap util-linux procps file binutils strace ltrace binwalk squashfs-tools-ng 7zip libarchive-tools bzip2 xz-utils python3 python3-venv adb qemu-user-static)
+runtime=(bubblewrap util-linux procps file openssl binutils strace ltrace binwalk squashfs-tools-ng 7zip libarchive-tools bzip2 xz-utils python3 python3-venv adb qemu-user-static)
 tests=(zip unzip squashfs-tools cpio rpm xorriso android-sdk-libsparse-utils u-boot-tools e2fsprogs mtd-utils gcc openssh-server openssh-client postgresql)
 wanted=("${runtime[@]}")
 [ "$kind" = test ] && wanted+=("${tests[@]}")

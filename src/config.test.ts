@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from './config.ts';
 
@@ -23,6 +26,39 @@ describe('loadConfig', () => {
     expect(loadConfig({ DOSSIER_HOME: '/srv/d', DOSSIER_INBOX: '/srv/drop' }).inbox).toBe('/srv/drop');
     for (const inbox of ['/srv/d', '/srv', '/srv/d/artifacts'])
       expect(() => loadConfig({ DOSSIER_HOME: '/srv/d', DOSSIER_INBOX: inbox })).toThrow(/DOSSIER_INBOX/);
+  });
+
+  it('takes mutual TLS to Temporal as three readable files together, or not at all', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-tls-config-'));
+    const [cert, key, ca] = ['cert.pem', 'key.pem', 'ca.pem'].map((f) => path.join(dir, f)) as [
+      string,
+      string,
+      string,
+    ];
+    for (const f of [cert, key, ca]) writeFileSync(f, 'pem');
+    const all = {
+      DOSSIER_TEMPORAL_TLS_CERT: cert,
+      DOSSIER_TEMPORAL_TLS_KEY: key,
+      DOSSIER_TEMPORAL_TLS_CA: ca,
+    };
+    expect(loadConfig({}).temporalTls).toBeUndefined();
+    expect(loadConfig({ ...all, DOSSIER_TEMPORAL_TLS_SERVER_NAME: 'temporal' }).temporalTls).toEqual({
+      cert,
+      key,
+      ca,
+      serverName: 'temporal',
+    });
+    expect(() => loadConfig({ DOSSIER_TEMPORAL_TLS_CERT: cert, DOSSIER_TEMPORAL_TLS_KEY: key })).toThrow(
+      /set all three/,
+    );
+    expect(() => loadConfig({ DOSSIER_TEMPORAL_TLS_SERVER_NAME: 'temporal' })).toThrow(/set all three/);
+    expect(() => loadConfig({ ...all, DOSSIER_TEMPORAL_TLS_KEY: path.join(dir, 'absent.pem') })).toThrow(
+      /DOSSIER_TEMPORAL_TLS_KEY=".*absent.pem": expected the absolute path of a readable file/,
+    );
+    expect(() => loadConfig({ ...all, DOSSIER_TEMPORAL_TLS_CA: 'ca.pem' })).toThrow(
+      /DOSSIER_TEMPORAL_TLS_CA/,
+    );
+    rmSync(dir, { recursive: true });
   });
 
   it('refuses an HTTP port that browsers and fetch() will not connect to', () => {

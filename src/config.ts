@@ -1,6 +1,7 @@
 // Configuration comes from DOSSIER_* environment variables only, validated once
 // at start-up. A bad value stops the process with one line per problem that
 // names the variable, what was given and what is accepted.
+import { accessSync, constants, statSync } from 'node:fs';
 import os from 'node:os';
 import { isIP } from 'node:net';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import { z } from 'zod';
 import { CAPABILITIES, type Capability } from './domain/types.ts';
 import type { SandboxPolicy } from './sandbox/sandbox.ts';
 import { parsePayloadKeys, type PayloadKey } from './temporal/keys.ts';
+import type { TemporalTls } from './temporal/tls.ts';
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
@@ -19,6 +21,21 @@ function wholeIn(min: number, max: number) {
 const intIn = (min: number, max: number, fallback: number) => wholeIn(min, max).default(fallback);
 
 const port = (fallback: number) => intIn(0, 65535, fallback);
+
+function readableFile(file: string): boolean {
+  try {
+    accessSync(file, constants.R_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+const pemFile = z
+  .string()
+  .refine((v) => v.startsWith('/') && readableFile(v), {
+    error: 'expected the absolute path of a readable file',
+  })
+  .optional();
 
 /**
  * The Fetch standard's "bad ports": browsers and Node's fetch() (so every MCP SDK client) refuse
@@ -60,6 +77,15 @@ const schema = z.object({
   DOSSIER_TEMPORAL_ADDRESS: z
     .string()
     .regex(/^[^\s:]+:\d+$/, { error: 'expected host:port' })
+    .optional(),
+  /** Mutual TLS to Temporal: this process's certificate, its key and the CA of the server's (PEM), all or none. */
+  DOSSIER_TEMPORAL_TLS_CERT: pemFile,
+  DOSSIER_TEMPORAL_TLS_KEY: pemFile,
+  DOSSIER_TEMPORAL_TLS_CA: pemFile,
+  /** The name the server's certificate carries, when DOSSIER_TEMPORAL_ADDRESS names the server otherwise. */
+  DOSSIER_TEMPORAL_TLS_SERVER_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$/, { error: 'expected a DNS name' })
     .optional(),
   DOSSIER_UI_URL: z.url({ error: 'expected an http(s) URL' }).optional(),
   DOSSIER_NAMESPACE: name('dossier'),
@@ -207,6 +233,8 @@ export interface Config {
   temporalPort: number;
   uiPort: number;
   temporalAddress: string | undefined;
+  /** The client certificate, key and CA this process connects to Temporal with; undefined: plain TCP. */
+  temporalTls: TemporalTls | undefined;
   uiUrl: string | undefined;
   namespace: string;
   temporalCli: string | undefined;
@@ -327,6 +355,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `DOSSIER_TEAM_WORKSPACE_BYTES=${teamWorkspaceBytes}: expected at least DOSSIER_WORKSPACE_BYTES (${c.DOSSIER_WORKSPACE_BYTES}), so that one launch's workspace fits what its team may keep`,
     );
   }
+  const tls = [c.DOSSIER_TEMPORAL_TLS_CERT, c.DOSSIER_TEMPORAL_TLS_KEY, c.DOSSIER_TEMPORAL_TLS_CA];
+  if ((tls.some(Boolean) || c.DOSSIER_TEMPORAL_TLS_SERVER_NAME) && !tls.every(Boolean))
+    problems.push(
+      'DOSSIER_TEMPORAL_TLS_CERT, DOSSIER_TEMPORAL_TLS_KEY and DOSSIER_TEMPORAL_TLS_CA: set all three (the client certificate, its key and the CA of the server) or none',
+    );
   if (problems.length) throw new ConfigError([...new Set(problems)]);
   const [firstUid, lastUid] = c.DOSSIER_SANDBOX_UIDS.split('-').map(Number) as [number, number];
   return {
@@ -338,6 +371,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     temporalPort: c.DOSSIER_TEMPORAL_PORT,
     uiPort: c.DOSSIER_UI_PORT,
     temporalAddress: c.DOSSIER_TEMPORAL_ADDRESS,
+    temporalTls:
+      c.DOSSIER_TEMPORAL_TLS_CERT && c.DOSSIER_TEMPORAL_TLS_KEY && c.DOSSIER_TEMPORAL_TLS_CA
+        ? {
+            cert: c.DOSSIER_TEMPORAL_TLS_CERT,
+            key: c.DOSSIER_TEMPORAL_TLS_KEY,
+            ca: c.DOSSIER_TEMPORAL_TLS_CA,
+            serverName: c.DOSSIER_TEMPORAL_TLS_SERVER_NAME,
+          }
+        : undefined,
     uiUrl: c.DOSSIER_UI_URL,
     namespace: c.DOSSIER_NAMESPACE,
     temporalCli: c.DOSSIER_TEMPORAL_CLI,

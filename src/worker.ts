@@ -20,6 +20,7 @@ import type { Store } from './store/store.ts';
 import { payloadKeys } from './temporal/codec.ts';
 import { dataConverter, FAILURE_CONVERTER_PATH } from './temporal/dataConverter.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from './temporal/queues.ts';
+import { clientTls, type TemporalTls } from './temporal/tls.ts';
 import { CAPABILITIES } from './domain/types.ts';
 import { tracing } from './metrics/tracing.ts';
 
@@ -118,14 +119,17 @@ export async function startWorkers(deps: {
   config: Config;
   store: Store;
   address: string;
+  /** Mutual TLS to a cluster's Temporal; none for the embedded dev server. */
+  tls: TemporalTls | undefined;
   bundle: WorkflowBundleWithSourceMap;
 }): Promise<RunningWorkers> {
   installRuntime(deps.config);
   const { config, store } = deps;
-  const connection = await NativeConnection.connect({ address: deps.address });
+  const tls = clientTls(deps.tls);
+  const connection = await NativeConnection.connect({ address: deps.address, tls });
   const converter = dataConverter(payloadKeys(config.payloadKeys, config.home));
   // Analysis bookkeeping starts (or attaches to) database builds: it needs a client of its own.
-  const clientConnection = await Connection.connect({ address: deps.address });
+  const clientConnection = await Connection.connect({ address: deps.address, tls });
   const traced = tracing();
   const client = new Client({
     connection: clientConnection,

@@ -35,10 +35,15 @@ const USAGE = `usage: dossier <command>
   upload FILE [--name NAME]
                         upload a file as an artifact (POST /artifacts); prints its digest and record
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
-  ui-guard --upstream HOST:PORT [--listen HOST:PORT]
+  ui-guard --upstream HOST:PORT [--listen HOST:PORT] [--temporal-reads HOST:PORT]
                         serve a Temporal UI server read-only to signed-in viewers (tokens of
                         DOSSIER_STORE), each seeing its own team's workflows (default listen
-                        127.0.0.1:8233; start and cluster up run it themselves)
+                        127.0.0.1:8233; start and cluster up run it themselves); with
+                        --temporal-reads, also the UI server's way to DOSSIER_TEMPORAL_ADDRESS,
+                        which passes its reads only, over DOSSIER_TEMPORAL_TLS_*
+  temporal-certs DIR [--host H]… [--owner PART=UID:GID]…
+                        make (or keep, while valid) the certificates of a cluster's Temporal under
+                        DIR/server, DIR/client and DIR/ui (the compose file's temporal-certs service)
   provision-temporal [--server]
                         find or build the Temporal CLI and the Temporal UI server (with --server also
                         the Temporal server and temporal-sql-tool for \`cluster up\`); print their paths
@@ -72,7 +77,9 @@ async function main(argv: string[]) {
     case 'upload':
       return (await import('./client.ts')).uploadCommand(loadConfig(), rest);
     case 'ui-guard':
-      return uiGuard(rest);
+      return (await import('./uiGuard.ts')).uiGuardCommand(rest);
+    case 'temporal-certs':
+      return (await import('../dev/certs.ts')).temporalCertsCommand(rest);
     case 'mcp':
       if (!rest.includes('--stdio'))
         throw new ConfigError(
@@ -213,6 +220,7 @@ async function cluster(args: string[]) {
   MCP endpoints  ${info.mcp_urls.join('  ')}
   token          ${info.token}
   Temporal       ${info.temporal_address} (namespace ${info.namespace}; server metrics ${info.temporal_metrics_url})
+                 mutual TLS: it serves only clients with a certificate from ${path.dirname(path.dirname(info.temporal_tls.ca))}
   Temporal UI    ${info.ui_url} (sign in with a token; each team sees its own)
   workers        ${running.workers.length} (logs in ${path.join(config.home, 'cluster', 'logs')})
   details        ${path.join(config.home, 'cluster.json')}
@@ -277,45 +285,6 @@ Press Ctrl-C to stop.`);
 }
 
 /** `dossier ui-guard`: the audit UI's read-only front door for a UI server run elsewhere (compose). */
-async function uiGuard(args: string[]) {
-  const { values } = parseArgs({
-    args,
-    options: { upstream: { type: 'string' }, listen: { type: 'string', default: '127.0.0.1:8233' } },
-  });
-  const address = (flag: string, value: string | undefined) => {
-    const m = value ? /^(.+):(\d{1,5})$/.exec(value) : null;
-    const port = Number(m?.[2]);
-    if (!m || port < 1 || port > 65_535)
-      throw new ConfigError(
-        [`--${flag} is HOST:PORT (got ${JSON.stringify(value ?? '')})`],
-        'Invalid arguments',
-      );
-    return { host: m[1]!.replace(/^\[(.*)\]$/, '$1'), port };
-  };
-  const upstream = address('upstream', values.upstream);
-  const listen = address('listen', values.listen);
-  // Tokens are the gateways' (DOSSIER_STORE): a viewer sees the workflows of its token's team.
-  const config = loadConfig();
-  const { openStore } = await import('../store/store.ts');
-  const store = await openStore(config.store);
-  const { startUiGuard } = await import('../dev/uiGuard.ts');
-  const guard = await startUiGuard({
-    ...listen,
-    upstream,
-    namespace: config.namespace,
-    viewer: (t) => store.tokens.resolve(t),
-  });
-  console.log(
-    `dossier ui-guard: ${guard.url} serves http://${upstream.host}:${upstream.port} read-only, each signed-in team its own workflows of namespace ${config.namespace}`,
-  );
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  await guard.stop();
-  await store.close();
-}
-
 async function token(args: string[]) {
   const [sub, ...rest] = args;
   const { openStore } = await import('../store/store.ts');

@@ -32,7 +32,11 @@ export async function stdioCommand(config: Config, token: string | undefined): P
     await store.close();
     throw new Error('DOSSIER_TOKEN is not a valid token for this store.');
   }
-  const connection = await connectWhenReady(address, 15_000);
+  const connection = await connectWhenReady(
+    address,
+    15_000,
+    config.temporalAddress ? config.temporalTls : undefined,
+  );
   try {
     const gateway = buildGateway(config, store, connection, uiUrl ?? `http://${address.split(':')[0]}:8233`);
     const stop = gateway.startBackgroundWork();

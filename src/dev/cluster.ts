@@ -13,7 +13,9 @@ import { ConfigError, FETCH_BLOCKED_PORTS, loadConfig, type Config } from '../co
 import { openStore } from '../store/store.ts';
 import { payloadKeys } from '../temporal/codec.ts';
 import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
+import { tlsEnv, type TemporalTls } from '../temporal/tls.ts';
 import { workflowBundle } from '../worker.ts';
+import { ensureTemporalCerts, TEMPORAL_SERVER_NAME } from './certs.ts';
 import { clusterJsonPath, type ClusterJson } from './devJson.ts';
 import { localToken } from './stack.ts';
 import { userCacheDir } from './goTools.ts';
@@ -27,6 +29,7 @@ import {
   type PostgresTarget,
   type TemporalServer,
 } from './temporalServer.ts';
+import { startTemporalReads } from './temporalReads.ts';
 import { resolveUiServer, startUiServer, type UiServer } from './uiServer.ts';
 
 export const CLUSTER_LIMITS = { gateways: { default: 2, max: 8 }, workers: { default: 3, max: 16 } } as const;
@@ -191,17 +194,22 @@ export async function startCluster(
     const host = config.host;
     // Temporal's services announce the address they bind to each other: a wildcard cannot be one.
     const temporalHost = ['0.0.0.0', '::'].includes(host) ? '127.0.0.1' : host;
+    // Temporal obeys only holders of the cluster's certificates: its own, the members', the UI's.
+    const certs = await ensureTemporalCerts(path.join(clusterDir, 'tls'), { hosts: [temporalHost] });
+    const withName = (set: TemporalTls): TemporalTls => ({ ...set, serverName: TEMPORAL_SERVER_NAME });
+    const clientTls = withName(certs.sets.client);
     const temporalOpts = {
       binaries,
       dir: path.join(clusterDir, 'temporal'),
       host: temporalHost,
       ports,
       pg: pgTarget,
+      tls: certs.sets.server,
     };
     let temporal = await startTemporalServer(temporalOpts);
     stoppers.push(() => temporal.stop());
     const address = temporal.address;
-    const connection = await connectWhenReady(address);
+    const connection = await connectWhenReady(address, 60_000, clientTls);
     await ensureNamespace(connection, config.namespace, config.retentionDays);
     await connection.close();
     log(`dossier: Temporal ${address} on PostgreSQL ${pgTarget.host}:${pgTarget.port}`);
@@ -218,6 +226,7 @@ export async function startCluster(
       DOSSIER_NAMESPACE: config.namespace,
       // Gateways on this host share one intake folder, whatever their homes.
       DOSSIER_INBOX: path.resolve(config.inbox),
+      ...tlsEnv(clientTls),
       ...sharedKeys,
     };
     // One exporter address cannot serve several processes.
@@ -352,11 +361,19 @@ export async function startCluster(
       // The UI's guard asks the cluster's store whose a token is.
       const tokens = await openStore(storeUrl);
       stoppers.push(() => tokens.close());
+      // The UI server reaches Temporal through a door that passes its reads only; the door holds its certificate.
+      const reads = await startTemporalReads({
+        upstream: address,
+        tls: withName(certs.sets.ui),
+        host: '127.0.0.1',
+        port: 0,
+      });
+      stoppers.push(() => reads.stop());
       ui = await startUiServer({
         viewer: (token) => tokens.tokens.resolve(token),
         binary: uiBinary,
         dir: path.join(clusterDir, 'ui'),
-        temporalAddress: address,
+        temporalAddress: reads.address,
         host: new URL(uiUrl).hostname,
         port: Number(new URL(uiUrl).port),
         namespace: config.namespace,
@@ -369,6 +386,7 @@ export async function startCluster(
       mcp_urls: gateways.map(({ m }) => m.url!),
       token: await clusterToken(config, storeUrl),
       temporal_address: address,
+      temporal_tls: { ...certs.sets.client, server_name: TEMPORAL_SERVER_NAME },
       temporal_metrics_url: temporal.metricsUrl,
       ui_url: uiUrl,
       namespace: config.namespace,

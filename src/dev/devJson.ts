@@ -26,6 +26,8 @@ export interface ClusterJson {
   mcp_urls: string[];
   token: string;
   temporal_address: string;
+  /** The client certificate the cluster's Temporal requires (PEM files; the key is 0600). */
+  temporal_tls: { cert: string; key: string; ca: string; server_name: string };
   temporal_metrics_url: string;
   ui_url: string;
   namespace: string;

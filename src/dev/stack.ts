@@ -113,7 +113,9 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
       );
     uiUrl ??= `http://${address.split(':')[0]}:8233`;
 
-    const connection: Connection = await connectWhenReady(address);
+    // The embedded dev server speaks no TLS; a cluster's Temporal (DOSSIER_TEMPORAL_ADDRESS) requires it.
+    const tls = temporal ? undefined : config.temporalTls;
+    const connection: Connection = await connectWhenReady(address, 60_000, tls);
     stoppers.push(() => connection.close());
     await ensureNamespace(connection, config.namespace, config.retentionDays);
 
@@ -123,7 +125,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
 
     let workers: RunningWorkers | undefined;
     if (bundling) {
-      workers = await startWorkers({ config, store, address, bundle: await bundling });
+      workers = await startWorkers({ config, store, address, tls, bundle: await bundling });
       stoppers.push(() => workers!.shutdown());
       // The angr provider installs in the background (once, about a minute); analyses wait for it.
       if (config.capabilities.includes('analysis') && !cachedProvider(config.analysis.python)) {

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ConfigError } from '../config.ts';
+import { TEMPORAL_SERVER_NAME, type CertSet } from './certs.ts';
 import { buildWithGo, cachedTool, isExecutable, type GoTool } from './goTools.ts';
 import { startOwned, waitForPort, type OwnedProcess } from './owned.ts';
 
@@ -148,8 +149,45 @@ export interface ServerConfigOptions {
   ports: ServerPorts;
   pg: PostgresTarget;
   dynamicConfigFile: string;
+  /** The server's certificate, key and CA: every listener requires a client certificate that CA signed. */
+  tls: CertSet;
   /** Default 4; fixed for the life of the database. */
   historyShards?: number;
+}
+
+/**
+ * Mutual TLS on every gRPC listener: the frontend and the internal services (history, matching,
+ * worker) accept only clients with a certificate of the cluster's CA, and present, to each other
+ * and as the system worker's client, the server's own (which names TEMPORAL_SERVER_NAME).
+ */
+function tlsConfig(tls: CertSet): string[] {
+  const files = [`certFile: ${JSON.stringify(tls.cert)}`, `keyFile: ${JSON.stringify(tls.key)}`];
+  const server = [
+    'server:',
+    ...files.map((f) => `  ${f}`),
+    '  requireClientAuth: true',
+    '  clientCaFiles:',
+    `    - ${JSON.stringify(tls.ca)}`,
+  ];
+  const client = [
+    'client:',
+    `  serverName: ${TEMPORAL_SERVER_NAME}`,
+    '  rootCaFiles:',
+    `    - ${JSON.stringify(tls.ca)}`,
+  ];
+  return [
+    '  tls:',
+    '    expirationChecks:',
+    '      warningWindow: 720h',
+    '      errorWindow: 168h',
+    '      checkInterval: 1h',
+    '    internode:',
+    ...[...server, ...client].map((l) => `      ${l}`),
+    '    frontend:',
+    ...[...server, ...client].map((l) => `      ${l}`),
+    '    systemWorker:',
+    ...[...files, ...client].map((l) => `      ${l}`),
+  ];
 }
 
 export function serverConfig(opts: ServerConfigOptions): string {
@@ -196,6 +234,7 @@ export function serverConfig(opts: ServerConfigOptions): string {
     '      framework: tally',
     '      timerType: histogram',
     `      listenAddress: ${JSON.stringify(`${host}:${ports.metrics}`)}`,
+    ...tlsConfig(opts.tls),
     'services:',
     ...service('frontend', ports.frontend, ports.membership[0], [`      httpPort: ${ports.frontendHttp}`]),
     ...service('history', ports.history, ports.membership[1]),
@@ -241,6 +280,8 @@ export interface TemporalServerOptions {
   host: string;
   ports: ServerPorts;
   pg: PostgresTarget;
+  /** The server's certificate set (certs.ts). */
+  tls: CertSet;
 }
 
 /** Migrates the schemas, then starts every service and waits until the frontend answers. */
@@ -250,7 +291,7 @@ export async function startTemporalServer(opts: TemporalServerOptions): Promise<
   mkdirSync(configDir, { recursive: true, mode: 0o700 });
   writeFileSync(
     path.join(configDir, 'dossier.yaml'),
-    serverConfig({ host: opts.host, ports: opts.ports, pg: opts.pg, dynamicConfigFile: DYNAMIC_CONFIG_FILE }),
+    serverConfig({ ...opts, dynamicConfigFile: DYNAMIC_CONFIG_FILE }),
     { mode: 0o600 },
   );
   const proc = await startOwned({

@@ -6,16 +6,22 @@ import { Connection } from '@temporalio/client';
 import { msToTs, optionalTsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES } from './searchAttributes.ts';
+import { clientTls, type TemporalTls } from './tls.ts';
 
 const { IndexedValueType } = proto.temporal.api.enums.v1;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-export async function connectWhenReady(address: string, timeoutMs = 60_000): Promise<Connection> {
+/** A client connection once Temporal answers, over mutual TLS when `tls` is given. */
+export async function connectWhenReady(
+  address: string,
+  timeoutMs = 60_000,
+  tls?: TemporalTls,
+): Promise<Connection> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
     try {
-      const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      const connection = await Connection.connect({ address, connectTimeout: 2_000, tls: clientTls(tls) });
       await connection.workflowService.getSystemInfo({});
       return connection;
     } catch (err) {
@@ -24,7 +30,7 @@ export async function connectWhenReady(address: string, timeoutMs = 60_000): Pro
     }
   }
   throw new Error(
-    `Temporal at ${address} did not answer within ${timeoutMs} ms (${(lastError as Error)?.message}). Check that the server is running and the address is right.`,
+    `Temporal at ${address} did not answer within ${timeoutMs} ms (${(lastError as Error)?.message}). Check that the server is running, the address is right${tls ? ', and that it trusts DOSSIER_TEMPORAL_TLS_CERT and DOSSIER_TEMPORAL_TLS_CA signed its certificate' : ', and whether it requires TLS (DOSSIER_TEMPORAL_TLS_*)'}.`,
   );
 }
 

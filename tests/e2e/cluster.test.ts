@@ -6,7 +6,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import net from 'node:net';
 import { createHash, randomUUID } from 'node:crypto';
 import {
@@ -21,6 +21,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ensureTemporalCerts } from '../../src/dev/certs.ts';
 import { startCluster, type Cluster } from '../../src/dev/cluster.ts';
 import { artifactPath } from '../../src/evidence/artifacts.ts';
 import { leaseSize } from '../../src/gateway/rateLimit.ts';
@@ -29,6 +30,7 @@ import { serverPorts } from '../../src/dev/temporalServer.ts';
 import { signalGroup } from '../../src/sandbox/processes.ts';
 import { allRows, call, connectMcp, effectCounter, registerAndExtract, slowEffect } from '../helpers/mcp.ts';
 import { freeLowPorts, freePort } from '../helpers/ports.ts';
+import { bareHandshake, temporalAnswer } from '../helpers/temporalTls.ts';
 import { eventually, processesRunning } from '../helpers/wait.ts';
 import { modernRequest, TASKS } from '../helpers/modern.ts';
 
@@ -126,6 +128,81 @@ describe('the process cluster on a real Temporal server and PostgreSQL', () => {
     const metrics = await fetch(cluster.info.temporal_metrics_url).then((r) => r.text());
     expect(metrics).toMatch(/^persistence_requests\{.*\} \d+/m);
   });
+
+  it('Temporal serves only holders of the cluster’s certificates: without one the SDK, a bare handshake on any port and the CLI are refused, and launches go on', async () => {
+    const { temporal_address: address, temporal_tls: tls } = cluster.info;
+    expect(await temporalAnswer(address)).not.toBe('served'); // plain TCP, as anyone could before
+    const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.split(':').pop())];
+    const trust = { serverRootCACertificate: readFileSync(tls.ca), serverNameOverride: tls.server_name };
+    const pair = (set: { cert: string; key: string }) => ({
+      clientCertPair: { crt: readFileSync(set.cert), key: readFileSync(set.key) },
+    });
+    // The members' certificate is served: the refusals below are the certificate's doing, not the address's.
+    expect(await temporalAnswer(address, { ...trust, ...pair(tls) })).toBe('served');
+    expect(await temporalAnswer(address, trust)).not.toBe('served'); // TLS, no certificate
+    const foreign = await ensureTemporalCerts(path.join(home, 'another-ca'));
+    expect(await temporalAnswer(address, { ...trust, ...pair(foreign.sets.client) })).not.toBe('served');
+    // Every listener that takes calls (the frontend, its HTTP API, history, matching) ends a handshake
+    // without one; the worker service has none (its port is only reserved).
+    const ports = serverPorts(port);
+    for (const p of [ports.frontend, ports.frontendHttp, ports.history, ports.matching]) {
+      const knock = (cert?: { cert: string; key: string }) =>
+        bareHandshake(
+          { host, port: p, ca: trust.serverRootCACertificate, servername: tls.server_name },
+          cert,
+        );
+      expect(await knock()).toMatch(/^refused/);
+      expect(await knock(tls)).toBe('served');
+    }
+
+    // The Temporal CLI, as any local user would run it, cannot stop a team's running launch.
+    const c = await client(0);
+    const effect = effectCounter(workerHomes());
+    const args = { ...slowEffect(effect, 3), idempotency_key: 'cli-terminate' };
+    const running = await call(c, 'capture_process_scenario', { ...args, wait_ms: 300 });
+    expect(running.status).toBe('running');
+    const terminate = spawnSync(
+      inject('temporalCli'),
+      ['workflow', 'terminate', '--address', address, '--namespace', cluster.info.namespace].concat([
+        '--workflow-id',
+        running.launch.workflow_id,
+        '--reason',
+        'not yours',
+        '--command-timeout',
+        '5s',
+      ]),
+      { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: home }, timeout: 30_000 },
+    );
+    expect(terminate.status, terminate.stdout).not.toBe(0);
+    const outcome = await call(c, 'await_launch', { idempotency_key: 'cli-terminate', wait_ms: 60_000 });
+    expect(outcome.status).toBe('succeeded');
+    expect(effect.count()).toBe(1);
+  }, 120_000);
+
+  it('the UI server’s private port, reached directly, reads but cannot write: its way to Temporal passes reads only', async () => {
+    // What any local user can do: find the UI server's loopback port and skip the guard in front of it.
+    const settings = readFileSync(path.join(home, 'cluster', 'ui', 'config', 'dossier.yaml'), 'utf8');
+    const api = `http://127.0.0.1:${/^port: (\d+)$/m.exec(settings)![1]}/api/v1`;
+    const inner = `${api}/namespaces/${cluster.info.namespace}`;
+    const c = await client(0);
+    const effect = effectCounter(workerHomes());
+    const args = { ...slowEffect(effect, 4), idempotency_key: 'ui-batch-terminate' };
+    const running = await call(c, 'capture_process_scenario', { ...args, wait_ms: 300 });
+    const query = `WorkflowId = '${running.launch.workflow_id}'`;
+    const listed = await fetch(`${inner}/workflows?query=${encodeURIComponent(query)}`);
+    expect(await listed.text()).toContain(running.launch.workflow_id);
+    // The UI server's own write switch lets a batch terminate through when its path holds an encoded slash.
+    const reply = await fetch(`${api}/settings`);
+    const csrf = /_csrf=([^;]+)/.exec(reply.headers.get('set-cookie') ?? '')?.[1] ?? '';
+    const batch = await fetch(`${inner}/batch-operations/x%2Fworkflows%2Fy%2Fquery%2Fz`, {
+      method: 'POST',
+      headers: { cookie: `_csrf=${csrf}`, 'x-csrf-token': csrf, 'content-type': 'application/json' },
+      body: JSON.stringify({ visibilityQuery: query, reason: 'not yours', terminationOperation: {} }),
+    });
+    expect(batch.status, await batch.text()).toBe(403);
+    const outcome = await call(c, 'await_launch', { idempotency_key: 'ui-batch-terminate', wait_ms: 60_000 });
+    expect(outcome.status).toBe('succeeded');
+  }, 120_000);
 
   it('a 64-client storm of identical calls spread over both gateways: one effect, one launch, 63 attached', async () => {
     const effect = effectCounter(workerHomes());

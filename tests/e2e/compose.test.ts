@@ -28,6 +28,49 @@ const IMAGES = [
 const METRICS_TOKEN = `metrics-${randomUUID()}`;
 const HOME_IN_CONTAINER = '/var/lib/dossier';
 
+/** Run with node in a gateway container (its /app/node_modules): what Temporal and the UI server answer. */
+const PROBE = `import { Connection } from '@temporalio/client';
+import { readFileSync } from 'node:fs';
+const read = (f) => readFileSync('/etc/dossier/temporal-tls/' + f);
+async function answer(tls) {
+  try {
+    const c = await Connection.connect({ address: 'temporal:7233', tls, connectTimeout: 5000 });
+    await c.workflowService.getSystemInfo({});
+    await c.close();
+    return 'served';
+  } catch (err) {
+    return err.message;
+  }
+}
+const [what, id] = process.argv.slice(2);
+if (what === 'certificates') {
+  const plain = await answer(undefined);
+  let trust, pair;
+  try {
+    trust = { serverRootCACertificate: read('ca.pem') };
+    pair = { clientCertPair: { crt: read('cert.pem'), key: read('key.pem') } };
+  } catch (err) {
+    console.log(JSON.stringify({ plain, noCertificate: err.message, gateways: err.message }));
+    process.exit(0);
+  }
+  console.log(JSON.stringify({
+    plain,
+    noCertificate: await answer(trust),
+    gateways: await answer({ ...trust, ...pair }),
+  }));
+} else {
+  const ui = 'http://temporal-ui:8080/api/v1';
+  const settings = await fetch(ui + '/settings');
+  const csrf = /_csrf=([^;]+)/.exec(settings.headers.get('set-cookie') ?? '')?.[1] ?? '';
+  const r = await fetch(ui + '/namespaces/dossier/batch-operations/x%2Fworkflows%2Fy%2Fquery%2Fz', {
+    method: 'POST',
+    headers: { cookie: '_csrf=' + csrf, 'x-csrf-token': csrf, 'content-type': 'application/json' },
+    body: JSON.stringify({ visibilityQuery: "WorkflowId = '" + id + "'", reason: 'x', terminationOperation: {} }),
+  });
+  console.log(JSON.stringify({ status: r.status, body: await r.text() }));
+}
+`;
+
 /**
  * Why this machine cannot run the compose file, or undefined when it can. `scripts/containers.sh
  * prepare` (npm test's pretest) records it: `ready`, or the reason it could not have an engine. A
@@ -223,6 +266,44 @@ describe.skipIf(skip)(
         expect(inContainer(id, `cat ${HOME_IN_CONTAINER}/host-stamp`)?.trim()).toBe(stamps[i]),
       );
     });
+
+    it('Temporal serves only holders of the cluster’s certificates: without one a client on its network is refused, and cannot stop a launch', async () => {
+      // Run in a gateway container, on the cluster's network: a real Temporal client without a
+      // certificate, then with the gateways' own (so the refusals are the certificate's doing), and
+      // a batch terminate sent straight to the UI server past its own write switch (an encoded slash).
+      const probe = path.join(scratch, 'probe.mjs');
+      writeFileSync(probe, PROBE);
+      const gateway = container('gateway', 2);
+      await gateway.copyFilesToContainer([{ source: probe, target: '/app/probe.mjs' }]);
+      const run = async (...args: string[]) => {
+        const r = await gateway.exec(['node', '/app/probe.mjs', ...args]);
+        expect(r.exitCode, r.output).toBe(0);
+        return JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, string | number>;
+      };
+      const answers = await run('certificates');
+      expect(answers.plain).not.toBe('served');
+      expect(answers.gateways).toBe('served');
+      expect(answers.noCertificate).not.toBe('served');
+
+      // The Temporal CLI without a certificate cannot terminate a team's running launch; nor can the UI.
+      const c = await client(2);
+      const effect = counter();
+      const args = { ...effect.slow(4), idempotency_key: 'cli-terminate' };
+      const running = await call(c, 'capture_process_scenario', { ...args, wait_ms: 300 });
+      expect(running.status).toBe('running');
+      const id = running.launch.workflow_id as string;
+      const terminate = (unset: string) =>
+        inContainer(
+          container('temporal').getId(),
+          `env ${unset} temporal workflow terminate -n dossier --workflow-id '${id}' --reason x --command-timeout 5s`,
+        );
+      expect(terminate('-u TEMPORAL_TLS_CERT -u TEMPORAL_TLS_KEY -u TEMPORAL_TLS_CA')).toBeUndefined();
+      expect(terminate('-u TEMPORAL_TLS_CERT -u TEMPORAL_TLS_KEY')).toBeUndefined();
+      expect((await run('batch', id)).status).toBe(403);
+      const outcome = await call(c, 'await_launch', { idempotency_key: 'cli-terminate', wait_ms: 60_000 });
+      expect(outcome.status).toBe('succeeded');
+      expect(effect.count()).toBe(1);
+    }, 180_000);
 
     it('a 64-client storm of identical calls over both gateways: one effect, one launch, 63 attached', async () => {
       const effect = counter();
