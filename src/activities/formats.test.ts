@@ -2,9 +2,9 @@
 // systems, a uImage header, binwalk's uImage rows. No server, no helper.
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { parse7zListing, sniff } from '../../src/activities/archives.ts';
-import { parseSignatures } from '../../src/activities/firmware.ts';
-import { parseUImageHeader } from '../../src/activities/formats.ts';
+import { parse7zListing, sniff } from './archives.ts';
+import { parseSignatures } from './firmware.ts';
+import { parseUImageHeader } from './formats.ts';
 
 const hex = (h: string) => Buffer.from(h, 'hex');
 const at = (offset: number, bytes: Buffer, length = offset + bytes.length + 16) => {

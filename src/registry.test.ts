@@ -3,13 +3,13 @@
 // every contract exactly once on the side that runs it.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ANALYSIS_BINDINGS } from '../../src/activities/analyses.ts';
-import { EFFECT_BINDINGS } from '../../src/activities/effects.ts';
-import { GATEWAY_HANDLERS } from '../../src/gateway/handlers.ts';
-import { listTools } from '../../src/mcp/surface.ts';
-import { CATALOG } from '../../src/tools/catalog.ts';
-import { defineTool, isAnalysisTool, isLaunchTool } from '../../src/tools/contract.ts';
-import { bindAll, catalogOf } from '../../src/tools/registry.ts';
+import { ANALYSIS_BINDINGS } from './activities/analyses.ts';
+import { EFFECT_BINDINGS } from './activities/effects.ts';
+import { GATEWAY_HANDLERS } from './gateway/handlers.ts';
+import { listTools } from './mcp/surface.ts';
+import { CATALOG } from './tools/catalog.ts';
+import { defineTool, isAnalysisTool, isLaunchTool } from './tools/contract.ts';
+import { bindAll, catalogOf } from './tools/registry.ts';
 
 // name, runs on, readOnlyHint, destructiveHint, idempotentHint, openWorldHint
 const INVENTORY = [
