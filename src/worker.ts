@@ -97,6 +97,15 @@ const quietLogger = {
   error: (message: string) => console.error(message),
 };
 
+/**
+ * How long a workflow task waits on the queue of the worker that ran the workflow last (its
+ * cache) before any worker may take it. A worker that died leaves a launch's next task there: the
+ * one its effect's heartbeat timeout schedules. Temporal's 10 s default doubled the time a launch
+ * took to notice its worker's death, effect begun (interrupted) or not (dispatched again); a live
+ * worker starts its tasks in milliseconds, and one that misses this only costs a replay elsewhere.
+ */
+const STICKY_TASK_WAIT = '2 seconds';
+
 let runtimeInstalled = false;
 function installRuntime(config: Config) {
   if (runtimeInstalled) return;
@@ -153,6 +162,7 @@ export async function startWorkers(deps: {
       namespace: config.namespace,
       taskQueue: WORKFLOW_TASK_QUEUE,
       workflowBundle: deps.bundle,
+      stickyQueueScheduleToStartTimeout: STICKY_TASK_WAIT,
       dataConverter: converter,
       activities: bookkeeping,
       ...tracingOptions,
@@ -171,6 +181,7 @@ export async function startWorkers(deps: {
         namespace: config.namespace,
         taskQueue: capabilityQueue(capability),
         workflowBundle: deps.bundle,
+        stickyQueueScheduleToStartTimeout: STICKY_TASK_WAIT,
         dataConverter: converter,
         ...(serves
           ? {
