@@ -31,6 +31,8 @@ export const TASK_LIMITS = {
   ttl: { default: 7 * 24 * 3_600_000, min: 60_000, max: 30 * 24 * 3_600_000 },
   pollIntervalMs: 1_000,
   listPage: 50,
+  /** Questions one principal may leave unanswered at once (each holds its call's arguments). */
+  openQuestions: 256,
 };
 
 const STATUS: Record<LaunchRecord['status'], TaskStatus> = {
@@ -186,17 +188,28 @@ export class TaskService {
     args: Record<string, unknown>,
     question: { plan: ApprovalPlan; bodyDigest: string },
   ): Promise<TaskView> {
-    const approval = await this.deps.approvals.ask({
-      team: caller.team,
-      principal: caller.principal,
-      tool: name,
-      idempotency_key: String(args.idempotency_key),
-      body_digest: question.bodyDigest,
-      arguments: args,
-      plan: question.plan as unknown as Record<string, unknown>,
-      ttl_ms: TASK_LIMITS.ttl.default,
-      poll_interval_ms: TASK_LIMITS.pollIntervalMs,
-    });
+    const approval = await this.deps.approvals.ask(
+      {
+        team: caller.team,
+        principal: caller.principal,
+        tool: name,
+        idempotency_key: String(args.idempotency_key),
+        body_digest: question.bodyDigest,
+        arguments: args,
+        plan: question.plan as unknown as Record<string, unknown>,
+        ttl_ms: TASK_LIMITS.ttl.default,
+        poll_interval_ms: TASK_LIMITS.pollIntervalMs,
+      },
+      TASK_LIMITS.openQuestions,
+    );
+    if (approval === 'full') {
+      throw new DossierError(
+        'resource_constraint',
+        `You have ${TASK_LIMITS.openQuestions} approval questions waiting for an answer; nothing was asked or claimed.`,
+        'Answer or cancel some (tasks/update, tasks/cancel), or let them expire, then call again.',
+        { limit: TASK_LIMITS.openQuestions },
+      );
+    }
     return approvalView(approval);
   }
 

@@ -59,10 +59,15 @@ export class TaskApprovalStore {
    */
   async ask(
     a: Omit<TaskApproval, 'task_id' | 'answer' | 'reply' | 'created_at' | 'answered_at'>,
-  ): Promise<TaskApproval> {
+    maxOpen: number,
+  ): Promise<TaskApproval | 'full'> {
     const where = 'team = ? AND principal = ? AND idempotency_key = ? AND body_digest = ?';
     const keys = [a.team, a.principal, a.idempotency_key, a.body_digest];
     await this.db.run(`DELETE FROM task_approvals WHERE ${where} AND answer IS NOT NULL`, keys);
+    const asked = await this.db.get<Row>(`SELECT * FROM task_approvals WHERE ${where}`, keys);
+    if (asked) return toApproval(asked);
+    // A new question counts against the principal's open ones (approximately, under a race).
+    if ((await this.open(a.team, a.principal)) >= maxOpen) return 'full';
     await this.db.run(
       `INSERT INTO task_approvals (task_id, team, principal, tool, idempotency_key, body_digest, arguments, plan, ttl_ms, poll_interval_ms, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -81,6 +86,15 @@ export class TaskApprovalStore {
       ],
     );
     return toApproval((await this.db.get<Row>(`SELECT * FROM task_approvals WHERE ${where}`, keys))!);
+  }
+
+  /** How many questions of this principal wait for an answer. */
+  async open(team: string, principal: string): Promise<number> {
+    const row = await this.db.get<Row>(
+      'SELECT COUNT(*) AS n FROM task_approvals WHERE team = ? AND principal = ? AND answer IS NULL',
+      [team, principal],
+    );
+    return Number(row?.n ?? 0);
   }
 
   /** An approval task of this principal, whatever its answer. */
