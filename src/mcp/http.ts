@@ -55,8 +55,6 @@ export interface HttpGateway {
   url: string;
   port: number;
   sessions(): number;
-  /** Tells every connected client that the prompt catalog changed (notifications/prompts/list_changed). */
-  notifyPromptsChanged(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -323,9 +321,6 @@ export async function startHttpGateway(
     url: `http://${hostForUrl}:${boundPort}/mcp`,
     port: boundPort,
     sessions: () => sessions.size,
-    async notifyPromptsChanged() {
-      await Promise.allSettled(sessions.all().map((s) => s.server.sendPromptListChanged()));
-    },
     async close() {
       clearInterval(reaper);
       await sessions.closeAll();
