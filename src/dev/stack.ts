@@ -169,6 +169,7 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         port: config.port,
         maxRequestBytes: config.maxRequestBytes,
         maxUploadBytes: config.maxUploadBytes,
+        maxJsonDepth: config.maxJsonDepth,
         allowedHosts: config.allowedHosts,
         allowedOrigins: config.allowedOrigins,
         codec: new TeamPayloadCodec(keys),

@@ -40,6 +40,8 @@ export interface IntakeOptions {
   /** Per-team intake folders, <inbox>/<team>/, read besides the allowed roots. */
   inbox?: string;
   uploadLimit?: number;
+  /** How deeply a bundle may nest arrays and objects (DOSSIER_MAX_JSON_DEPTH). */
+  maxJsonDepth?: number;
   /** Where helpers that read untrusted bytes (file) run. */
   sandbox?: Sandbox;
 }
@@ -285,7 +287,7 @@ export class Intake {
 
   /** Verifies a bundle's text and retains its Evidence for the caller's team, atomically (POST /bundles, import_evidence_bundle). */
   async importBundleText(caller: Principal, text: string) {
-    const built = verifyBundle(text);
+    const built = verifyBundle(text, this.opts.maxJsonDepth);
     const foreign = built.find((b) => b.record.team !== caller.team);
     if (foreign) {
       throw new DossierError(

@@ -4,6 +4,7 @@
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { DossierError, toToolError } from '../domain/errors.ts';
+import { JSON_DEPTH, JsonTooDeep, parseBoundedJson } from '../domain/json.ts';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TokenStore } from '../store/tokens.ts';
@@ -24,6 +25,8 @@ export interface HttpOptions {
   maxRequestBytes: number;
   /** Largest artifact upload (POST /artifacts, src/mcp/rest.ts). */
   maxUploadBytes: number;
+  /** How deeply a JSON body may nest arrays and objects (DOSSIER_MAX_JSON_DEPTH). */
+  maxJsonDepth?: number;
   /** Host header values accepted besides the bound address (e.g. a load balancer name). */
   allowedHosts?: string[];
   /** Origins accepted from browsers; requests without an Origin header are not browsers and pass. */
@@ -73,6 +76,7 @@ export async function startHttpGateway(
     store: opts.sessionStore,
   });
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? 30_000;
+  const maxJsonDepth = opts.maxJsonDepth ?? JSON_DEPTH.default;
   let boundPort = opts.port;
 
   // A loopback name with any port is no rebinding risk: the attack needs a foreign hostname.
@@ -190,8 +194,16 @@ export async function startHttpGateway(
         );
       }
       try {
-        body = JSON.parse(read.toString('utf8'));
-      } catch {
+        body = parseBoundedJson(read.toString('utf8'), maxJsonDepth);
+      } catch (err) {
+        if (err instanceof JsonTooDeep)
+          return rpcError(
+            res,
+            400,
+            -32700,
+            `Parse error: ${err.message} (DOSSIER_MAX_JSON_DEPTH); send a value that nests less`,
+            { limit: err.limit },
+          );
         return rpcError(res, 400, -32700, 'Parse error: the body is not valid JSON');
       }
     }
@@ -283,7 +295,11 @@ export async function startHttpGateway(
     if (read === 'too_slow') return sendJson(res, 408, { error: 'the request body did not arrive in time' });
     if (read === 'too_large') return sendJson(res, 413, { error: 'too many payloads in one request' });
     try {
-      const decoded = decodeForTeam(opts.codec!, caller, JSON.parse(read.toString('utf8')));
+      const decoded = decodeForTeam(
+        opts.codec!,
+        caller,
+        parseBoundedJson(read.toString('utf8'), maxJsonDepth),
+      );
       res.setHeader('x-dossier-withheld', String(decoded.withheld));
       return sendJson(res, 200, { payloads: decoded.payloads });
     } catch (err) {
@@ -366,6 +382,6 @@ function isJsonRpcRequest(body: unknown): boolean {
   return typeof m?.method === 'string' && m.id !== undefined && m.id !== null;
 }
 
-function rpcError(res: ServerResponse, status: number, code: number, message: string) {
-  sendJson(res, status, { jsonrpc: '2.0', error: { code, message }, id: null });
+function rpcError(res: ServerResponse, status: number, code: number, message: string, data?: unknown) {
+  sendJson(res, status, { jsonrpc: '2.0', error: { code, message, ...(data ? { data } : {}) }, id: null });
 }
