@@ -125,6 +125,8 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   const onAbort = () => end(ctx.stopping() ? 'shutdown' : 'cancel');
   const stopAbort = whenAborted(ctx.signal, onAbort);
   let workspaceBytes = 0;
+  /** Why the workspace could not be measured, when that is what ended the program. */
+  let unmeasured: string | undefined;
   let checking = false;
   const ticker = setInterval(() => {
     ctx.progress({
@@ -141,9 +143,14 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     workspaceUsage(ctx.workspace, proc.members(), ctx.config.workspaceBytes)
       .then((usage) => {
         workspaceBytes = usage.bytes;
+        if (usage.unmeasured && !ending) unmeasured = usage.unmeasured;
         if (usage.over) end('workspace_limit');
       })
-      .catch(() => undefined)
+      .catch(() => {
+        // A check that could not run says nothing of the disk: as over the bound, never as empty.
+        if (!ending) unmeasured = 'the check failed';
+        end('workspace_limit');
+      })
       .finally(() => (checking = false));
   }, 1_000);
 
@@ -192,7 +199,9 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     );
   if (ending === 'workspace_limit')
     limitations.push(
-      `the workspace passed DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes} bytes (or 200,000 entries); the process group was ended`,
+      unmeasured
+        ? `the workspace's size could not be measured (${unmeasured}), which counts as past DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes}; the process group was ended`
+        : `the workspace passed DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes} bytes (or 200,000 entries); the process group was ended`,
     );
   if (status.inferred)
     limitations.push(
