@@ -35,10 +35,12 @@ const USAGE = `usage: dossier <command>
   upload FILE [--name NAME]
                         upload a file as an artifact (POST /artifacts); prints its digest and record
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
-  ui-guard --upstream HOST:PORT [--listen HOST:PORT]
+  ui-guard --upstream HOST:PORT [--listen HOST:PORT] [--codec URL]
                         serve a Temporal UI server read-only to signed-in viewers (tokens of
                         DOSSIER_STORE), each seeing its own team's workflows (default listen
-                        127.0.0.1:8233; start and cluster up run it themselves)
+                        127.0.0.1:8233; start and cluster up run it themselves); --codec names a
+                        gateway's codec endpoint (http://gateway:7400/codec), which opens each
+                        viewer's team's payloads (the UI server's codec endpoint: /codec)
   provision-temporal [--server]
                         find or build the Temporal CLI and the Temporal UI server (with --server also
                         the Temporal server and temporal-sql-tool for \`cluster up\`); print their paths
@@ -280,7 +282,11 @@ Press Ctrl-C to stop.`);
 async function uiGuard(args: string[]) {
   const { values } = parseArgs({
     args,
-    options: { upstream: { type: 'string' }, listen: { type: 'string', default: '127.0.0.1:8233' } },
+    options: {
+      upstream: { type: 'string' },
+      listen: { type: 'string', default: '127.0.0.1:8233' },
+      codec: { type: 'string' },
+    },
   });
   const address = (flag: string, value: string | undefined) => {
     const m = value ? /^(.+):(\d{1,5})$/.exec(value) : null;
@@ -294,6 +300,12 @@ async function uiGuard(args: string[]) {
   };
   const upstream = address('upstream', values.upstream);
   const listen = address('listen', values.listen);
+  const codec = values.codec?.replace(/\/+$/, '');
+  if (codec !== undefined && !/^https?:\/\/[^/]+(\/.*)?$/.test(codec))
+    throw new ConfigError(
+      [`--codec is a gateway's codec endpoint URL, http://HOST:PORT/codec (got ${JSON.stringify(codec)})`],
+      'Invalid arguments',
+    );
   // Tokens are the gateways' (DOSSIER_STORE): a viewer sees the workflows of its token's team.
   const config = loadConfig();
   const { openStore } = await import('../store/store.ts');
@@ -304,9 +316,10 @@ async function uiGuard(args: string[]) {
     upstream,
     namespace: config.namespace,
     viewer: (t) => store.tokens.resolve(t),
+    codec,
   });
   console.log(
-    `dossier ui-guard: ${guard.url} serves http://${upstream.host}:${upstream.port} read-only, each signed-in team its own workflows of namespace ${config.namespace}`,
+    `dossier ui-guard: ${guard.url} serves http://${upstream.host}:${upstream.port} read-only, each signed-in team its own workflows of namespace ${config.namespace}${codec ? `; payloads opened by ${codec}` : '; no codec endpoint (payloads stay sealed)'}`,
   );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);

@@ -173,7 +173,6 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         allowedHosts: config.allowedHosts,
         allowedOrigins: config.allowedOrigins,
         codec: new TeamPayloadCodec(keys),
-        uiOrigin: new URL(uiUrl).origin,
         metricsToken: config.metrics.token,
         sessionStore: store.sessions,
         ...config.http,

@@ -12,7 +12,7 @@ import type { SessionStore } from '../store/sessions.ts';
 import type { Principal } from '../domain/types.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import type { TeamPayloadCodec } from '../temporal/codec.ts';
-import { CODEC_COOKIE, codecCors, codecToken, decodeForTeam, LOGIN_FORM, signedIn } from './codecEndpoint.ts';
+import { decodeForTeam } from './codecEndpoint.ts';
 import { initRecord, MAX_INIT_BYTES, Sessions, type Session } from './sessions.ts';
 import { webRequest, writeResponse } from './webResponse.ts';
 import { serveMetrics } from './metricsRoute.ts';
@@ -38,10 +38,8 @@ export interface HttpOptions {
   maxSessionsPerPrincipal?: number;
   /** How long a request body may take to arrive (a client that trickles gets 408). */
   bodyTimeoutMs?: number;
-  /** Serves the Temporal UI's codec endpoint (/codec/decode) when given. */
+  /** Serves the codec endpoint (/codec/decode, for a bearer token; the audit UI's guard calls it) when given. */
   codec?: TeamPayloadCodec;
-  /** The Temporal UI's origin, allowed to call the codec endpoint with credentials. */
-  uiOrigin?: string;
   /** The operator's token for GET /metrics (unset: the route is off). */
   metricsToken?: string;
   /**
@@ -120,7 +118,7 @@ export async function startHttpGateway(
         return rpcError(res, 403, -32000, `Host ${req.headers.host} is not allowed`);
       return serveMetrics(req, res, opts.metricsToken);
     }
-    const codecRoute = opts.codec && (url.pathname === '/codec/decode' || url.pathname === '/codec/login');
+    const codecRoute = opts.codec && url.pathname === '/codec/decode';
     if (url.pathname !== '/mcp' && !isRestRoute(url.pathname) && !codecRoute) {
       return sendJson(res, 404, {
         error: 'not found; the MCP endpoint is /mcp (and POST /artifacts, GET|POST /bundles)',
@@ -139,14 +137,13 @@ export async function startHttpGateway(
         `Host ${req.headers.host} is not allowed`,
         'Use the gateway by an address it serves (loopback, or one in DOSSIER_ALLOWED_HOSTS).',
       );
-    const uiOrigins = opts.uiOrigin ? [opts.uiOrigin] : [];
-    if (!allowedOrigin(req.headers.origin) && !(codecRoute && uiOrigins.includes(req.headers.origin ?? '')))
+    if (!allowedOrigin(req.headers.origin))
       return deny(
         'forbidden',
         `Origin ${req.headers.origin} is not allowed`,
         'Call from a page on a loopback origin or one in DOSSIER_ALLOWED_ORIGINS, or from outside a browser.',
       );
-    if (codecRoute) return serveCodec(req, res, url.pathname, uiOrigins);
+    if (codecRoute) return serveCodec(req, res);
 
     const sessionId = req.headers['mcp-session-id'];
     const caller = await authenticate(req, typeof sessionId === 'string' ? sessionId : undefined);
@@ -261,34 +258,14 @@ export async function startHttpGateway(
     }
   }
 
-  async function serveCodec(req: IncomingMessage, res: ServerResponse, route: string, origins: string[]) {
-    codecCors(req, res, origins);
-    if (req.method === 'OPTIONS') return void res.writeHead(204).end();
-    if (route === '/codec/login') {
-      if (req.method === 'GET') {
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-        return void res.end(LOGIN_FORM);
-      }
-      const read = await readBody(req, 4_096, bodyTimeoutMs);
-      const token = typeof read === 'string' ? null : new URLSearchParams(read.toString('utf8')).get('token');
-      const caller = token ? await tokens.resolve(token.trim()) : undefined;
-      if (!caller) {
-        res.writeHead(401, { 'content-type': 'text/html; charset=utf-8' });
-        return void res.end(`${LOGIN_FORM}<p>That token is not valid.</p>`);
-      }
-      res.writeHead(200, {
-        'content-type': 'text/html; charset=utf-8',
-        'set-cookie': `${CODEC_COOKIE}=${encodeURIComponent(token!.trim())}; HttpOnly; SameSite=Strict; Path=/codec; Max-Age=43200`,
-      });
-      return void res.end(signedIn(caller, opts.uiOrigin));
-    }
+  async function serveCodec(req: IncomingMessage, res: ServerResponse) {
     if (req.method !== 'POST') return sendJson(res, 405, { error: 'POST {payloads: [...]}' });
-    const token = codecToken(req);
+    const token = bearerToken(req);
     const caller = token ? await tokens.resolve(token) : undefined;
     if (!caller) {
       return sendJson(res, 401, {
         error:
-          'Send Authorization: Bearer <token>, or sign in at /codec/login; payloads open only for their own team.',
+          'Send Authorization: Bearer <token>; payloads open only for their own team (in a browser, the audit UI opens them for its signed-in viewer).',
       });
     }
     const read = await readBody(req, opts.maxRequestBytes * 16, bodyTimeoutMs);
