@@ -15,6 +15,7 @@ import {
   storeArtifact,
   storeArtifactFile,
   verifyArtifact,
+  outputFolder,
 } from '../evidence/artifacts.ts';
 import { verifyBundle } from '../evidence/bundles.ts';
 import { findEvidence } from '../evidence/views.ts';
@@ -86,12 +87,8 @@ export class Intake {
    */
   async registerExtracted(caller: Principal, evidenceId: string, entry: string, name?: string) {
     const record = await findEvidence(this.store.evidence, caller.team, evidenceId);
-    const output = record.summary.output;
-    if (
-      !EXTRACTING_TOOLS.includes(record.tool) ||
-      typeof output !== 'string' ||
-      !record.collections.entries
-    ) {
+    const named = record.summary.output;
+    if (!EXTRACTING_TOOLS.includes(record.tool) || typeof named !== 'string' || !record.collections.entries) {
       throw new DossierError(
         'invalid_params',
         `Evidence ${evidenceId} is ${EXTRACTING_TOOLS.includes(record.tool) ? 'a failed extraction, which left no output' : `a ${record.tool} result, not an extraction`}.`,
@@ -122,8 +119,9 @@ export class Intake {
     // The output must be one of this team's extractions and the entry inside it, whatever the
     // record says (an imported bundle's Evidence is written by whoever made the bundle).
     const root = path.join(this.home(), 'extractions', caller.team);
+    const output = outputFolder(this.home(), named);
     const parts = row.path.split('/').filter((p) => p !== '' && p !== '.');
-    const inside = path.resolve(output) === output && isUnder(output, root) && !parts.includes('..');
+    const inside = isUnder(output, root) && !parts.includes('..');
     const file = path.join(output, ...parts);
     const recordAs = (stored: { digest: string; size: number; file: string }) =>
       this.recordArtifact(caller, stored, name ?? path.posix.basename(row.path), `extracted:${evidenceId}`, {
@@ -147,7 +145,7 @@ export class Intake {
       if (fetched) return recordAs({ digest, size: (await stat(fetched)).size, file: fetched });
       throw new DossierError(
         'not_found',
-        `The file of ${entry} is no longer in the extraction's output (${opened.message}).`,
+        `The file of ${entry} is no longer in the extraction's output${opened instanceof DossierError && opened.code === 'not_found' ? '' : ' (it could not be opened there)'}.`,
         'Extract the archive again (with a new idempotency_key), then register from the new Evidence.',
         { evidence_id: evidenceId, entry },
       );

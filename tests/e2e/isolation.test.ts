@@ -62,7 +62,12 @@ describe('what a launched program can reach', () => {
       args: ['-c', 'echo private > notes.txt'],
       idempotency_key: 'local-notes',
     });
-    const localDoc = await t.stack.store.evidence.document('local', local.evidence_id);
+    // Its Evidence names it /workspace, as its sandbox did: on the worker it is under DOSSIER_HOME.
+    const launchDir = path.join(t.home, 'workspaces', sha(local.launch.workflow_id).slice(0, 24));
+    const localWorkspace = path.join(
+      launchDir,
+      readdirSync(launchDir).find((n) => !n.includes('.'))!,
+    );
     const storeFile = artifactPath(t.home, artifact.digest);
     const before = readFileSync(storeFile);
 
@@ -71,10 +76,10 @@ describe('what a launched program can reach', () => {
       ['read the store', `cat ${t.home}/dossier.db`],
       ['read dev.json', `cat ${t.home}/dev.json`],
       ['read the payload key', `cat ${t.home}/payload.key`],
-      ['read another workspace', `cat ${localDoc!.workspace}/notes.txt`],
+      ['read another workspace', `cat ${localWorkspace}/notes.txt`],
       ['list the artifacts', `ls ${t.home}/artifacts/sha256`],
       ['read an artifact', `cat ${storeFile}`],
-      ['read an extraction', `cat ${extracted.summary.output}/plans.txt`],
+      ['read an extraction', `cat ${path.join(t.home, extracted.summary.output)}/plans.txt`],
       ['read /etc/shadow', 'cat /etc/shadow'],
       ['list /root', 'ls /root'],
       ['write the artifact store', `echo tampered > ${storeFile}`],
