@@ -52,6 +52,7 @@ export function buildGateway(
     allowedRoots: config.allowedRoots,
     inbox: config.inbox,
     uploadLimit: config.maxUploadBytes,
+    maxJsonDepth: config.maxJsonDepth,
     sandbox: new Sandbox(config.sandbox),
   });
   const devices = new DeviceRegistry({

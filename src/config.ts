@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { CAPABILITIES, type Capability } from './domain/types.ts';
+import { JSON_DEPTH } from './domain/json.ts';
 import type { SandboxPolicy } from './sandbox/sandbox.ts';
 import { parsePayloadKeys, type PayloadKey } from './temporal/keys.ts';
 import type { TemporalTls } from './temporal/tls.ts';
@@ -118,6 +119,7 @@ const schema = z.object({
   DOSSIER_REPLY_BUDGET_BYTES: intIn(4_096, 1_000_000, 40_000),
   DOSSIER_MAX_REQUEST_BYTES: intIn(1_024, 16 * 1024 * 1024, 1024 * 1024),
   DOSSIER_MAX_UPLOAD_BYTES: intIn(1_024, 4 * 1024 * 1024 * 1024, 256 * 1024 * 1024),
+  DOSSIER_MAX_JSON_DEPTH: intIn(JSON_DEPTH.min, JSON_DEPTH.max, JSON_DEPTH.default),
   DOSSIER_RETENTION_DAYS: intIn(1, 3650, 7),
   DOSSIER_RATE_LIMIT_PER_MINUTE: intIn(1, 1_000_000, 6_000),
   DOSSIER_MAX_SESSIONS: intIn(16, 100_000, 10_000),
@@ -248,6 +250,8 @@ export interface Config {
   replyBudgetBytes: number;
   maxRequestBytes: number;
   maxUploadBytes: number;
+  /** How deeply a JSON value from outside (a request body, a bundle) may nest arrays and objects. */
+  maxJsonDepth: number;
   retentionDays: number;
   rateLimitPerMinute: number;
   http: { maxSessions: number; maxSessionsPerPrincipal: number; bodyTimeoutMs: number };
@@ -393,6 +397,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     replyBudgetBytes: c.DOSSIER_REPLY_BUDGET_BYTES,
     maxRequestBytes: c.DOSSIER_MAX_REQUEST_BYTES,
     maxUploadBytes: c.DOSSIER_MAX_UPLOAD_BYTES,
+    maxJsonDepth: c.DOSSIER_MAX_JSON_DEPTH,
     retentionDays: c.DOSSIER_RETENTION_DAYS,
     rateLimitPerMinute: c.DOSSIER_RATE_LIMIT_PER_MINUTE,
     http: {

@@ -6,11 +6,11 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
-import path from 'node:path';
 import type { z } from 'zod';
 import { buildDatabase } from '../analysis/build.ts';
 import { keepDatabase, openDatabase, scratchFile } from '../analysis/files.ts';
 import { provisionProvider, type AnalysisProvider } from '../analysis/venv.ts';
+import { sandboxedEnv } from '../python/venv.ts';
 import type { Config } from '../config.ts';
 import { DossierError, toToolError, type ToolError } from '../domain/errors.ts';
 import { verifyArtifact } from '../evidence/artifacts.ts';
@@ -74,12 +74,12 @@ async function decompile(
   ctx: AnalysisContext,
 ) {
   const fn = resolveFunction(ctx.db, input.function);
-  const provider = await ctx.provider();
+  const provider = sandboxedEnv(await ctx.provider());
   const out = await runHelper(ctx.sandbox, {
     program: provider.python,
     pkg: 'python3 (the angr venv: npm run provision:analysis)',
     args: [
-      path.join(provider.scripts, 'angr_decompile.py'),
+      provider.script('angr_decompile.py'),
       '--binary',
       '/input/target',
       '--address',
@@ -87,11 +87,7 @@ async function decompile(
       '--profile',
       input.profile,
     ],
-    mounts: [
-      { host: provider.venv },
-      { host: provider.scripts },
-      { host: await ctx.artifactFile(), inside: '/input/target' },
-    ],
+    mounts: [...provider.mounts, { host: await ctx.artifactFile(), inside: '/input/target' }],
     timeoutMs: input.timeout_s * 1000,
     limits: { addressSpaceBytes: 8 * 1024 ** 3 },
     env: { PYTHONDONTWRITEBYTECODE: '1' },

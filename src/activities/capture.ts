@@ -20,6 +20,13 @@ import { whenAborted } from '../domain/abort.ts';
 import { CappedOutput } from '../domain/capped.ts';
 
 const HEAD_CHARS = 512;
+
+/**
+ * Where a sandboxed program finds its workspace, its tracer's folder and a registered artifact's
+ * copy: names of the sandbox's own, so nothing the program sees or prints, and nothing its Evidence
+ * says, names the worker's folders (DOSSIER_HOME's layout is no business of the team's).
+ */
+export const SANDBOX_PATHS = { workspace: '/workspace', trace: '/trace', artifact: '/artifact' } as const;
 const LINE_PART_CHARS = 4_096;
 
 /**
@@ -64,6 +71,15 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
 
   const traceDir = `${ctx.workspace}.trace`;
   const traceFile = path.join(traceDir, 'trace.txt');
+  const hostFolders = { workspace: ctx.workspace, trace: traceDir, artifact: `${ctx.workspace}.bin` };
+  /** A worker's path as the sandbox names it: what the Evidence says, whatever the isolation. */
+  const shown = (p: string) => {
+    for (const [name, host] of Object.entries(hostFolders) as [keyof typeof SANDBOX_PATHS, string][])
+      if (p === host || p.startsWith(`${host}/`)) return SANDBOX_PATHS[name] + p.slice(host.length);
+    return p;
+  };
+  /** A path as the program is given it: the sandbox's name, or the worker's own without namespaces. */
+  const given = (p: string) => (input.isolation === 'none' ? p : shown(p));
   const identity = ctx.sandbox.identity();
   let proc: SandboxedProcess;
   try {
@@ -77,12 +93,12 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     await ctx.begin();
     proc = ctx.sandbox.spawn(
       {
-        argv: [...tracerArgs(input, traceFile), program.path, ...input.args],
+        argv: [...tracerArgs(input, given(traceFile)), given(program.path), ...input.args],
         env: input.env,
-        cwd: ctx.workspace,
+        cwd: given(ctx.workspace),
         mounts: [
-          { host: ctx.workspace, writable: true },
-          ...(tracer ? [{ host: traceDir, writable: true }] : []),
+          { host: ctx.workspace, inside: SANDBOX_PATHS.workspace, writable: true },
+          ...(tracer ? [{ host: traceDir, inside: SANDBOX_PATHS.trace, writable: true }] : []),
           program.mount,
         ],
         network: input.network,
@@ -125,6 +141,8 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   const onAbort = () => end(ctx.stopping() ? 'shutdown' : 'cancel');
   const stopAbort = whenAborted(ctx.signal, onAbort);
   let workspaceBytes = 0;
+  /** Why the workspace could not be measured, when that is what ended the program. */
+  let unmeasured: string | undefined;
   let checking = false;
   const ticker = setInterval(() => {
     ctx.progress({
@@ -141,9 +159,14 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     workspaceUsage(ctx.workspace, proc.members(), ctx.config.workspaceBytes)
       .then((usage) => {
         workspaceBytes = usage.bytes;
+        if (usage.unmeasured && !ending) unmeasured = usage.unmeasured;
         if (usage.over) end('workspace_limit');
       })
-      .catch(() => undefined)
+      .catch(() => {
+        // A check that could not run says nothing of the disk: as over the bound, never as empty.
+        if (!ending) unmeasured = 'the check failed';
+        end('workspace_limit');
+      })
       .finally(() => (checking = false));
   }, 1_000);
 
@@ -192,7 +215,9 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     );
   if (ending === 'workspace_limit')
     limitations.push(
-      `the workspace passed DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes} bytes (or 200,000 entries); the process group was ended`,
+      unmeasured
+        ? `the workspace's size could not be measured (${unmeasured}), which counts as past DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes}; the process group was ended`
+        : `the workspace passed DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes} bytes (or 200,000 entries); the process group was ended`,
     );
   if (status.inferred)
     limitations.push(
@@ -209,7 +234,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   if (tree.unhashed) limitations.push(`${tree.unhashed} large workspace files were listed without SHA-256`);
   if (input.isolation === 'none') {
     limitations.push(
-      'isolation "none" (allowed by the cluster admin): the program saw the worker host filesystem as its uid could, without namespaces',
+      `isolation "none" (allowed by the cluster admin): the program saw the worker host filesystem as its uid could, without namespaces; it ran in the worker's own folders, which this Evidence names as the sandbox does (${SANDBOX_PATHS.workspace}, ${SANDBOX_PATHS.trace}, ${SANDBOX_PATHS.artifact})`,
     );
   }
   if (process.getuid?.() !== 0) {
@@ -221,7 +246,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   const document = {
     executable: {
       path: input.executable,
-      resolved_path: program.real,
+      resolved_path: shown(program.real),
       sha256: program.sha256,
       bytes: program.bytes,
     },
@@ -229,7 +254,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     env_names: Object.keys(input.env).sort(),
     stdin:
       input.stdin === undefined ? null : { bytes: Buffer.byteLength(input.stdin), sha256: sha(input.stdin) },
-    workspace: ctx.workspace,
+    workspace: SANDBOX_PATHS.workspace,
     pid: child.pid ?? null,
     exit: { code: exit.code, signal: status.signal, signal_inferred: status.inferred },
     ended_by: ending ?? 'exit',
@@ -237,7 +262,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     isolation: input.isolation,
     sandbox: proc.facts,
     limits: input.limits,
-    command_line: [...tracerArgs(input, traceFile), program.path, ...input.args],
+    command_line: [...tracerArgs(input, shown(traceFile)), shown(program.path), ...input.args],
     trace: trace ? { tracer, events: trace.events.length, truncated: trace.truncated } : null,
     started_at: startedAt.toISOString(),
     duration_ms: durationMs,
@@ -271,7 +296,7 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
     summary,
     truncated: out.truncated || err.truncated,
     limitations,
-    target: { path: program.real, digest: `sha256:${program.sha256}` },
+    target: { path: shown(program.real), digest: `sha256:${program.sha256}` },
     unknowns: [
       ...(out.truncated
         ? [{ question: 'What did stdout contain past the retained cap?', scope: `${ctx.launchId} stdout` }]
@@ -295,9 +320,9 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   if (exit.error) {
     result.error = new DossierError(
       'provider_unavailable',
-      `could not start ${program.real}: ${exit.error.message}`,
+      `could not start ${shown(program.real)}: ${exit.error.message}`,
       'Check that the program can run on the worker host, then launch again with a new idempotency_key.',
-      { resolved: program.real },
+      { resolved: shown(program.real) },
     ).toToolError();
   }
   return result;
@@ -359,7 +384,7 @@ async function artifactProgram(ctx: EffectContext, digest: string): Promise<Prog
     real: copy,
     sha256: digest.slice('sha256:'.length),
     bytes: artifact.size,
-    mount: { host: dir },
+    mount: { host: dir, inside: SANDBOX_PATHS.artifact },
     close: async () => undefined,
   };
 }

@@ -11,7 +11,7 @@ import { flashLimitations } from './flash.ts';
 import { verifiedArtifact } from './policy.ts';
 import { formatOf, type ArchiveFormat } from './unpack.ts';
 import { unpackInThread } from './unpackThread.ts';
-import { publishOutputs } from '../evidence/artifacts.ts';
+import { outputName, publishOutputs } from '../evidence/artifacts.ts';
 import { deadline, KNOWN_UNREADABLE, normalized } from './writer.ts';
 
 async function detectFormat(
@@ -62,9 +62,10 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   // Sets and a fold, not a search per row or a spread: a recursive launch may list 100,000 entries.
   const failedArchives = new Set(archives.filter((a) => a.status === 'failed').map((a) => a.path));
   const unopened = nested.filter((r) => !r.extracted_to || failedArchives.has(normalized(r.path)));
+  const shownOutput = cleanup.output && outputName(ctx.config.home, cleanup.output);
   const summary = {
     format,
-    output: cleanup.output,
+    output: shownOutput,
     entries: rows.length,
     written,
     refused,
@@ -81,7 +82,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
     bytes_written: failure ? 0 : total,
     archive_bytes: archiveBytes,
     ...(archives[0]?.facts ?? {}),
-    cleanup,
+    cleanup: { ...cleanup, output: shownOutput },
   };
   const limitations: string[] = [];
   if (published.unpublished)

@@ -3,7 +3,7 @@
 // before), dossier carves each region itself, and squashfs regions become a
 // tar stream (sqfs2tar, in the sandbox) that feeds the checked writer, so
 // links are recorded, never created, and every bound holds while writing.
-import { publishOutputs } from '../evidence/artifacts.ts';
+import { outputName, publishOutputs } from '../evidence/artifacts.ts';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -100,8 +100,9 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
       : { unpublished: 0 };
   const { total, written } = out.stats();
   const refused = out.rows.filter((r) => r.status === 'refused').length;
+  const shownOutput = cleanup.output && outputName(ctx.config.home, cleanup.output);
   const summary = {
-    output: cleanup.output,
+    output: shownOutput,
     signatures: signatures.length,
     carved: signatures.length,
     filesystems,
@@ -111,7 +112,7 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     links_recorded: out.rows.filter((r) => r.status === 'recorded').length,
     bytes_written: failure ? 0 : total,
     image_bytes: imageBytes,
-    cleanup,
+    cleanup: { ...cleanup, output: shownOutput },
   };
   const limitations: string[] = [];
   if (published.unpublished)

@@ -2,9 +2,9 @@
 // sandbox, into its private in-memory /tmp sized for this extraction, and
 // dossier's wrapper streams the tree back as one tar, which goes through the
 // same tar reader and checked writer as every other format.
-import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
 import { flashUnpackers } from '../python/flash.ts';
+import { sandboxedEnv } from '../python/venv.ts';
 import { checkedOutput, streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { corrupt, readTar, type OnEntry } from './archives.ts';
@@ -33,13 +33,13 @@ export interface FlashRead {
 export async function readFlash(read: FlashRead, onEntry: OnEntry): Promise<Record<string, unknown>> {
   const { format } = read;
   read.progress?.({ phase: 'preparing the flash unpackers' });
-  const env = await flashUnpackers(read.python);
+  const env = sandboxedEnv(await flashUnpackers(read.python));
   const scratch = Math.max(1024 * 1024, Math.min(read.scratchBytes, FLASH_SCRATCH_MAX));
   const helper = streamHelper(read.sandbox, {
     program: env.python,
     pkg: 'python3 (the flash unpackers venv)',
-    args: [path.join(env.scripts, 'unpack_flash.py'), format, '/input/image'],
-    mounts: [{ host: env.venv }, { host: env.scripts }, { host: read.file, inside: '/input/image' }],
+    args: [env.script('unpack_flash.py'), format, '/input/image'],
+    mounts: [...env.mounts, { host: read.file, inside: '/input/image' }],
     tmpBytes: scratch,
     timeoutMs: read.timeoutMs,
     // jefferson holds the whole file system in memory while it writes it out.

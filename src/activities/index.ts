@@ -269,7 +269,22 @@ export function createActivities(deps: { store: Store; config: Config; client: C
     };
   }
 
-  const effectActivities: EffectActivities = { runEffect };
+  /**
+   * runEffect, whose own unexpected failures (not the effect's, which it records) reach the
+   * workflow as an `internal` tool error with a reference: the failure's text, which may name host
+   * folders, goes to this worker's log under that reference, never to the caller or the audit UI.
+   */
+  async function runEffectReported(req: LaunchRequest): Promise<LaunchOutcome> {
+    try {
+      return await runEffect(req);
+    } catch (err) {
+      if (err instanceof ApplicationFailure || err instanceof CancelledFailure) throw err;
+      const error = toToolError(err);
+      throw ApplicationFailure.nonRetryable(error.message, 'DossierInternal', error);
+    }
+  }
+
+  const effectActivities: EffectActivities = { runEffect: runEffectReported };
   const bookkeeping: BookkeepingActivities = { readJournal, finishLaunch };
   return {
     maintain,

@@ -37,12 +37,31 @@ export async function makeWorkspace(workspace: string): Promise<void> {
   await writeFile(`${workspace}.made`, '');
 }
 
-/** Disk under a folder, allocated bytes and entries, links never followed (GNU du's fts: no symlink race). */
-function du(dir: string, what: '-B1' | '--inodes'): Promise<number> {
+/** How long one `du` may take; one that does not finish leaves the size unknown, which counts as over. */
+const DU_TIMEOUT_MS = 10_000;
+
+/**
+ * Disk under a folder, allocated bytes or entries, links never followed (GNU du's fts: no symlink
+ * race): 0 for a folder that is not there, or why du could not say (it failed, or did not finish
+ * in time): a folder that cannot be measured is never taken for an empty one.
+ */
+async function du(dir: string, what: '-B1' | '--inodes', timeoutMs: number): Promise<number | string> {
+  const missing = await lstat(dir).then(
+    () => false,
+    (err: NodeJS.ErrnoException) =>
+      err.code === 'ENOENT' ? true : `it could not be looked at (${err.code})`,
+  );
+  if (missing !== false) return missing === true ? 0 : missing;
   return new Promise((resolve) => {
-    execFile('/usr/bin/du', ['-s', '-P', '-x', what, dir], { timeout: 10_000 }, (err, stdout) =>
-      resolve(err && !stdout ? 0 : Number(/^(\d+)/.exec(stdout)?.[1] ?? 0)),
-    );
+    execFile('/usr/bin/du', ['-s', '-P', '-x', what, dir], { timeout: timeoutMs }, (err, stdout) => {
+      const measured = /^(\d+)\t/.exec(stdout)?.[1];
+      if (!err && measured !== undefined) return resolve(Number(measured));
+      resolve(
+        err?.killed
+          ? `du did not finish within ${timeoutMs} ms`
+          : `du failed${typeof err?.code === 'number' ? ` with exit status ${err.code}` : ''}`,
+      );
+    });
   });
 }
 
@@ -78,22 +97,28 @@ function total(sizes: Map<string, number>): number {
 
 /**
  * Disk a running program uses: its workspace and its tracer's folder, plus
- * files it holds open or mapped after unlinking them; `over` once past the bounds.
+ * files it holds open or mapped after unlinking them; `over` once past the
+ * bounds, or when the folders could not be measured (`unmeasured` says why).
  */
 export async function workspaceUsage(
   workspace: string,
   pids: number[],
   maxBytes: number,
   maxEntries = 200_000,
-): Promise<{ bytes: number; entries: number; over: boolean }> {
+  duTimeoutMs = DU_TIMEOUT_MS,
+): Promise<{ bytes: number; entries: number; over: boolean; unmeasured?: string }> {
   const folders = [workspace, `${workspace}.trace`];
   const [sizes, counts, hidden] = await Promise.all([
-    Promise.all(folders.map((f) => du(f, '-B1'))),
-    Promise.all(folders.map((f) => du(f, '--inodes'))),
+    Promise.all(folders.map((f) => du(f, '-B1', duTimeoutMs))),
+    Promise.all(folders.map((f) => du(f, '--inodes', duTimeoutMs))),
     unlinkedHeldBytes(pids),
   ]);
-  const bytes = sizes.reduce((a, b) => a + b, 0) + hidden;
-  const entries = counts.reduce((a, b) => a + b, 0);
+  const sum = (values: (number | string)[]) =>
+    values.reduce((a: number, b) => a + (typeof b === 'number' ? b : 0), 0);
+  const bytes = sum(sizes) + hidden;
+  const entries = sum(counts);
+  const unmeasured = [...sizes, ...counts].find((v) => typeof v === 'string');
+  if (unmeasured !== undefined) return { bytes, entries, over: true, unmeasured };
   return { bytes, entries, over: bytes > maxBytes || entries > maxEntries };
 }
 

@@ -2,12 +2,12 @@
 // (the artifact and the venv read-only, nothing writable but a private /tmp,
 // memory capped, a time budget it enforces itself and a hard deadline dossier
 // enforces), and its JSON lines are written into the database by dossier.
-import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { DossierError } from '../domain/errors.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { DatabaseWriter } from './database.ts';
 import type { AnalysisProvider } from './venv.ts';
+import { sandboxedEnv } from '../python/venv.ts';
 import { whenAborted } from '../domain/abort.ts';
 
 /** The provider's own budget is soft; past it plus this much, dossier ends it. */
@@ -59,11 +59,11 @@ export async function buildDatabase(
   file: string,
   opts: BuildOptions,
 ): Promise<BuiltDatabase> {
-  const { provider } = opts;
+  const provider = sandboxedEnv(opts.provider);
   const proc = sandbox.spawn({
     argv: [
       provider.python,
-      path.join(provider.scripts, 'angr_db.py'),
+      provider.script('angr_db.py'),
       '--binary',
       '/input/target',
       '--profile',
@@ -73,11 +73,7 @@ export async function buildDatabase(
     ],
     env: { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1' },
     cwd: '/tmp',
-    mounts: [
-      { host: provider.venv },
-      { host: provider.scripts },
-      { host: opts.binary, inside: '/input/target' },
-    ],
+    mounts: [...provider.mounts, { host: opts.binary, inside: '/input/target' }],
     limits: { addressSpaceBytes: opts.memoryBytes },
     stdin: 'ignore',
   });

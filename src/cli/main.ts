@@ -35,12 +35,14 @@ const USAGE = `usage: dossier <command>
   upload FILE [--name NAME]
                         upload a file as an artifact (POST /artifacts); prints its digest and record
   mcp --stdio           serve the tools over stdin/stdout as the principal of DOSSIER_TOKEN
-  ui-guard --upstream HOST:PORT [--listen HOST:PORT] [--temporal-reads HOST:PORT]
+  ui-guard --upstream HOST:PORT [--listen HOST:PORT] [--temporal-reads HOST:PORT] [--codec URL]
                         serve a Temporal UI server read-only to signed-in viewers (tokens of
                         DOSSIER_STORE), each seeing its own team's workflows (default listen
                         127.0.0.1:8233; start and cluster up run it themselves); with
                         --temporal-reads, also the UI server's way to DOSSIER_TEMPORAL_ADDRESS,
-                        which passes its reads only, over DOSSIER_TEMPORAL_TLS_*
+                        which passes its reads only, over DOSSIER_TEMPORAL_TLS_*; --codec names a
+                        gateway's codec endpoint (http://gateway:7400/codec), which opens each
+                        viewer's team's payloads (the UI server's codec endpoint: /codec)
   temporal-certs DIR [--host H]… [--owner PART=UID:GID]…
                         make (or keep, while valid) the certificates of a cluster's Temporal under
                         DIR/server, DIR/client and DIR/ui (the compose file's temporal-certs service)

@@ -1,6 +1,7 @@
 // `dossier ui-guard`: the audit UI's front door in front of a Temporal UI server
 // (the compose file's audit-ui), and optionally the UI server's read-only way to
-// Temporal, when this process holds the UI server's certificate.
+// Temporal, when this process holds the UI server's certificate; --codec names the gateway
+// codec endpoint the guard forwards a signed-in viewer's decodes to.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 
@@ -11,6 +12,7 @@ export async function uiGuardCommand(args: string[]): Promise<void> {
       upstream: { type: 'string' },
       listen: { type: 'string', default: '127.0.0.1:8233' },
       'temporal-reads': { type: 'string' },
+      codec: { type: 'string' },
     },
   });
   const address = (flag: string, value: string | undefined) => {
@@ -25,6 +27,12 @@ export async function uiGuardCommand(args: string[]): Promise<void> {
   };
   const upstream = address('upstream', values.upstream);
   const listen = address('listen', values.listen);
+  const codec = values.codec?.replace(/\/+$/, '');
+  if (codec !== undefined && !/^https?:\/\/[^/]+(\/.*)?$/.test(codec))
+    throw new ConfigError(
+      [`--codec is a gateway's codec endpoint URL, http://HOST:PORT/codec (got ${JSON.stringify(codec)})`],
+      'Invalid arguments',
+    );
   // Tokens are the gateways' (DOSSIER_STORE): a viewer sees the workflows of its token's team.
   const config = loadConfig();
   // The UI server's way to Temporal, when this process holds its certificate: reads only.
@@ -46,9 +54,10 @@ export async function uiGuardCommand(args: string[]): Promise<void> {
     upstream,
     namespace: config.namespace,
     viewer: (t) => store.tokens.resolve(t),
+    codec,
   });
   console.log(
-    `dossier ui-guard: ${guard.url} serves http://${upstream.host}:${upstream.port} read-only, each signed-in team its own workflows of namespace ${config.namespace}`,
+    `dossier ui-guard: ${guard.url} serves http://${upstream.host}:${upstream.port} read-only, each signed-in team its own workflows of namespace ${config.namespace}${codec ? `; payloads opened by ${codec}` : '; no codec endpoint (payloads stay sealed)'}`,
   );
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);

@@ -1,9 +1,12 @@
 // The audit UI's front door. Temporal's UI server listens on a private
 // loopback port and this proxy serves the address users open:
 // - only a signed-in principal passes (a dossier token: the sign-in form at
-//   /dossier/sign-in keeps it in an HttpOnly cookie, or an Authorization header),
+//   /dossier/sign-in opens a session kept here, whose random id alone the
+//   browser holds in an HttpOnly cookie; or an Authorization header),
 //   and it sees its own team's workflows only: every API read is checked and
 //   rewritten by uiScope.ts, and workflow lists are filtered on the way back;
+// - the UI's codec endpoint is here too (/codec/decode, uiCodec.ts): the guard
+//   forwards a viewer's payloads to the gateway with the session's token;
 // - only reads pass (GET and HEAD). The UI server's own write switch
 //   (disableWriteActions) is not enough: it lets through any POST whose decoded
 //   path names a workflow query, and its API router matches the raw path, so a
@@ -15,8 +18,10 @@ import { pipeline } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
 import { bearerToken } from '../mcp/requests.ts';
 import { ownExecutions, pageTokens, scopeUiRequest, type PageTokens } from './uiScope.ts';
+import { DECODE_PATH, forwardDecode } from './uiCodec.ts';
 import {
   cookieValue,
+  fromOwnPages,
   nextPage,
   SIGN_IN_PATH,
   SIGN_OUT_PATH,
@@ -114,13 +119,34 @@ export async function startUiGuard(opts: {
   upstream: { host: string; port: number };
   namespace: string;
   viewer: UiViewer;
+  /** The gateway's codec endpoint (…/codec) as this guard reaches it: decodes go there with the viewer's token. */
+  codec?: string;
 }): Promise<UiGuard> {
   // History page tokens are sealed under a key of this guard's own: a restart asks pages anew.
   const tokens = pageTokens(randomBytes(32));
   const signIn: SignIn = { viewer: opts.viewer, sessions: new UiSessions(), cookie: uiCookie(opts.port) };
+  /** The UI's codec requests: a signed-in viewer's, from this UI's own pages, POST only. */
+  const decode = async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'POST') {
+      req.resume();
+      return refuse(res, 405, 'POST the payloads to open: {"payloads": [...]}.', { allow: 'POST' });
+    }
+    // A page of another site, or of another port of this host, opens nothing in the viewer's name.
+    if (!fromOwnPages(req)) {
+      req.resume();
+      return refuse(res, 403, 'Payloads open only for this audit UI’s own pages.');
+    }
+    const token = viewerToken(req, signIn);
+    if (!token || !(await opts.viewer(token))) {
+      req.resume();
+      return refuse(res, 401, `Sign in at ${SIGN_IN_PATH} to read your team's payloads.`);
+    }
+    return forwardDecode(req, res, opts.codec, token);
+  };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const pathname = (req.url ?? '/').split('?')[0];
     if (pathname === SIGN_IN_PATH || pathname === SIGN_OUT_PATH) return signInPage(req, res, signIn);
+    if (pathname === DECODE_PATH) return decode(req, res);
     if (!(UI_READ_METHODS as readonly string[]).includes(req.method ?? '')) {
       req.resume();
       return refuse(res, 405, 'The audit UI is read-only: only GET and HEAD reach it.', {

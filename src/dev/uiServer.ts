@@ -2,14 +2,17 @@
 // with Go, like the CLI), on a private loopback port behind a guard that
 // passes reads only (uiGuard.ts), with every write action disabled in its
 // settings too (Terminate, Reset, Signal, Start, batch, activity commands)
-// and the gateway's codec endpoint configured, which decodes a payload only
-// for its own team. The CLI dev server's built-in UI cannot disable writes,
-// so the dev server runs headless.
+// and its codec endpoint on the guard (/codec), which forwards each decode to
+// the gateway's codec endpoint with the signed-in viewer's token: the gateway
+// opens a payload only for its own team. The CLI dev server's built-in UI
+// cannot disable writes, so the dev server runs headless.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildWithGo, cachedTool, isExecutable, type GoTool } from './goTools.ts';
 import { startOwned, waitForPort } from './owned.ts';
+import { CODEC_ROOT } from './uiCodec.ts';
 import { freeLoopbackPort, startUiGuard, type UiGuard, type UiViewer } from './uiGuard.ts';
+import { SIGN_IN_PATH } from './uiSignIn.ts';
 
 export const UI_SERVER: GoTool = {
   name: 'temporal-ui',
@@ -39,7 +42,7 @@ export interface UiServerOptions {
   host: string;
   port: number;
   namespace: string;
-  /** The gateway's codec endpoint (…/codec), or none. */
+  /** The gateway's codec endpoint (…/codec) as the guard reaches it, or none (payloads stay sealed). */
   codecEndpoint?: string;
   /** Who a token belongs to: the guard shows that team's workflows only. */
   viewer: UiViewer;
@@ -50,7 +53,10 @@ export interface UiServer {
   stop(): Promise<void>;
 }
 
-/** The UI server's settings: read-only audit, the codec endpoint with the browser's credentials. */
+/**
+ * The UI server's settings: read-only audit; the codec endpoint a path on the pages' own origin
+ * (the guard's), so the browser sends it nothing but its session cookie, on whatever host it used.
+ */
 export function uiConfig(opts: Omit<UiServerOptions, 'binary' | 'dir' | 'viewer'>): string {
   const lines = [
     `temporalGrpcAddress: ${JSON.stringify(opts.temporalAddress)}`,
@@ -74,10 +80,10 @@ export function uiConfig(opts: Omit<UiServerOptions, 'binary' | 'dir' | 'viewer'
     'cors:',
     '  cookieInsecure: true',
     'codec:',
-    `  endpoint: ${JSON.stringify(opts.codecEndpoint ?? '')}`,
-    `  includeCredentials: ${opts.codecEndpoint ? 'true' : 'false'}`,
-    '  defaultErrorMessage: "Payloads are sealed per team. Sign in at the codec endpoint to read your team\'s."',
-    `  defaultErrorLink: ${JSON.stringify(opts.codecEndpoint ? `${opts.codecEndpoint}/login` : '')}`,
+    `  endpoint: ${JSON.stringify(opts.codecEndpoint ? CODEC_ROOT : '')}`,
+    '  includeCredentials: false',
+    '  defaultErrorMessage: "Payloads are sealed per team; signed in, the audit UI opens your team\'s."',
+    `  defaultErrorLink: ${JSON.stringify(SIGN_IN_PATH)}`,
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -107,6 +113,7 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
       upstream: { host: '127.0.0.1', port: inner },
       namespace: opts.namespace,
       viewer: opts.viewer,
+      codec: opts.codecEndpoint,
     });
   } catch (err) {
     await proc.stop();

@@ -2,12 +2,11 @@
 // session for it, kept by the guard (uiGuard.ts) in memory; the browser holds
 // only the session's random id, in an HttpOnly cookie named for the guard's
 // port (browsers send a host's cookies to every port of it: the token itself
-// never goes there, and two stacks on one host keep their own). The same
-// sign-in sets the gateway codec endpoint's cookie, as /codec/login does, so on
-// one host (the embedded stack) the UI can also open the team's payloads.
+// never goes into a cookie, and two stacks on one host keep their own). The UI
+// opens the team's payloads through the guard, which forwards them to the
+// gateway with the session's token (uiCodec.ts).
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CODEC_COOKIE } from '../mcp/codecEndpoint.ts';
 import { cookieValues, readBody } from '../mcp/requests.ts';
 
 /** Who may look: a token's team, or nobody. */
@@ -112,18 +111,24 @@ function html(
   res.end(body);
 }
 
+/** The cookie earlier releases kept the token itself in, for every port's /codec: removed on sight. */
+const OLD_CODEC_COOKIE = 'dossier_codec_token';
+
 // Lax, not Strict: a launch's ui_url followed from a chat or a tracker is a cross-site navigation,
-// and should arrive signed in. The guard answers reads only, and sign-out checks its Origin.
-const cookies = (name: string, session: string, token: string, maxAge: number) => [
+// and should arrive signed in. The guard answers reads only, and its POSTs check their Origin.
+const cookies = (name: string, session: string, maxAge: number) => [
   `${name}=${session}; HttpOnly; SameSite=Lax; Path=/; Max-Age=${maxAge}`,
-  `${CODEC_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/codec; Max-Age=${maxAge}`,
+  `${OLD_CODEC_COOKIE}=; HttpOnly; SameSite=Strict; Path=/codec; Max-Age=0`,
 ];
 
-function hostOf(origin: string): string | undefined {
+/** Whether a POST comes from this UI's own pages (or from outside a browser, which sends no Origin). */
+export function fromOwnPages(req: IncomingMessage): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
   try {
-    return new URL(origin).host;
+    return new URL(origin).host === req.headers.host;
   } catch {
-    return undefined;
+    return false;
   }
 }
 
@@ -149,15 +154,14 @@ export async function signInPage(req: IncomingMessage, res: ServerResponse, sign
     return html(res, 405, signOut ? SIGN_OUT_FORM : form('Sign in with the form.'), { allow: 'GET, POST' });
   }
   // A form posted from another site would sign the browser in as someone else, or out.
-  const origin = req.headers.origin;
-  if (origin !== undefined && hostOf(origin) !== req.headers.host) {
+  if (!fromOwnPages(req)) {
     req.resume();
     return html(res, 403, signOut ? SIGN_OUT_FORM : form('Sign in from this page.'));
   }
   if (signOut) {
     req.resume();
     signIn.sessions.close(cookieValue(req, signIn.cookie));
-    return html(res, 303, '', { location: SIGN_IN_PATH, 'set-cookie': cookies(signIn.cookie, '', '', 0) });
+    return html(res, 303, '', { location: SIGN_IN_PATH, 'set-cookie': cookies(signIn.cookie, '', 0) });
   }
   const read = await readBody(req, MAX_FORM_BYTES, FORM_TIMEOUT_MS);
   if (read === 'too_large') return html(res, 413, form(`The form may hold at most ${MAX_FORM_BYTES} bytes.`));
@@ -170,6 +174,6 @@ export async function signInPage(req: IncomingMessage, res: ServerResponse, sign
   const session = signIn.sessions.open(token);
   return html(res, 303, '', {
     location: next,
-    'set-cookie': cookies(signIn.cookie, session, token, SIGN_IN_SECONDS),
+    'set-cookie': cookies(signIn.cookie, session, SIGN_IN_SECONDS),
   });
 }

@@ -1,18 +1,85 @@
-// Android devices through Debian's adb client, run in the sandbox (with the
-// network: it talks to the local adb server) like every program dossier starts.
+// Android devices through Debian's adb client, run in the sandbox like every
+// program dossier starts, with no network: the one way out of its sandbox is a
+// unix socket the worker relays to the host's adb server on loopback (adb's
+// ADB_SERVER_SOCKET), so adb reaches that server and nothing else of the host's
+// network. The server does the talking to the phone (USB, or `adb connect`).
 import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { DossierError } from '../domain/errors.ts';
-import { streamHelper } from '../sandbox/helpers.ts';
+import { streamHelper, type HelperRun } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { CappedOutput, type DeviceSession, type ExecResult, unavailable } from './device.ts';
 import { commandLine, quote } from './quote.ts';
 import { whenAborted } from '../domain/abort.ts';
 
 const HOME = '/tmp';
+/** Where a sandboxed adb finds the relay to the adb server. */
+const RELAY_INSIDE = '/run/adb-server.sock';
+
+/** The adb server's port on the host's loopback: adb's own default, or ANDROID_ADB_SERVER_PORT as adb reads it. */
+export function adbServerPort(): number {
+  const port = Number(process.env.ANDROID_ADB_SERVER_PORT);
+  return Number.isInteger(port) && port > 0 && port < 65_536 ? port : 5037;
+}
+
+export interface AdbRelay {
+  /** The socket, in a folder only the worker's uid can enter. */
+  socket: string;
+  close(): Promise<void>;
+}
+
+/** A unix socket that relays each connection to 127.0.0.1:`port` (the adb server), and to nothing else. */
+export async function adbServerRelay(port = adbServerPort()): Promise<AdbRelay> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'dossier-adb-')); // 0700
+  const socket = path.join(dir, 'adb-server.sock');
+  const open = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, '127.0.0.1');
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      open.delete(client);
+      open.delete(upstream);
+    };
+    open.add(client).add(upstream);
+    for (const side of [client, upstream]) side.on('error', end).on('close', end);
+    client.pipe(upstream).pipe(client);
+  });
+  try {
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(socket, resolve));
+    // The program's leased uid connects to it inside its sandbox; the folder keeps everyone else out.
+    await chmod(socket, 0o666);
+  } catch (err) {
+    server.close();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    socket,
+    async close() {
+      for (const s of open) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** How a program of an adb session starts: sandboxed, no network, the relay to the adb server mounted in. */
+export function adbRun(relay: AdbRelay, run: Omit<HelperRun, 'env'>): HelperRun {
+  return {
+    ...run,
+    env: { HOME, ANDROID_SDK_HOME: HOME, ADB_SERVER_SOCKET: `localfilesystem:${RELAY_INSIDE}` },
+    mounts: [{ host: relay.socket, inside: RELAY_INSIDE }, ...(run.mounts ?? [])],
+  };
+}
 
 export async function openAdb(device: string, serial: string, sandbox: Sandbox): Promise<DeviceSession> {
-  /** One adb command, its output capped; the adb server is reached over loopback. */
+  const relay = await adbServerRelay();
+  /** One adb command, its output capped; the adb server is reached through the relay only. */
   async function adb(
     args: string[],
     opts: {
@@ -24,15 +91,16 @@ export async function openAdb(device: string, serial: string, sandbox: Sandbox):
     },
   ): Promise<ExecResult> {
     const t0 = performance.now();
-    const helper = streamHelper(sandbox, {
-      program: 'adb',
-      pkg: 'adb',
-      args: ['-s', serial, ...args],
-      mounts: opts.mounts,
-      timeoutMs: opts.timeoutMs,
-      env: { HOME, ANDROID_SDK_HOME: HOME },
-      network: true,
-    });
+    const helper = streamHelper(
+      sandbox,
+      adbRun(relay, {
+        program: 'adb',
+        pkg: 'adb',
+        args: ['-s', serial, ...args],
+        mounts: opts.mounts,
+        timeoutMs: opts.timeoutMs,
+      }),
+    );
     const stdout = new CappedOutput(opts.maxOutputBytes);
     const stderr = new CappedOutput(opts.maxOutputBytes);
     helper.stdout.on('data', (c: Buffer) => stdout.push(c));
@@ -53,12 +121,19 @@ export async function openAdb(device: string, serial: string, sandbox: Sandbox):
     return { code, signal: null, endedBy, stdout, stderr, durationMs: Math.round(performance.now() - t0) };
   }
 
-  const state = await adb(['get-state'], {
-    timeoutMs: 15_000,
-    maxOutputBytes: 4_096,
-    signal: new AbortController().signal,
-  });
+  let state: ExecResult;
+  try {
+    state = await adb(['get-state'], {
+      timeoutMs: 15_000,
+      maxOutputBytes: 4_096,
+      signal: new AbortController().signal,
+    });
+  } catch (err) {
+    await relay.close();
+    throw err;
+  }
   if (state.code !== 0 || state.stdout.text().trim() !== 'device') {
+    await relay.close();
     throw unavailable(
       device,
       (state.stderr.text().trim() || state.stdout.text().trim() || 'adb get-state failed').split('\n').pop()!,
@@ -82,14 +157,15 @@ export async function openAdb(device: string, serial: string, sandbox: Sandbox):
           { path },
         );
       const command = kind === 'dir' ? `tar -cf - -C ${quote(path)} .` : `cat ${quote(path)}`;
-      const helper = streamHelper(sandbox, {
-        program: 'adb',
-        pkg: 'adb',
-        args: ['-s', serial, 'exec-out', command],
-        timeoutMs: 30 * 60_000,
-        env: { HOME },
-        network: true,
-      });
+      const helper = streamHelper(
+        sandbox,
+        adbRun(relay, {
+          program: 'adb',
+          pkg: 'adb',
+          args: ['-s', serial, 'exec-out', command],
+          timeoutMs: 30 * 60_000,
+        }),
+      );
       return { kind, stream: helper.stdout as Readable };
     },
     async push(file, path, mode, overwrite) {
@@ -167,6 +243,6 @@ export async function openAdb(device: string, serial: string, sandbox: Sandbox):
         mounts: [{ host: file, inside: '/input/package.apk' }],
       }),
     reboot: (signal) => adb(['reboot'], { timeoutMs: 60_000, maxOutputBytes: 64 * 1024, signal }),
-    async close() {},
+    close: () => relay.close(),
   };
 }

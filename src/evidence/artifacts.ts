@@ -216,6 +216,15 @@ export function storeArtifactFile(
 }
 
 /**
+ * An extraction's output folder as its Evidence names it: relative to DOSSIER_HOME
+ * (`extractions/<team>/…`), so no reply names the host's folders.
+ */
+export const outputName = (home: string, output: string): string => path.relative(home, output);
+
+/** The folder an extraction's Evidence names, on this host (Evidence made before named it absolutely). */
+export const outputFolder = (home: string, named: string): string => path.resolve(home, named);
+
+/**
  * Publishes the files an extraction of `team` wrote (rows of its manifest) to
  * the shared store, so that the team can register any of them from any host.
  * Past the team's quota the rest stays here (counted in the answer); a cancel

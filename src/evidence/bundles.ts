@@ -8,6 +8,7 @@ import { BUNDLE_LIMITS } from '../tools/ledger.ts';
 import { buildEvidence, RESIDUAL_UNKNOWNS, type BuiltEvidence } from '../domain/evidence.ts';
 import type { EvidenceStore } from '../store/evidence.ts';
 import type { EvidenceRecord, NewUnknown } from '../domain/types.ts';
+import { JSON_DEPTH, JsonTooDeep, parseBoundedJson } from '../domain/json.ts';
 
 export const BUNDLE_FORMAT = 'dossier.evidence-bundle/1';
 
@@ -50,11 +51,12 @@ export async function buildBundle(store: EvidenceStore, team: string, evidenceId
 }
 
 /** Parses and verifies a bundle; returns the entries ready to retain, or refuses it whole. */
-export function verifyBundle(text: string): BuiltEvidence[] {
+export function verifyBundle(text: string, maxDepth: number = JSON_DEPTH.default): BuiltEvidence[] {
   let bundle: { format?: unknown; evidence?: unknown };
   try {
-    bundle = JSON.parse(text) as typeof bundle;
-  } catch {
+    bundle = parseBoundedJson(text, maxDepth) as typeof bundle;
+  } catch (err) {
+    if (err instanceof JsonTooDeep) throw refused(`${err.message} (DOSSIER_MAX_JSON_DEPTH)`);
     throw refused('the file is not JSON');
   }
   if (bundle?.format !== BUNDLE_FORMAT || !Array.isArray(bundle.evidence)) {

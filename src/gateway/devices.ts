@@ -7,6 +7,7 @@ import { DossierError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import { sealCredential } from '../devices/secrets.ts';
 import { pinnedFingerprint } from '../devices/ssh.ts';
+import { outputFolder } from '../evidence/artifacts.ts';
 import { findEvidence } from '../evidence/views.ts';
 import type { DeviceKind, DeviceRecord } from '../store/devices.ts';
 import { outputReclaimed } from '../store/retained.ts';
@@ -80,9 +81,10 @@ export class DeviceRegistry {
   /** The rootfs folder of an extraction of the caller's team, with the prefix inside it. */
   private async rootfs(caller: Principal, evidenceId: string, prefix: string): Promise<string> {
     const record = await findEvidence(this.deps.store.evidence, caller.team, evidenceId);
-    const output = record.summary.output;
+    const named = record.summary.output;
+    const output = typeof named === 'string' ? outputFolder(this.deps.home, named) : undefined;
     const extractions = path.join(this.deps.home, 'extractions', caller.team);
-    if (typeof output !== 'string' || !output.startsWith(`${extractions}/`)) {
+    if (output === undefined || !output.startsWith(`${extractions}/`)) {
       throw new DossierError(
         'invalid_params',
         `Evidence ${evidenceId} is not a successful extraction of your team.`,

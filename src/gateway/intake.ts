@@ -15,6 +15,7 @@ import {
   storeArtifact,
   storeArtifactFile,
   verifyArtifact,
+  outputFolder,
 } from '../evidence/artifacts.ts';
 import { verifyBundle } from '../evidence/bundles.ts';
 import { findEvidence } from '../evidence/views.ts';
@@ -41,6 +42,8 @@ export interface IntakeOptions {
   /** Per-team intake folders, <inbox>/<team>/, read besides the allowed roots. */
   inbox?: string;
   uploadLimit?: number;
+  /** How deeply a bundle may nest arrays and objects (DOSSIER_MAX_JSON_DEPTH). */
+  maxJsonDepth?: number;
   /** Where helpers that read untrusted bytes (file) run. */
   sandbox?: Sandbox;
 }
@@ -85,12 +88,8 @@ export class Intake {
    */
   async registerExtracted(caller: Principal, evidenceId: string, entry: string, name?: string) {
     const record = await findEvidence(this.store.evidence, caller.team, evidenceId);
-    const output = record.summary.output;
-    if (
-      !EXTRACTING_TOOLS.includes(record.tool) ||
-      typeof output !== 'string' ||
-      !record.collections.entries
-    ) {
+    const named = record.summary.output;
+    if (!EXTRACTING_TOOLS.includes(record.tool) || typeof named !== 'string' || !record.collections.entries) {
       throw new DossierError(
         'invalid_params',
         `Evidence ${evidenceId} is ${EXTRACTING_TOOLS.includes(record.tool) ? 'a failed extraction, which left no output' : `a ${record.tool} result, not an extraction`}.`,
@@ -121,8 +120,9 @@ export class Intake {
     // The output must be one of this team's extractions and the entry inside it, whatever the
     // record says (an imported bundle's Evidence is written by whoever made the bundle).
     const root = path.join(this.home(), 'extractions', caller.team);
+    const output = outputFolder(this.home(), named);
     const parts = row.path.split('/').filter((p) => p !== '' && p !== '.');
-    const inside = path.resolve(output) === output && isUnder(output, root) && !parts.includes('..');
+    const inside = isUnder(output, root) && !parts.includes('..');
     const file = path.join(output, ...parts);
     const recordAs = (stored: { digest: string; size: number; file: string }) =>
       this.recordArtifact(caller, stored, name ?? path.posix.basename(row.path), `extracted:${evidenceId}`, {
@@ -148,7 +148,7 @@ export class Intake {
       if (reclaimed) throw outputReclaimed(evidenceId, reclaimed.reclaimed_at, { details: { entry } });
       throw new DossierError(
         'not_found',
-        `The file of ${entry} is no longer in the extraction's output (${opened.message}).`,
+        `The file of ${entry} is no longer in the extraction's output${opened instanceof DossierError && opened.code === 'not_found' ? '' : ' (it could not be opened there)'}.`,
         'Extract the archive again (with a new idempotency_key), then register from the new Evidence.',
         { evidence_id: evidenceId, entry },
       );
@@ -288,7 +288,7 @@ export class Intake {
 
   /** Verifies a bundle's text and retains its Evidence for the caller's team, atomically (POST /bundles, import_evidence_bundle). */
   async importBundleText(caller: Principal, text: string) {
-    const built = verifyBundle(text);
+    const built = verifyBundle(text, this.opts.maxJsonDepth);
     const foreign = built.find((b) => b.record.team !== caller.team);
     if (foreign) {
       throw new DossierError(

@@ -4,6 +4,7 @@
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { DossierError, toToolError } from '../domain/errors.ts';
+import { JSON_DEPTH, JsonTooDeep, parseBoundedJson } from '../domain/json.ts';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TokenStore } from '../store/tokens.ts';
@@ -11,7 +12,7 @@ import type { SessionStore } from '../store/sessions.ts';
 import type { Principal } from '../domain/types.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import type { TeamPayloadCodec } from '../temporal/codec.ts';
-import { CODEC_COOKIE, codecCors, codecToken, decodeForTeam, LOGIN_FORM, signedIn } from './codecEndpoint.ts';
+import { decodeForTeam } from './codecEndpoint.ts';
 import { initRecord, MAX_INIT_BYTES, Sessions, type Session } from './sessions.ts';
 import { webRequest, writeResponse } from './webResponse.ts';
 import { serveMetrics } from './metricsRoute.ts';
@@ -27,6 +28,8 @@ export interface HttpOptions {
   maxRequestBytes: number;
   /** Largest artifact upload (POST /artifacts, src/mcp/rest.ts). */
   maxUploadBytes: number;
+  /** How deeply a JSON body may nest arrays and objects (DOSSIER_MAX_JSON_DEPTH). */
+  maxJsonDepth?: number;
   /** Host header values accepted besides the bound address (e.g. a load balancer name). */
   allowedHosts?: string[];
   /** Origins accepted from browsers; requests without an Origin header are not browsers and pass. */
@@ -40,10 +43,8 @@ export interface HttpOptions {
   bodyTimeoutMs?: number;
   /** The cluster's payload keys: the stateless era's requestState is sealed under a key derived from them. */
   keys: PayloadKey[];
-  /** Serves the Temporal UI's codec endpoint (/codec/decode) when given. */
+  /** Serves the codec endpoint (/codec/decode, for a bearer token; the audit UI's guard calls it) when given. */
   codec?: TeamPayloadCodec;
-  /** The Temporal UI's origin, allowed to call the codec endpoint with credentials. */
-  uiOrigin?: string;
   /** The operator's token for GET /metrics (unset: the route is off). */
   metricsToken?: string;
   /**
@@ -60,8 +61,6 @@ export interface HttpGateway {
   url: string;
   port: number;
   sessions(): number;
-  /** Tells every connected client that the prompt catalog changed (notifications/prompts/list_changed). */
-  notifyPromptsChanged(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -80,6 +79,7 @@ export async function startHttpGateway(
     store: opts.sessionStore,
   });
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? 30_000;
+  const maxJsonDepth = opts.maxJsonDepth ?? JSON_DEPTH.default;
   let boundPort = opts.port;
   // The stateless era (2026-07-28); everything else is the handshake era's, served by the sessions.
   const modern: McpHttpHandler = createModernHandler(gateway, {
@@ -128,7 +128,7 @@ export async function startHttpGateway(
         return rpcError(res, 403, -32000, `Host ${req.headers.host} is not allowed`);
       return serveMetrics(req, res, opts.metricsToken);
     }
-    const codecRoute = opts.codec && (url.pathname === '/codec/decode' || url.pathname === '/codec/login');
+    const codecRoute = opts.codec && url.pathname === '/codec/decode';
     if (url.pathname !== '/mcp' && !isRestRoute(url.pathname) && !codecRoute) {
       return sendJson(res, 404, {
         error: 'not found; the MCP endpoint is /mcp (and POST /artifacts, GET|POST /bundles)',
@@ -147,14 +147,13 @@ export async function startHttpGateway(
         `Host ${req.headers.host} is not allowed`,
         'Use the gateway by an address it serves (loopback, or one in DOSSIER_ALLOWED_HOSTS).',
       );
-    const uiOrigins = opts.uiOrigin ? [opts.uiOrigin] : [];
-    if (!allowedOrigin(req.headers.origin) && !(codecRoute && uiOrigins.includes(req.headers.origin ?? '')))
+    if (!allowedOrigin(req.headers.origin))
       return deny(
         'forbidden',
         `Origin ${req.headers.origin} is not allowed`,
         'Call from a page on a loopback origin or one in DOSSIER_ALLOWED_ORIGINS, or from outside a browser.',
       );
-    if (codecRoute) return serveCodec(req, res, url.pathname, uiOrigins);
+    if (codecRoute) return serveCodec(req, res);
 
     const sessionId = req.headers['mcp-session-id'];
     const caller = await authenticate(req, typeof sessionId === 'string' ? sessionId : undefined);
@@ -203,8 +202,16 @@ export async function startHttpGateway(
         );
       }
       try {
-        body = JSON.parse(read.toString('utf8'));
-      } catch {
+        body = parseBoundedJson(read.toString('utf8'), maxJsonDepth);
+      } catch (err) {
+        if (err instanceof JsonTooDeep)
+          return rpcError(
+            res,
+            400,
+            -32700,
+            `Parse error: ${err.message} (DOSSIER_MAX_JSON_DEPTH); send a value that nests less`,
+            { limit: err.limit },
+          );
         return rpcError(res, 400, -32700, 'Parse error: the body is not valid JSON');
       }
     }
@@ -270,41 +277,25 @@ export async function startHttpGateway(
     }
   }
 
-  async function serveCodec(req: IncomingMessage, res: ServerResponse, route: string, origins: string[]) {
-    codecCors(req, res, origins);
-    if (req.method === 'OPTIONS') return void res.writeHead(204).end();
-    if (route === '/codec/login') {
-      if (req.method === 'GET') {
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-        return void res.end(LOGIN_FORM);
-      }
-      const read = await readBody(req, 4_096, bodyTimeoutMs);
-      const token = typeof read === 'string' ? null : new URLSearchParams(read.toString('utf8')).get('token');
-      const caller = token ? await tokens.resolve(token.trim()) : undefined;
-      if (!caller) {
-        res.writeHead(401, { 'content-type': 'text/html; charset=utf-8' });
-        return void res.end(`${LOGIN_FORM}<p>That token is not valid.</p>`);
-      }
-      res.writeHead(200, {
-        'content-type': 'text/html; charset=utf-8',
-        'set-cookie': `${CODEC_COOKIE}=${encodeURIComponent(token!.trim())}; HttpOnly; SameSite=Strict; Path=/codec; Max-Age=43200`,
-      });
-      return void res.end(signedIn(caller, opts.uiOrigin));
-    }
+  async function serveCodec(req: IncomingMessage, res: ServerResponse) {
     if (req.method !== 'POST') return sendJson(res, 405, { error: 'POST {payloads: [...]}' });
-    const token = codecToken(req);
+    const token = bearerToken(req);
     const caller = token ? await tokens.resolve(token) : undefined;
     if (!caller) {
       return sendJson(res, 401, {
         error:
-          'Send Authorization: Bearer <token>, or sign in at /codec/login; payloads open only for their own team.',
+          'Send Authorization: Bearer <token>; payloads open only for their own team (in a browser, the audit UI opens them for its signed-in viewer).',
       });
     }
     const read = await readBody(req, opts.maxRequestBytes * 16, bodyTimeoutMs);
     if (read === 'too_slow') return sendJson(res, 408, { error: 'the request body did not arrive in time' });
     if (read === 'too_large') return sendJson(res, 413, { error: 'too many payloads in one request' });
     try {
-      const decoded = decodeForTeam(opts.codec!, caller, JSON.parse(read.toString('utf8')));
+      const decoded = decodeForTeam(
+        opts.codec!,
+        caller,
+        parseBoundedJson(read.toString('utf8'), maxJsonDepth),
+      );
       res.setHeader('x-dossier-withheld', String(decoded.withheld));
       return sendJson(res, 200, { payloads: decoded.payloads });
     } catch (err) {
@@ -342,9 +333,6 @@ export async function startHttpGateway(
     url: `http://${hostForUrl}:${boundPort}/mcp`,
     port: boundPort,
     sessions: () => sessions.size,
-    async notifyPromptsChanged() {
-      await Promise.allSettled(sessions.all().map((s) => s.server.sendPromptListChanged()));
-    },
     async close() {
       clearInterval(reaper);
       await modern.close();
@@ -400,6 +388,6 @@ function isJsonRpcRequest(body: unknown): boolean {
   return typeof m?.method === 'string' && m.id !== undefined && m.id !== null;
 }
 
-function rpcError(res: ServerResponse, status: number, code: number, message: string) {
-  sendJson(res, status, { jsonrpc: '2.0', error: { code, message }, id: null });
+function rpcError(res: ServerResponse, status: number, code: number, message: string, data?: unknown) {
+  sendJson(res, status, { jsonrpc: '2.0', error: { code, message, ...(data ? { data } : {}) }, id: null });
 }

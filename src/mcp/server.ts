@@ -78,6 +78,7 @@ export function createMcpServer(
       tools: { listChanged: false, idempotency: {} } as { listChanged: boolean },
       experimental: { 'tools.idempotency': { field: 'idempotencyKey', status: 'SEP-3182 draft' } },
       ...TASK_CAPABILITIES,
+      // The six prompts are fixed for the life of the gateway: nothing ever changes the list.
       prompts: { listChanged: false },
       completions: {},
       resources: {},

@@ -38,6 +38,29 @@ export interface PythonEnv {
   scripts: string;
 }
 
+/** Where a Python environment is in the sandbox: its venv and dossier's scripts for it, at fixed paths. */
+const SANDBOXED = { venv: '/opt/venv', scripts: '/opt/scripts' } as const;
+
+/**
+ * A Python environment as a sandboxed program runs it: the venv and the scripts mounted at fixed
+ * paths (a venv finds itself from its interpreter's path), so a traceback names those, never the
+ * worker's cache or source folders.
+ */
+export function sandboxedEnv(env: PythonEnv): {
+  python: string;
+  script: (name: string) => string;
+  mounts: { host: string; inside: string }[];
+} {
+  return {
+    python: path.posix.join(SANDBOXED.venv, path.relative(env.venv, env.python)),
+    script: (name) => path.posix.join(SANDBOXED.scripts, name),
+    mounts: [
+      { host: env.venv, inside: SANDBOXED.venv },
+      { host: env.scripts, inside: SANDBOXED.scripts },
+    ],
+  };
+}
+
 function cacheRoot(spec: PythonEnvSpec, env: NodeJS.ProcessEnv): string {
   return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'dossier', spec.cacheFolder);
 }

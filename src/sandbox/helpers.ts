@@ -21,8 +21,6 @@ export interface HelperRun {
   /** Size of its private /tmp, when not the policy's (an unpacker that writes a whole tree there). */
   tmpBytes?: number;
   env?: Record<string, string>;
-  /** Network for the helper itself (a device bridge that talks to its local server); never a tool input. */
-  network?: boolean;
 }
 
 const HELPER_ENV = { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' };
@@ -47,7 +45,6 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
     mounts: run.mounts,
     limits: run.limits,
     tmpBytes: run.tmpBytes,
-    network: run.network,
     stdin: run.stdin ? 'pipe' : 'ignore',
   });
   if (run.stdin && proc.child.stdin) {

@@ -174,8 +174,9 @@ export class Sandbox {
 
   spawn(req: SandboxRequest, identity: Identity = this.identity()): SandboxedProcess {
     try {
-      // Network is checked by the effects against the tool input (dossier's own device bridges need it).
-      this.check({ isolation: req.isolation });
+      // Nothing dossier starts for itself has network (adb reaches its server through a relayed
+      // socket): only a tool input may ask for it, and only where the policy allows.
+      this.check({ network: req.network, isolation: req.isolation });
       return this.start(req, identity);
     } catch (err) {
       identity.release();

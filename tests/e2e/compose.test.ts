@@ -421,6 +421,7 @@ describe.skipIf(skip)(
       expect(await settingsReply.json()).toMatchObject({
         DisableWriteActions: true,
         DefaultNamespace: 'dossier',
+        Codec: { Endpoint: '/codec', IncludeCredentials: false },
       });
       const namespace = await fetch(`${base}/api/v1/namespaces/dossier`, { headers: signedIn });
       expect(namespace.status).toBe(200);
@@ -433,6 +434,27 @@ describe.skipIf(skip)(
         { headers: signedIn },
       );
       expect(JSON.stringify(await listed.json())).toContain(launch.launch.workflow_id);
+      // Its input, sealed in Temporal, opens through the UI's codec endpoint: audit-ui forwards it to
+      // a gateway with the viewer's token.
+      const history = (await (
+        await fetch(
+          `${base}/api/v1/namespaces/dossier/workflows/${encodeURIComponent(launch.launch.workflow_id)}/history`,
+          { headers: signedIn },
+        )
+      ).json()) as { history: { events: Record<string, any>[] } }; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const payloads = history.history.events.find((e) => e.workflowExecutionStartedEventAttributes)!
+        .workflowExecutionStartedEventAttributes.input.payloads as { data: string }[];
+      const text = (p: { data: string }[]) => p.map((x) => Buffer.from(x.data, 'base64').toString()).join();
+      expect(text(payloads)).not.toContain('/usr/bin/true');
+      const decoded = await fetch(`${base}/codec/decode`, {
+        method: 'POST',
+        headers: { ...signedIn, 'content-type': 'application/json' },
+        body: JSON.stringify({ payloads }),
+      });
+      expect(decoded.status).toBe(200);
+      expect(text(((await decoded.json()) as { payloads: { data: string }[] }).payloads)).toContain(
+        '/usr/bin/true',
+      );
       // The UI's own CSRF cookie and header, as a browser sends them: the refusal is the write block's.
       const csrf = /_csrf=([^;]+)/.exec(settingsReply.headers.get('set-cookie') ?? '')![1]!;
       const terminate = await fetch(

@@ -72,7 +72,7 @@ describe('extract_artifact on real archives', () => {
     async (name) => {
       const reply = await extract(path.join(work, name));
       expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
-      const output = reply.summary.output as string;
+      const output = path.join(t.home, reply.summary.output as string);
       expect(output.startsWith(path.join(t.home, 'extractions'))).toBe(true);
       for (const [rel, data] of Object.entries(files)) {
         expect(sha(readFileSync(path.join(output, rel))), rel).toBe(sha(data));
@@ -102,7 +102,7 @@ describe('extract_artifact on real archives', () => {
     expect(rows).toMatchObject([
       { path: 'a.tar.gz', detected_type: 'gzip', nested_archive: true, status: 'written' },
     ]);
-    expect(readdirSync(outer.summary.output)).toEqual(['a.tar.gz']);
+    expect(readdirSync(path.join(t.home, outer.summary.output))).toEqual(['a.tar.gz']);
   });
 });
 
@@ -115,7 +115,7 @@ describe('extract_artifact on hostile archives', () => {
       'path escapes the output directory (..)',
       'path escapes the output directory (..)',
     ]);
-    expect(readdirSync(reply.summary.output)).toEqual(['good.txt']);
+    expect(readdirSync(path.join(t.home, reply.summary.output))).toEqual(['good.txt']);
     nothingOutside();
   });
 
@@ -140,7 +140,7 @@ describe('extract_artifact on hostile archives', () => {
     });
     expect(rows[1]).toMatchObject({ path: 'link/through-link.txt', status: 'refused' });
     expect(rows[1]!.reason).toMatch(/through a symlink/);
-    expect(readdirSync(reply.summary.output)).toEqual([]);
+    expect(readdirSync(path.join(t.home, reply.summary.output))).toEqual([]);
     nothingOutside();
   });
 
@@ -148,7 +148,7 @@ describe('extract_artifact on hostile archives', () => {
     const reply = await extract(path.join(hostile, 'hardlink.tar'));
     const rows = await entries(reply.evidence_id);
     expect(rows[0]).toMatchObject({ type: 'hardlink', link_target: '/etc/passwd', status: 'recorded' });
-    expect(readdirSync(reply.summary.output)).toEqual(['ok.txt']);
+    expect(readdirSync(path.join(t.home, reply.summary.output))).toEqual(['ok.txt']);
   });
 
   it.each([
@@ -237,7 +237,7 @@ describe('extract_firmware', () => {
       link_target: '/etc/shadow',
       status: 'recorded',
     });
-    const output = reply.summary.output as string;
+    const output = path.join(t.home, reply.summary.output as string);
     expect(readFileSync(path.join(output, 'squashfs-0x1000/etc/passwd'), 'utf8')).toMatch(/^root:/);
     expect(existsSync(path.join(output, 'squashfs-0x1000/etc/shadow-link'))).toBe(false);
   });

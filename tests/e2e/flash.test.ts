@@ -198,7 +198,7 @@ describe('flash file systems', () => {
       const files = Object.fromEntries(
         rows
           .filter((r) => r.type === 'file')
-          .map((r) => [r.path, readFileSync(path.join(reply.summary.output, r.path), 'utf8')]),
+          .map((r) => [r.path, readFileSync(path.join(t.home, reply.summary.output, r.path), 'utf8')]),
       );
       return { reply, rows, files };
     };

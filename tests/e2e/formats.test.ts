@@ -318,7 +318,7 @@ describe('recursive extraction', () => {
       ]),
     );
     // The tree on disk is the manifest: the changelog is where its path says.
-    const output = reply.summary.output as string;
+    const output = path.join(t.home, reply.summary.output as string);
     expect(sha(readFileSync(path.join(output, deepest!.path)))).toBe(sha(changelog));
   });
 
@@ -409,7 +409,7 @@ describe('recursive extraction', () => {
     const bundle = JSON.parse(readFileSync(exported.summary.path, 'utf8'));
     const entry = bundle.evidence[0];
     // Written out, not path.join'd: the ".." must stay in the recorded path.
-    const rel = path.relative(path.join(t.home, 'extractions', 'rival'), theirs.summary.output);
+    const rel = path.relative(path.join('extractions', 'rival'), theirs.summary.output);
     const climb = `${t.home}/extractions/local/../rival/${rel}`;
     const { evidence_id: _id, collections: info, document: _doc, ...record } = entry.record;
     record.summary = { ...record.summary, output: climb };

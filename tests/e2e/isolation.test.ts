@@ -62,7 +62,12 @@ describe('what a launched program can reach', () => {
       args: ['-c', 'echo private > notes.txt'],
       idempotency_key: 'local-notes',
     });
-    const localDoc = await t.stack.store.evidence.document('local', local.evidence_id);
+    // Its Evidence names it /workspace, as its sandbox did: on the worker it is under DOSSIER_HOME.
+    const launchDir = path.join(t.home, 'workspaces', sha(local.launch.workflow_id).slice(0, 24));
+    const localWorkspace = path.join(
+      launchDir,
+      readdirSync(launchDir).find((n) => !n.includes('.'))!,
+    );
     const storeFile = artifactPath(t.home, artifact.digest);
     const before = readFileSync(storeFile);
 
@@ -71,10 +76,10 @@ describe('what a launched program can reach', () => {
       ['read the store', `cat ${t.home}/dossier.db`],
       ['read dev.json', `cat ${t.home}/dev.json`],
       ['read the payload key', `cat ${t.home}/payload.key`],
-      ['read another workspace', `cat ${localDoc!.workspace}/notes.txt`],
+      ['read another workspace', `cat ${localWorkspace}/notes.txt`],
       ['list the artifacts', `ls ${t.home}/artifacts/sha256`],
       ['read an artifact', `cat ${storeFile}`],
-      ['read an extraction', `cat ${extracted.summary.output}/plans.txt`],
+      ['read an extraction', `cat ${path.join(t.home, extracted.summary.output)}/plans.txt`],
       ['read /etc/shadow', 'cat /etc/shadow'],
       ['list /root', 'ls /root'],
       ['write the artifact store', `echo tampered > ${storeFile}`],
@@ -483,7 +488,8 @@ describe('the audit UI audits, it does not act, and shows each team its own', ()
         WorkflowSignalDisabled: true,
         StartWorkflowDisabled: true,
         BatchActionsDisabled: true,
-        Codec: { Endpoint: t.url.replace(/\/mcp$/, '/codec'), IncludeCredentials: true },
+        // The guard's own path: the browser sends it only its session cookie, on whatever host.
+        Codec: { Endpoint: '/codec', IncludeCredentials: false },
       });
       const launch = await call(alice, 'capture_process_scenario', {
         executable: '/usr/bin/true',
@@ -656,27 +662,93 @@ describe('the audit UI audits, it does not act, and shows each team its own', ()
     }
   });
 
-  it('the codec sign-in sets an HttpOnly cookie that the decode endpoint accepts from the UI’s origin', async () => {
-    const base = t.url.replace(/\/mcp$/, '/codec');
-    expect((await fetch(`${base}/login`)).headers.get('content-type')).toContain('text/html');
-    const bad = await fetch(`${base}/login`, {
-      method: 'POST',
-      body: new URLSearchParams({ token: 'dsr_nope' }),
-    });
-    expect(bad.status).toBe(401);
-    const good = await fetch(`${base}/login`, {
-      method: 'POST',
-      body: new URLSearchParams({ token: t.token }),
-    });
-    const cookie = good.headers.get('set-cookie')!;
-    expect(cookie).toMatch(/HttpOnly/);
-    expect(cookie).toMatch(/Path=\/codec/);
-    const decoded = await fetch(`${base}/decode`, {
-      method: 'POST',
-      headers: { cookie: cookie.split(';')[0]!, 'content-type': 'application/json' },
-      body: JSON.stringify({ payloads: [] }),
-    });
-    expect(decoded.status).toBe(200);
+  it('signs a browser in without the token in any cookie; through the guard the UI opens its team’s payloads, never another team’s', async () => {
+    const ui = await auditUi('ui-codec');
+    try {
+      const secret = `ui-codec-secret-${Date.now()}`;
+      const theirs = await call(alice, 'capture_process_scenario', {
+        executable: '/usr/bin/true',
+        env: { SECRET: secret },
+        idempotency_key: 'ui-codec-payload',
+      });
+      const signIn = async (token: string) => {
+        const form = await fetch(`${ui.url}/dossier/sign-in`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ui.url },
+          body: new URLSearchParams({ token }).toString(),
+        });
+        expect(form.status).toBe(303);
+        return form.headers.getSetCookie();
+      };
+      const malloryToken = await t.tokenFor('mallory-ui', 'rival-team');
+      const aliceCookies = await signIn(t.token);
+      const malloryCookies = await signIn(malloryToken);
+      // Every cookie the sign-in (and the sign-out) sets: none holds a token, in any form.
+      const signOut = await fetch(`${ui.url}/dossier/sign-out`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { origin: ui.url, cookie: aliceCookies.map((c) => c.split(';')[0]).join('; ') },
+      });
+      const every = [...aliceCookies, ...malloryCookies, ...signOut.headers.getSetCookie()];
+      expect(every.length).toBeGreaterThanOrEqual(3);
+      for (const cookie of every) {
+        for (const token of [t.token, malloryToken]) {
+          for (const form of [token, encodeURIComponent(token), token.slice('dsr_'.length, 24)])
+            expect(cookie).not.toContain(form);
+        }
+      }
+      // The cookie earlier releases kept the token in is cleared, not set.
+      const old = every.filter((c) => c.startsWith('dossier_codec_token='));
+      expect(old.every((c) => /^dossier_codec_token=;.*Max-Age=0/.test(c))).toBe(true);
+      // The gateway has no sign-in that sets one either.
+      const login = await fetch(t.url.replace(/\/mcp$/, '/codec/login'), {
+        method: 'POST',
+        body: new URLSearchParams({ token: t.token }),
+      });
+      expect(login.status).toBe(404);
+      expect(login.headers.getSetCookie()).toEqual([]);
+
+      // Alice signs in again and reads her launch's input as the UI does: its history, then the
+      // sealed payloads posted to the UI's codec endpoint, which is the guard's.
+      const asAlice = { cookie: (await signIn(t.token)).map((c) => c.split(';')[0]).join('; ') };
+      const asMallory = { cookie: malloryCookies.map((c) => c.split(';')[0]).join('; ') };
+      const history = (await (
+        await fetch(
+          `${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${encodeURIComponent(theirs.launch.workflow_id)}/history`,
+          { headers: asAlice },
+        )
+      ).json()) as { history: { events: Reply[] } };
+      const payloads = history.history.events.find((e) => e.workflowExecutionStartedEventAttributes)!
+        .workflowExecutionStartedEventAttributes.input.payloads as Reply[];
+      const decode = (headers: Record<string, string>) =>
+        fetch(`${ui.url}/codec/decode`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-namespace': t.namespace,
+            origin: ui.url,
+            ...headers,
+          },
+          body: JSON.stringify({ payloads }),
+        });
+      const opened = await decode(asAlice);
+      expect(opened.status).toBe(200);
+      const clear = ((await opened.json()) as { payloads: Reply[] }).payloads;
+      expect(Buffer.from(clear[0]!.data, 'base64').toString()).toContain(secret);
+      // Mallory, signed in for another team, gets them back sealed.
+      const withheld = await decode(asMallory);
+      expect(withheld.status).toBe(200);
+      expect(withheld.headers.get('x-dossier-withheld')).toBe(String(payloads.length));
+      expect(((await withheld.json()) as { payloads: Reply[] }).payloads).toEqual(payloads);
+      // Signed out, or from a page of another port of this host, nothing opens.
+      expect((await decode({})).status).toBe(401);
+      const otherPort = await decode({ ...asAlice, origin: 'http://127.0.0.1:1' });
+      expect(otherPort.status).toBe(403);
+      expect(await otherPort.text()).not.toContain(secret);
+    } finally {
+      await ui.stop();
+    }
   });
 });
 

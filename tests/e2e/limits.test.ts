@@ -216,3 +216,82 @@ describe('sessions and slow bodies', () => {
     expect(status).toBe(408);
   });
 });
+
+describe('values nested past DOSSIER_MAX_JSON_DEPTH', () => {
+  let s: TestStack;
+  beforeAll(async () => {
+    s = await startTestStack();
+  });
+  afterAll(async () => {
+    await s?.stop(true);
+  });
+
+  /** Raw text, as a client that builds its own JSON sends it: `levels` arrays inside one another. */
+  const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+  const rawPost = (url: string, token: string, text: string, session?: string) =>
+    fetch(url, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(session ? { 'mcp-session-id': session } : {}),
+      },
+      body: text,
+    });
+  const init = (experimental: string) =>
+    `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"deep","version":"1"},"capabilities":{"experimental":{"x":${experimental}}}}}`;
+  const parseError = async (res: Response) => {
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: number; message: string; data?: unknown } };
+    expect(body.error.code).toBe(-32700);
+    expect(body.error.message).toMatch(/deeper than 64 levels \(DOSSIER_MAX_JSON_DEPTH\)/);
+    expect(body.error.data).toEqual({ limit: 64 });
+  };
+
+  it('an initialize 100,000 levels deep is a parse error (400) that names the bound, never a 500', async () => {
+    await parseError(await rawPost(s.url, s.token, init(nested(100_000))));
+    // Just under the bound is an ordinary request: the bound leaves real clients room.
+    const fits = await rawPost(s.url, s.token, init(nested(56)));
+    expect(fits.status).toBe(200);
+    await fits.text();
+  });
+
+  it('tools/call arguments 100,000 levels deep in a live session: 400 with the bound, and the session goes on', async () => {
+    const opened = await rawPost(s.url, s.token, init('{}'));
+    expect(opened.status).toBe(200);
+    await opened.text();
+    const session = opened.headers.get('mcp-session-id')!;
+    const initialized = await rawPost(
+      s.url,
+      s.token,
+      '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+      session,
+    );
+    await initialized.text();
+    const deep = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_evidence","arguments":{"tool":${nested(100_000)}}}}`;
+    await parseError(await rawPost(s.url, s.token, deep, session));
+    const fine = await rawPost(
+      s.url,
+      s.token,
+      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{}}}',
+      session,
+    );
+    expect(fine.status).toBe(200);
+    expect(await fine.text()).toContain('"principal');
+  });
+
+  it('a bundle posted to /bundles 100,000 levels deep is refused whole with 400 and the bound, nothing imported', async () => {
+    const bundle = `{"format":"dossier.evidence-bundle/1","evidence":[{"record":{},"document":{"x":${nested(100_000)}},"collections":{}}]}`;
+    const res = await fetch(s.url.replace(/\/mcp$/, '/bundles'), {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${s.token}`, 'content-type': 'application/json' },
+      body: bundle,
+    });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('invalid_params');
+    expect(error.message).toMatch(/deeper than 64 levels \(DOSSIER_MAX_JSON_DEPTH\)/);
+    expect((await call(await s.connect(), 'list_evidence', {})).evidence).toEqual([]);
+  });
+});

@@ -106,27 +106,59 @@ describe('npm start (the embedded default)', () => {
     });
     expect(first.output()).toContain(dev.token);
     expect(first.output()).toContain('claude mcp add');
-    // The audit UI asks a browser to sign in first, is read-only, and reads payloads through the
-    // gateway's team-scoped codec endpoint.
+    // The audit UI asks a browser to sign in first, is read-only, and reads payloads through its
+    // own codec path, which the guard forwards to the gateway's team-scoped codec endpoint.
     const page = await fetch(dev.ui_url);
     expect(page.url).toBe(`${dev.ui_url}/dossier/sign-in?next=%2F`);
     expect(await page.text()).toContain('dev.json');
-    const signedIn = { authorization: `Bearer ${dev.token}` };
+    const form = await fetch(`${dev.ui_url}/dossier/sign-in`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: dev.ui_url },
+      body: new URLSearchParams({ token: dev.token }).toString(),
+    });
+    expect(form.status).toBe(303);
+    // No cookie the sign-in sets carries the token: a server on another port of this host gets none.
+    for (const cookie of form.headers.getSetCookie()) expect(cookie).not.toContain(dev.token.slice(4));
+    const signedIn = {
+      cookie: form.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0])
+        .join('; '),
+    };
     expect((await fetch(dev.ui_url, { headers: signedIn })).status).toBe(200);
     const settings = (await (
       await fetch(`${dev.ui_url}/api/v1/settings`, { headers: signedIn })
     ).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(settings.DisableWriteActions).toBe(true);
-    expect(settings.Codec.Endpoint).toBe(dev.mcp_url.replace(/\/mcp$/, '/codec'));
+    expect(settings.Codec).toMatchObject({ Endpoint: '/codec', IncludeCredentials: false });
     expect((await fetch(dev.mcp_url, { method: 'POST', body: '{}' })).status).toBe(401);
 
     const client = await mcp(dev.mcp_url, dev.token);
     const launched = await call(client, 'capture_process_scenario', {
-      executable: '/usr/bin/true',
+      executable: '/usr/bin/echo',
+      args: ['npm-start-input'],
       idempotency_key: 'npm-start-1',
     });
     expect(launched.status).toBe('succeeded');
     await client.close();
+    // The launch's input, sealed in Temporal, opens in the UI for the signed-in team.
+    const history = (await (
+      await fetch(
+        `${dev.ui_url}/api/v1/namespaces/dossier/workflows/${encodeURIComponent(launched.launch.workflow_id)}/history`,
+        { headers: signedIn },
+      )
+    ).json()) as { history: { events: Record<string, any>[] } }; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const payloads = history.history.events.find((e) => e.workflowExecutionStartedEventAttributes)!
+      .workflowExecutionStartedEventAttributes.input.payloads;
+    const decoded = await fetch(`${dev.ui_url}/codec/decode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: dev.ui_url, ...signedIn },
+      body: JSON.stringify({ payloads }),
+    });
+    expect(decoded.status).toBe(200);
+    const opened = ((await decoded.json()) as { payloads: { data: string }[] }).payloads;
+    expect(Buffer.from(opened[0]!.data, 'base64').toString()).toContain('npm-start-input');
 
     expect(await stopProduct(first.child, 'SIGINT')).toBe(0);
     expect(processesUnder(home)).toEqual([]);
@@ -157,7 +189,8 @@ describe('npm start (the embedded default)', () => {
     expect(again.token).toBe(dev.token);
     const client2 = await mcp(again.mcp_url, again.token);
     const retried = await call(client2, 'capture_process_scenario', {
-      executable: '/usr/bin/true',
+      executable: '/usr/bin/echo',
+      args: ['npm-start-input'],
       idempotency_key: 'npm-start-1',
     });
     expect(retried).toMatchObject({

@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepWorkspaces } from '../../src/activities/workspaces.ts';
+import { sweepWorkspaces, workspaceUsage } from '../../src/activities/workspaces.ts';
 import { call } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 import { scratchDir } from '../helpers/scratch.ts';
@@ -116,6 +116,26 @@ describe('workspace disk', () => {
     });
     expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
     expect(workspaces()).toEqual([]);
+  });
+});
+
+describe('measuring a workspace', () => {
+  const scratch = scratchDir('measure');
+
+  it('a workspace du cannot measure in time counts as over the bound, with why; an absent tracer folder counts nothing', async () => {
+    const ws = path.join(scratch, 'many');
+    mkdirSync(ws);
+    for (let d = 0; d < 40; d++) {
+      mkdirSync(path.join(ws, String(d)));
+      for (let f = 0; f < 500; f++) writeFileSync(path.join(ws, String(d), String(f)), 'x');
+    }
+    // No .trace folder beside it (an untraced capture): that is 0, not a failure.
+    const measured = await workspaceUsage(ws, [], 1024 * MiB);
+    expect(measured).toEqual({ bytes: expect.any(Number), entries: 20_041, over: false });
+    // du given 1 ms for 20,000 entries is killed before it answers: that says nothing of the disk.
+    const unmeasured = await workspaceUsage(ws, [], 1024 * MiB, 200_000, 1);
+    expect(unmeasured.over).toBe(true);
+    expect(unmeasured.unmeasured).toBe('du did not finish within 1 ms');
   });
 });
 
