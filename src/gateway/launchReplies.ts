@@ -2,7 +2,9 @@
 // five words, and where it is in its life (`launch.phase`), so a launch that
 // was claimed but never started says so and says what happens next.
 import type { z } from 'zod';
+import { DossierError } from '../domain/errors.ts';
 import { isFinished, type LaunchRecord, type LaunchStatus } from '../domain/types.ts';
+import { bodyDigest, differingFields } from '../launches/keys.ts';
 import type { launchReplySchema } from '../tools/outputs.ts';
 
 export type LaunchReply = z.output<typeof launchReplySchema>;
@@ -76,4 +78,53 @@ export function launchReply(
 function uiUrl(record: LaunchRecord, ui: { uiUrl: string; namespace: string }): string {
   const base = `${ui.uiUrl}/namespaces/${encodeURIComponent(ui.namespace)}/workflows/${encodeURIComponent(record.workflowId)}`;
   return record.runId ? `${base}/${record.runId}/history` : base;
+}
+
+/**
+ * A key that comes back with another body: nothing is launched. Says which top-level fields
+ * differ (names only: keys are the principal's own, yet values are never echoed) and whether the
+ * tool does, compared with the first body as the launch record keeps it. A record whose kept
+ * body is not the one its digest was taken of cannot be compared field by field: it says so.
+ */
+export function keyReused(
+  first: LaunchRecord,
+  tool: string,
+  body: Record<string, unknown>,
+  digest: string,
+): DossierError {
+  const kept = first.input as Record<string, unknown> | null;
+  const comparable =
+    kept !== null && typeof kept === 'object' && bodyDigest(first.tool, kept) === first.bodyDigest;
+  const fields = comparable ? differingFields(kept, body) : null;
+  const toolDiffers = first.tool !== tool;
+  const what = [
+    ...(toolDiffers ? [`tool ${first.tool}`] : []),
+    fields === null
+      ? 'arguments that cannot be compared field by field'
+      : fields.length
+        ? `different ${fields.length === 1 ? 'field' : 'fields'} ${fields.join(', ')}`
+        : [],
+  ].flat();
+  return new DossierError(
+    'idempotency_key_reused',
+    `idempotency_key "${first.key}" was already used at ${first.createdAt} for ${what.join(' and ')}; nothing was launched.`,
+    'To reach the first launch, retry with exactly its arguments. For a new effect, choose a new idempotency_key.',
+    {
+      idempotency_key: first.key,
+      first_tool: first.tool,
+      first_body_digest: first.bodyDigest,
+      this_tool: tool,
+      this_body_digest: digest,
+      tool_differs: toolDiffers,
+      differing_fields: fields,
+      ...(fields === null
+        ? {
+            differing_fields_unknown:
+              'The first launch’s arguments were not kept in a form its body digest can be checked against, so which fields differ is unknown.',
+          }
+        : {}),
+      first_launched_at: first.createdAt,
+      workflow_id: first.workflowId,
+    },
+  );
 }

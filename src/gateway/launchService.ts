@@ -18,7 +18,7 @@ import { launchCalls, launchWaitSeconds, type Backlog } from '../metrics/metrics
 import proto from '@temporalio/proto';
 import { CAPABILITIES } from '../domain/types.ts';
 import { grpcCode, waitForWorkflow, type WaitOptions } from './waiting.ts';
-import { launchReply, START_LATE_MS, type LaunchReply } from './launchReplies.ts';
+import { keyReused, launchReply, START_LATE_MS, type LaunchReply } from './launchReplies.ts';
 
 export type { LaunchReply, WaitOptions };
 
@@ -90,7 +90,7 @@ export class LaunchService {
         });
     if (record.tool !== contract.name || record.bodyDigest !== digest) {
       launchCalls.inc({ tool: contract.name, kind: 'key_reused' });
-      throw keyReused(record, contract.name, digest);
+      throw keyReused(record, contract.name, body, digest);
     }
     launchCalls.inc({ tool: contract.name, kind: created ? 'new' : 'attached' });
     if (isFinished(record.status)) return this.reply(record, true);
@@ -395,24 +395,6 @@ export class LaunchService {
   reply(record: LaunchRecord, attached: boolean): LaunchReply {
     return launchReply(record, attached, this.deps);
   }
-}
-
-function keyReused(first: LaunchRecord, tool: string, digest: string): DossierError {
-  const what = first.tool !== tool ? `tool ${first.tool}` : 'different arguments';
-  return new DossierError(
-    'idempotency_key_reused',
-    `idempotency_key "${first.key}" was already used at ${first.createdAt} for ${what}; nothing was launched.`,
-    'To reach the first launch, retry with exactly its arguments. For a new effect, choose a new idempotency_key.',
-    {
-      idempotency_key: first.key,
-      first_tool: first.tool,
-      first_body_digest: first.bodyDigest,
-      this_tool: tool,
-      this_body_digest: digest,
-      first_launched_at: first.createdAt,
-      workflow_id: first.workflowId,
-    },
-  );
 }
 
 function unavailable(err: unknown, what: 'start' | 'cancel' = 'start'): DossierError {
