@@ -225,6 +225,46 @@ describe.skipIf(!isRoot)('SSH devices (needs root: an sshd, a device user)', () 
     expect(install.error.code).toBe('unsupported_target');
   });
 
+  it('an ASCII apostrophe in argv, environment and a path reaches the device exactly as given', async () => {
+    const pwned = path.join(DEVICE_HOME, 'work', 'pwned');
+    const values = [
+      "it's",
+      "'",
+      "''",
+      "'\\''",
+      "a'b'c",
+      `'; touch ${pwned}; '`,
+      '$(id)\'"`id`',
+      "end'",
+      "x\\'y",
+    ];
+    const env = { Q: `it's 'quoted' "twice" \\ $HOME \`id\` $(id) '`, PATH: '/usr/bin:/bin' };
+    const reply = await call(alice, 'device_exec', {
+      device: 'bench-ssh',
+      argv: ['/bin/sh', '-c', 'printf "%s\\n" "$Q" "$@"', 'sh', ...values],
+      env,
+      idempotency_key: 'apostrophe-1',
+    });
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    expect(await lines(alice, reply.evidence_id, 'stdout')).toEqual([env.Q, ...values]);
+    expect(existsSync(pwned)).toBe(false);
+    // A folder pulled whole goes through the device's shell too (tar -C <path>).
+    const folder = path.join(DEVICE_HOME, 'work', "it's here");
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(path.join(folder, "o'clock.txt"), 'five\n');
+    const pulled = await call(alice, 'device_pull', {
+      device: 'bench-ssh',
+      path: folder,
+      idempotency_key: 'apostrophe-pull',
+    });
+    expect(pulled.status, JSON.stringify(pulled.error)).toBe('succeeded');
+    expect(pulled.summary).toMatchObject({ kind: 'dir', mime_type: 'application/x-tar' });
+    const listed = (await call(alice, 'list_artifacts', {})).artifacts as Reply[];
+    expect(listed.find((a) => a.digest === pulled.summary.artifact)!.origin).toBe(
+      `device:bench-ssh:${folder}`,
+    );
+  });
+
   it('another team sees nothing of the device', async () => {
     const rival = await t.connect(await t.tokenFor('rival', 'rival-team'));
     expect((await call(rival, 'get_device', { device: 'bench-ssh' })).error.code).toBe('not_found');
