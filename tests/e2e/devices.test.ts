@@ -265,6 +265,63 @@ describe.skipIf(!isRoot)('SSH devices (needs root: an sshd, a device user)', () 
     );
   });
 
+  it('a retired device takes no new operation and says why, keeps its id, lists as retired; neither another team nor a viewer can retire it', async () => {
+    expect(
+      (await call(alice, 'register_device', { device_id: 'old-bench', ssh: ssh() })).error,
+    ).toBeUndefined();
+    const rival = await t.connect(await t.tokenFor('rival-retirer', 'rival-team'));
+    expect((await call(rival, 'retire_device', { device: 'old-bench' })).error.code).toBe('not_found');
+    const viewer = await t.connect(await t.tokenFor('watcher', 'local', 'viewer'));
+    expect((await call(viewer, 'retire_device', { device: 'old-bench' })).error.code).toBe('forbidden');
+    expect((await call(alice, 'get_device', { device: 'old-bench' })).device.status).toBe('active');
+    const before = await call(alice, 'device_exec', {
+      device: 'old-bench',
+      argv: ['/bin/true'],
+      idempotency_key: 'retire-before',
+    });
+    expect(before.status, JSON.stringify(before.error)).toBe('succeeded');
+
+    const retired = await call(alice, 'retire_device', { device: 'old-bench' });
+    expect(retired).toMatchObject({ retired: true, device: { status: 'retired', has_credential: false } });
+    expect(Date.parse(retired.device.retired_at)).toBeGreaterThan(0);
+    expect((await call(alice, 'retire_device', { device: 'old-bench' })).retired).toBe(false);
+    expect(await t.stack.store.devices.credential('local', 'old-bench')).toBeNull();
+
+    // No new operation, of any kind: a clear refusal, and nothing reaches the device.
+    const marker = path.join(DEVICE_HOME, 'work', 'after-retire');
+    const refused = await call(alice, 'device_exec', {
+      device: 'old-bench',
+      argv: ['/bin/sh', '-c', `echo ran > ${marker}`],
+      env: { PATH: '/usr/bin:/bin' },
+      idempotency_key: 'retire-after',
+    });
+    expect(refused.status).toBe('failed');
+    expect(refused.error).toMatchObject({ code: 'invalid_params', details: { effect_began: false } });
+    expect(refused.error.message).toMatch(/^Device old-bench was retired at .+: it takes no new operation/);
+    expect(refused.error.remediation).toMatch(/new device_id/);
+    const pull = await call(alice, 'device_pull', {
+      device: 'old-bench',
+      path: DEVICE_HOME,
+      idempotency_key: 'retire-pull',
+    });
+    expect(pull.error.code).toBe('invalid_params');
+    expect(existsSync(marker)).toBe(false);
+
+    // Its id is never taken again, with the same configuration or another.
+    for (const config of [ssh(), ssh({ port: 2 })]) {
+      const again = await call(alice, 'register_device', { device_id: 'old-bench', ssh: config });
+      expect(again.error.code).toBe('invalid_params');
+      expect(again.error.message).toMatch(/was retired; its id is not reused/);
+    }
+    const ids = async (args: Record<string, unknown>) =>
+      ((await call(alice, 'list_devices', args)).devices as Reply[]).map((d) => [d.device_id, d.status]);
+    expect(await ids({})).not.toContainEqual(['old-bench', 'retired']);
+    expect(await ids({ include_retired: true })).toContainEqual(['old-bench', 'retired']);
+    expect((await call(rival, 'list_devices', { include_retired: true })).devices).toEqual([]);
+    // What it did before stays.
+    expect((await call(alice, 'get_launch', { idempotency_key: 'retire-before' })).status).toBe('succeeded');
+  });
+
   it('another team sees nothing of the device', async () => {
     const rival = await t.connect(await t.tokenFor('rival', 'rival-team'));
     expect((await call(rival, 'get_device', { device: 'bench-ssh' })).error.code).toBe('not_found');
