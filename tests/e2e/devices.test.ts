@@ -4,7 +4,7 @@
 // attached stands for an unreachable adb device. The worker runs as its own
 // process so it can really die while it holds a device.
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   appendFileSync,
   existsSync,
@@ -17,7 +17,10 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../src/domain/canonical.ts';
+import { freshStoreLocation } from '../helpers/backends.ts';
 import { call, type Reply } from '../helpers/mcp.ts';
 import { spawnDossier, type Proc } from '../helpers/processes.ts';
 import { DEVICE_HOME, startSshd, type TestSshd } from '../helpers/sshd.ts';
@@ -421,6 +424,92 @@ describe.skipIf(!isRoot)('SSH devices (needs root: an sshd, a device user)', () 
     expect(unknowns.unknowns.map((u: Reply) => u.question).join('\n')).toMatch(
       /What state is device bench-ssh in after device_exec/,
     );
+  }, 180_000);
+});
+
+describe.skipIf(!isRoot)('turns on PostgreSQL with two workers (needs root: an sshd, a device user)', () => {
+  // Two worker processes, each with a DOSSIER_HOME of its own as on two hosts, one PostgreSQL store.
+  let pgStack: TestStack;
+  let bob: Client;
+  let store: string;
+  const hosts = ['host-a', 'host-b'].map((h) => path.join(work, h));
+  const workers: Proc[] = [];
+  beforeAll(async () => {
+    store = (await freshStoreLocation('postgres')).location;
+    pgStack = await startTestStack({
+      env: {
+        DOSSIER_STORE: store,
+        DOSSIER_PAYLOAD_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+        DOSSIER_DEVICE_TURN_MS: String(TURN_MS),
+      },
+      parts: { workers: false },
+    });
+    for (const home of hosts)
+      workers.push(await spawnDossier('worker', { ...pgStack.env, DOSSIER_HOME: home }, 'worker ready'));
+    bob = await pgStack.connect();
+    const registered = await call(bob, 'register_device', { device_id: 'bench-pg', ssh: ssh() });
+    expect(registered.error).toBeUndefined();
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.kill()));
+    await pgStack?.stop(true);
+  });
+
+  it('12 concurrent operations on one device take turns in arrival order across both workers, never overlap, and each runs once', async () => {
+    const intervals = path.join(DEVICE_HOME, 'work', 'pg-intervals');
+    rmSync(intervals, { force: true });
+    const script = `echo "B $1 $(date +%s%N)" >> ${intervals}; sleep 0.2; echo "E $1 $(date +%s%N)" >> ${intervals}`;
+    const keys = Array.from({ length: 12 }, (_, i) => `pg-line-${i}`);
+    const starts = await Promise.all(
+      keys.map((key) =>
+        call(bob, 'device_exec', {
+          device: 'bench-pg',
+          argv: ['/bin/sh', '-c', script, 'sh', key],
+          env: { PATH: '/usr/bin:/bin' },
+          wait_ms: 0,
+          idempotency_key: key,
+        }),
+      ),
+    );
+    expect(starts.every((r) => r.status === 'running' || r.status === 'succeeded')).toBe(true);
+    for (const key of keys) {
+      const done = await call(bob, 'await_launch', { idempotency_key: key, wait_ms: 90_000 });
+      expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
+    }
+
+    // Never two at once, each once: B and E alternate, each pair names one launch, every launch one pair.
+    const marks = readFileSync(intervals, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' '));
+    expect(marks.map((m) => m[0])).toEqual(keys.flatMap(() => ['B', 'E']));
+    const ran = marks.filter((m) => m[0] === 'B').map((m) => m[1]);
+    for (let i = 0; i < marks.length; i += 2) expect(marks[i + 1]![1]).toBe(marks[i]![1]);
+    expect([...ran].sort()).toEqual([...keys].sort());
+
+    // In arrival order: the device ran them as their turns arrived, fencing numbers rising.
+    const db = new pg.Client({ connectionString: store });
+    await db.connect();
+    const turns = (
+      await db.query(
+        `SELECT launch, fencing FROM device_turns WHERE team = 'local' AND device_id = 'bench-pg' AND fencing IS NOT NULL
+         ORDER BY arrived_at, turn_id`,
+      )
+    ).rows as { launch: string; fencing: number }[];
+    await db.end();
+    expect(turns.map((r) => r.launch.split('/').at(-1))).toEqual(ran);
+    expect(turns.map((r) => Number(r.fencing))).toEqual(keys.map((_, i) => i + 1));
+
+    // Both workers took part, and each launch ran on exactly one of them.
+    const ranOn = keys.map((key) => {
+      const ws = sha256Hex(`launch/local/local/${key}`).slice(0, 24);
+      return hosts.filter((h) => existsSync(path.join(h, 'workspaces', ws)));
+    });
+    expect(
+      ranOn.every((on) => on.length === 1),
+      JSON.stringify(ranOn),
+    ).toBe(true);
+    expect(new Set(ranOn.flat()).size).toBe(2);
   }, 180_000);
 });
 
