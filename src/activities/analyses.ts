@@ -27,6 +27,7 @@ import { ownWorkflow, refuse, vouchForAnalysis, vouchForDatabase } from './prove
 import type { Store } from '../store/store.ts';
 import type { AnalysisRecord } from '../store/analyses.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
+import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import {
   decompileFunction as decompileContract,
   findStrings as findStringsContract,
@@ -122,6 +123,8 @@ export const ANALYSIS_BINDINGS: readonly AnalysisBinding[] = [
 ];
 
 const HEARTBEAT_MS = 10_000;
+/** What a database build is called where a tool's name goes: its records, its Evidence, its audit. */
+const DATABASE_TOOL = 'analysis_database';
 
 function toolFailure(error: ToolError): ApplicationFailure {
   return ApplicationFailure.nonRetryable(error.message, 'ToolError', error);
@@ -252,7 +255,7 @@ export function createAnalysisActivities(deps: {
     if (!stderr) return null;
     const evidence = await store.evidence.put({
       record: {
-        tool: 'analysis_database',
+        tool: DATABASE_TOOL,
         provider: { name: 'angr', version: 'unknown' },
         parameters: { artifact: req.artifact, profile: req.profile },
         parameters_digest: req.key,
@@ -285,7 +288,7 @@ export function createAnalysisActivities(deps: {
       team: req.team,
       key: req.key,
       kind: 'database',
-      tool: 'analysis_database',
+      tool: DATABASE_TOOL,
       input: { artifact: req.artifact, profile: req.profile },
       databaseKey: null,
       workflowId: req.workflowId,
@@ -301,6 +304,20 @@ export function createAnalysisActivities(deps: {
           args: [req],
           workflowIdConflictPolicy: 'USE_EXISTING',
           workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+          // The team's audit lists its builds beside its analyses: the UI narrows lists to DossierTeam.
+          memo: {
+            tool: DATABASE_TOOL,
+            team: req.team,
+            requested_by: req.requestedBy,
+            artifact: req.artifact,
+          },
+          typedSearchAttributes: [
+            { key: SEARCH_ATTRIBUTES.team, value: req.team },
+            { key: SEARCH_ATTRIBUTES.tool, value: DATABASE_TOOL },
+            { key: SEARCH_ATTRIBUTES.principal, value: req.requestedBy },
+            { key: SEARCH_ATTRIBUTES.key, value: req.key },
+            { key: SEARCH_ATTRIBUTES.artifact, value: [req.artifact] },
+          ],
         });
         await store.analyses.markRunning(req.workflowId, handle.firstExecutionRunId);
       } catch (err) {

@@ -55,12 +55,22 @@ interface Turn {
 
 async function registered(ctx: EffectContext, id: string): Promise<DeviceRecord> {
   const device = await ctx.store.devices.get(ctx.caller.team, id);
-  if (!device || device.status !== 'active') {
+  if (!device) {
     throw new DossierError(
       'not_found',
-      device ? `Device ${id} is retired.` : `Your team has no device ${id}.`,
+      `Your team has no device ${id}.`,
       'list_devices shows your team’s devices.',
-      { device: id },
+      {
+        device: id,
+      },
+    );
+  }
+  if (device.status !== 'active') {
+    throw new DossierError(
+      'invalid_params',
+      `Device ${id} was retired at ${device.retired_at}: it takes no new operation (its credential is erased); nothing was sent to it.`,
+      'Its past launches and Evidence stay readable. If the device is back on the bench, register it under a new device_id (a retired id is never reused); list_devices shows your team’s active devices.',
+      { device: id, status: device.status, retired_at: device.retired_at },
     );
   }
   return device;

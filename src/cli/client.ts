@@ -171,7 +171,12 @@ export async function callCommand(config: Config, argv: string[]) {
     // an analysis by asking the same again, which attaches to it).
     while (reply.status === 'running' && (reply.launch || reply.analysis)) {
       if (reply.launch) {
-        process.stderr.write(`running: ${String(reply.launch.ui_url)}\n`);
+        const launch = reply.launch as Reply;
+        process.stderr.write(
+          launch.phase === 'pending'
+            ? `pending: ${String(reply.message)}\n`
+            : `running: ${String(launch.ui_url)}\n`,
+        );
         ({ reply, isError } = await ask(
           'await_launch',
           { idempotency_key: reply.launch.idempotency_key, wait_ms: 110_000 },
@@ -238,7 +243,7 @@ export async function launchesCommand(config: Config, argv: string[]) {
         ? Date.parse(launch.finished_at) - Date.parse(launch.started_at!)
         : undefined;
       return [
-        l.status ?? '',
+        launch.phase === 'pending' ? 'pending' : (l.status ?? ''),
         launch.tool,
         launch.principal,
         launch.idempotency_key,

@@ -53,57 +53,33 @@ export function pinnedFingerprint(hostKey: string): string {
 }
 
 const CONNECT_TIMEOUT_MS = 15_000;
+/**
+ * A device drops handshakes when many arrive at once (OpenSSH's MaxStartups, 10 unauthenticated
+ * connections by default, then drops at random): such a drop is tried again after a short random
+ * pause, this many times in all. Nothing has been sent to the device before a handshake completes.
+ */
+const HANDSHAKE_ATTEMPTS = 6;
+const HANDSHAKE_PAUSE_MS = 250;
+
+/** The server closed the connection before the handshake ended: busy, not down. */
+function droppedHandshake(err: Error & { code?: string }): boolean {
+  return /lost before handshake/i.test(err.message) || err.code === 'ECONNRESET';
+}
 
 export async function openSsh(
   device: string,
   config: SshConfig,
   credential: SshCredential,
 ): Promise<DeviceSession> {
-  const client = new Client();
-  let offered: string | undefined;
-  await new Promise<void>((resolve, reject) => {
-    client.once('ready', () => resolve());
-    client.once('error', (err: Error & { level?: string }) => {
-      if (offered && offered !== config.host_key_fingerprint) {
-        reject(
-          new DossierError(
-            'policy_denied',
-            `Device ${device} offered host key ${offered}, not the pinned ${config.host_key_fingerprint}; nothing was sent.`,
-            'If the device was re-imaged on purpose, retire it and register it again with its new host key; otherwise treat it as compromised or spoofed.',
-            { device, offered, pinned: config.host_key_fingerprint },
-          ),
-        );
-      } else if (err.level === 'client-authentication') {
-        reject(
-          unavailable(
-            device,
-            `${config.user} could not log in with the stored key`,
-            'Check the device’s authorized_keys for the registered key, or register the device again with the right key.',
-          ),
-        );
-      } else {
-        reject(
-          unavailable(
-            device,
-            err.message,
-            `Check that ${config.host}:${config.port} is up and reachable from the device workers (e.g. ssh -p ${config.port} ${config.user}@${config.host}).`,
-          ),
-        );
-      }
-    });
-    client.connect({
-      host: config.host,
-      port: config.port,
-      username: config.user,
-      privateKey: credential.private_key,
-      passphrase: credential.passphrase,
-      readyTimeout: CONNECT_TIMEOUT_MS,
-      hostVerifier: (key: Buffer) => {
-        offered = fingerprintOf(key);
-        return offered === config.host_key_fingerprint;
-      },
-    });
-  });
+  let client = new Client();
+  for (let attempt = 1; ; attempt++) {
+    const failure = await handshake(client, device, config, credential);
+    if (!failure) break;
+    client.end();
+    if (!failure.dropped || attempt >= HANDSHAKE_ATTEMPTS) throw failure.error;
+    await new Promise((r) => setTimeout(r, HANDSHAKE_PAUSE_MS * attempt * (0.5 + Math.random())));
+    client = new Client();
+  }
 
   const channel = (command: string) =>
     new Promise<ClientChannel>((resolve, reject) =>
@@ -281,4 +257,62 @@ export async function openSsh(
       client.end();
     },
   };
+}
+
+/** One handshake on `client`: nothing when it is ready, else why not and whether the device dropped it. */
+function handshake(
+  client: Client,
+  device: string,
+  config: SshConfig,
+  credential: SshCredential,
+): Promise<{ error: DossierError; dropped: boolean } | undefined> {
+  let offered: string | undefined;
+  return new Promise((resolve) => {
+    client.once('ready', () => resolve(undefined));
+    // Always listened to: ssh2 may report a connection's end twice (a reset, then the close), and an
+    // 'error' nobody listens to would end the worker.
+    client.on('error', (err: Error & { level?: string; code?: string }) => {
+      if (offered && offered !== config.host_key_fingerprint) {
+        resolve({
+          dropped: false,
+          error: new DossierError(
+            'policy_denied',
+            `Device ${device} offered host key ${offered}, not the pinned ${config.host_key_fingerprint}; nothing was sent.`,
+            'If the device was re-imaged on purpose, retire it and register it again with its new host key; otherwise treat it as compromised or spoofed.',
+            { device, offered, pinned: config.host_key_fingerprint },
+          ),
+        });
+      } else if (err.level === 'client-authentication') {
+        resolve({
+          dropped: false,
+          error: unavailable(
+            device,
+            `${config.user} could not log in with the stored key`,
+            'Check the device’s authorized_keys for the registered key, or register the device again with the right key.',
+          ),
+        });
+      } else {
+        resolve({
+          dropped: droppedHandshake(err),
+          error: unavailable(
+            device,
+            err.message,
+            `Check that ${config.host}:${config.port} is up and reachable from the device workers (e.g. ssh -p ${config.port} ${config.user}@${config.host}).`,
+          ),
+        });
+      }
+    });
+    client.connect({
+      host: config.host,
+      port: config.port,
+      username: config.user,
+      privateKey: credential.private_key,
+      passphrase: credential.passphrase,
+      readyTimeout: CONNECT_TIMEOUT_MS,
+      hostVerifier: (key: Buffer) => {
+        offered = fingerprintOf(key);
+        return offered === config.host_key_fingerprint;
+      },
+    });
+  });
 }

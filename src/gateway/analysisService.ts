@@ -133,6 +133,7 @@ export class AnalysisService {
           { key: SEARCH_ATTRIBUTES.team, value: req.team },
           { key: SEARCH_ATTRIBUTES.key, value: req.key },
           { key: SEARCH_ATTRIBUTES.bodyDigest, value: req.key },
+          { key: SEARCH_ATTRIBUTES.artifact, value: [req.database.artifact] },
         ],
       });
       runId = handle.firstExecutionRunId;

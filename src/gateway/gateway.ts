@@ -6,6 +6,7 @@ import { replyBytes, type Ledger } from './ledger.ts';
 import type { Intake } from './intake.ts';
 import type { Principal } from '../domain/types.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
+import { START_RETRY_EVERY_MS } from './launchReplies.ts';
 import { RateLimiter } from './rateLimit.ts';
 import { ApprovalRequired, approveLaunch, type AskHuman } from './approval.ts';
 import type { CallResult } from './callResult.ts';
@@ -85,7 +86,7 @@ export class Gateway {
    * Background work of a running gateway: every few seconds, start the launches
    * that were claimed while Temporal was unreachable. Returns its stopper.
    */
-  startBackgroundWork(everyMs = 5_000): () => void {
+  startBackgroundWork(everyMs = START_RETRY_EVERY_MS): () => void {
     let busy = false;
     this.resumer = setInterval(() => {
       if (busy) return;

@@ -4,18 +4,10 @@
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
-import type { z } from 'zod';
 import { DossierError } from '../domain/errors.ts';
-import type { launchReplySchema } from '../tools/outputs.ts';
 import type { DeviceStore } from '../store/devices.ts';
 import type { LaunchFilter, LaunchStore } from '../store/launches.ts';
-import {
-  isFinished,
-  type LaunchRecord,
-  type LaunchStatus,
-  type Page,
-  type Principal,
-} from '../domain/types.ts';
+import { isFinished, type LaunchRecord, type Page, type Principal } from '../domain/types.ts';
 import type { LaunchRequest } from '../launches/protocol.ts';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import { DEFAULT_MAX_RUN_MS, type ToolContract } from '../tools/contract.ts';
@@ -26,17 +18,23 @@ import { launchCalls, launchWaitSeconds, type Backlog } from '../metrics/metrics
 import proto from '@temporalio/proto';
 import { CAPABILITIES } from '../domain/types.ts';
 import { grpcCode, waitForWorkflow, type WaitOptions } from './waiting.ts';
+import { keyReused, launchReply, START_LATE_MS, type LaunchReply } from './launchReplies.ts';
 
-export type { WaitOptions };
-
-export type LaunchReply = z.output<typeof launchReplySchema>;
+export type { LaunchReply, WaitOptions };
 
 /** gRPC status NOT_FOUND: the workflow does not exist. */
 const GRPC_NOT_FOUND = 5;
 /** gRPC statuses that mean Temporal could not be reached (try again later). */
 const GRPC_UNREACHABLE = new Set([4, 14]); // DEADLINE_EXCEEDED, UNAVAILABLE
-/** A launch not started this long after it was called is recorded as never started, not started late. */
-const START_LATE_MS = 15 * 60_000;
+/**
+ * The least time a call gives Temporal to start its launch, however short its wait (a slower
+ * start leaves the launch pending, and a background round starts it).
+ */
+const START_ATTEMPT_MIN_MS = 3_000;
+/** How long a background round gives Temporal to start one pending launch. */
+const START_ROUND_ATTEMPT_MS = 10_000;
+/** How often a call waiting on a pending launch looks whether the gateway has started it. */
+const PENDING_POLL_MS = 1_000;
 
 export class LaunchService {
   constructor(
@@ -92,12 +90,25 @@ export class LaunchService {
         });
     if (record.tool !== contract.name || record.bodyDigest !== digest) {
       launchCalls.inc({ tool: contract.name, kind: 'key_reused' });
-      throw keyReused(record, contract.name, digest);
+      throw keyReused(record, contract.name, body, digest);
     }
     launchCalls.inc({ tool: contract.name, kind: created ? 'new' : 'attached' });
     if (isFinished(record.status)) return this.reply(record, true);
-    const runId = record.runId ?? (await this.ensureStarted(record, contract));
-    return this.wait({ ...record, runId }, !created, wait);
+    const deadline = Date.now() + wait.waitMs;
+    let runId = record.runId;
+    try {
+      // Temporal's client retries an unreachable server for about 20 s: the call's wait bounds that.
+      runId ??= await this.ensureStarted(
+        record,
+        contract,
+        Math.max(deadline, Date.now() + START_ATTEMPT_MIN_MS),
+      );
+    } catch (err) {
+      // Temporal did not answer: the key stays claimed, pending; the background round starts it.
+      if (!(err instanceof DossierError && err.code === 'provider_unavailable' && unreachable(err)))
+        throw err;
+    }
+    return this.wait({ ...record, runId }, !created, wait, deadline);
   }
 
   async get(caller: Principal, key: string): Promise<LaunchReply> {
@@ -106,7 +117,7 @@ export class LaunchService {
 
   async await(caller: Principal, key: string, wait: WaitOptions): Promise<LaunchReply> {
     const record = await this.find(caller, key);
-    if (isFinished(record.status) || !record.runId) return this.reply(record, true);
+    if (isFinished(record.status)) return this.reply(record, true);
     return this.wait(record, true, wait);
   }
 
@@ -180,11 +191,10 @@ export class LaunchService {
         continue;
       }
       try {
-        await this.ensureStarted(record, contract);
+        await this.ensureStarted(record, contract, Date.now() + START_ROUND_ATTEMPT_MS);
         started++;
       } catch (err) {
-        const code = grpcCode(err);
-        if (code === undefined || GRPC_UNREACHABLE.has(code)) return started; // unreachable: next round
+        if (unreachable(err)) return started; // next round
         // Temporal answered and refused this one: record it, so it never holds up the others.
         await this.deps.launches.finishUnstarted(
           record.workflowId,
@@ -248,7 +258,12 @@ export class LaunchService {
     return record;
   }
 
-  private async ensureStarted(record: LaunchRecord, contract: ToolContract): Promise<string> {
+  /** Starts the launch's workflow (or finds its run), giving up on Temporal at `deadline`. */
+  private async ensureStarted(
+    record: LaunchRecord,
+    contract: ToolContract,
+    deadline: number,
+  ): Promise<string> {
     const input = record.input as Record<string, unknown>;
     const request: LaunchRequest = {
       workflowId: record.workflowId,
@@ -264,34 +279,38 @@ export class LaunchService {
     };
     let runId: string;
     try {
-      const handle = await this.deps.client.workflow.start('launchWorkflow', {
-        // On its capability's queue, which every worker polls for workflows: the worker that serves
-        // the capability is handed the effect with the workflow task that schedules it.
-        taskQueue: capabilityQueue(contract.runsOn),
-        workflowId: record.workflowId,
-        args: [request],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        ...(this.deps.eagerStart ? { requestEagerStart: true } : {}),
-        memo: {
-          tool: record.tool,
-          principal: record.principal,
-          team: record.team,
-          key: record.key,
-          body_digest: record.bodyDigest,
-        },
-        typedSearchAttributes: [
-          { key: SEARCH_ATTRIBUTES.tool, value: record.tool },
-          { key: SEARCH_ATTRIBUTES.principal, value: record.principal },
-          { key: SEARCH_ATTRIBUTES.team, value: record.team },
-          { key: SEARCH_ATTRIBUTES.key, value: record.key },
-          { key: SEARCH_ATTRIBUTES.bodyDigest, value: record.bodyDigest },
-          ...(record.investigation
-            ? [{ key: SEARCH_ATTRIBUTES.investigation, value: record.investigation }]
-            : []),
-          ...(await this.deviceAttributes(record)),
-        ],
-      });
+      const { client } = this.deps;
+      const device = await this.deviceAttributes(record);
+      const handle = await client.connection.withDeadline(deadline, () =>
+        client.workflow.start('launchWorkflow', {
+          // On its capability's queue, which every worker polls for workflows: the worker that serves
+          // the capability is handed the effect with the workflow task that schedules it.
+          taskQueue: capabilityQueue(contract.runsOn),
+          workflowId: record.workflowId,
+          args: [request],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          ...(this.deps.eagerStart ? { requestEagerStart: true } : {}),
+          memo: {
+            tool: record.tool,
+            principal: record.principal,
+            team: record.team,
+            key: record.key,
+            body_digest: record.bodyDigest,
+          },
+          typedSearchAttributes: [
+            { key: SEARCH_ATTRIBUTES.tool, value: record.tool },
+            { key: SEARCH_ATTRIBUTES.principal, value: record.principal },
+            { key: SEARCH_ATTRIBUTES.team, value: record.team },
+            { key: SEARCH_ATTRIBUTES.key, value: record.key },
+            { key: SEARCH_ATTRIBUTES.bodyDigest, value: record.bodyDigest },
+            ...(record.investigation
+              ? [{ key: SEARCH_ATTRIBUTES.investigation, value: record.investigation }]
+              : []),
+            ...device,
+          ],
+        }),
+      );
       runId = handle.firstExecutionRunId;
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw unavailable(err);
@@ -314,20 +333,46 @@ export class LaunchService {
     ];
   }
 
-  private async wait(record: LaunchRecord, attached: boolean, wait: WaitOptions): Promise<LaunchReply> {
+  /** Waits for the launch until `deadline` (by default wait_ms from now), then replies as it is. */
+  private async wait(
+    record: LaunchRecord,
+    attached: boolean,
+    wait: WaitOptions,
+    deadline = Date.now() + wait.waitMs,
+  ): Promise<LaunchReply> {
     const { launches, client } = this.deps;
     const end = wait.waitMs > 0 ? launchWaitSeconds.startTimer({ tool: record.tool }) : undefined;
-    const waited = await waitForWorkflow(
-      client,
-      record.workflowId,
-      record.runId,
-      wait,
-      async () => (await launches.byWorkflowId(record.workflowId))?.progress ?? null,
-    );
-    end?.({ ended: String(waited.ended) });
-    if (waited.error) await this.settleAbnormalEnd(record, waited.error);
-    const fresh = (await launches.byWorkflowId(record.workflowId)) ?? record;
+    // A pending launch is started by a gateway's background round: wait for that first.
+    const current = record.runId ? record : await this.untilStarted(record, deadline, wait);
+    let ended = isFinished(current.status);
+    if (current.runId && !ended) {
+      const waited = await waitForWorkflow(
+        client,
+        current.workflowId,
+        current.runId,
+        { ...wait, waitMs: deadline - Date.now() },
+        async () => (await launches.byWorkflowId(current.workflowId))?.progress ?? null,
+      );
+      ended = waited.ended;
+      if (waited.error) await this.settleAbnormalEnd(current, waited.error);
+    }
+    end?.({ ended: String(ended) });
+    const fresh = (await launches.byWorkflowId(record.workflowId)) ?? current;
     return this.reply(fresh, attached);
+  }
+
+  /** The launch once it has a run or an outcome, or as it is at the deadline (or when the call goes). */
+  private async untilStarted(record: LaunchRecord, deadline: number, wait: WaitOptions) {
+    const t0 = Date.now();
+    let current = record;
+    while (!current.runId && !isFinished(current.status) && !wait.signal?.aborted) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      await new Promise((r) => setTimeout(r, Math.min(PENDING_POLL_MS, left)));
+      current = (await this.deps.launches.byWorkflowId(record.workflowId)) ?? current;
+      await wait.onProgress?.(Date.now() - t0, { phase: 'pending' }).catch(() => undefined);
+    }
+    return current;
   }
 
   /** A workflow that ended without recording its outcome (terminated, timed out) is recorded here. */
@@ -348,50 +393,8 @@ export class LaunchService {
   }
 
   reply(record: LaunchRecord, attached: boolean): LaunchReply {
-    const status: LaunchStatus = record.status === 'pending' ? 'running' : record.status;
-    const reply: LaunchReply = {
-      status,
-      launch: {
-        idempotency_key: record.key,
-        workflow_id: record.workflowId,
-        run_id: record.runId,
-        tool: record.tool,
-        principal: record.principal,
-        attached,
-        started_at: record.createdAt,
-        ui_url: this.uiUrl(record),
-      },
-    };
-    if (record.finishedAt) reply.launch.finished_at = record.finishedAt;
-    if (record.evidenceId) reply.evidence_id = record.evidenceId;
-    if (record.summary) reply.summary = record.summary;
-    if (record.error) reply.error = record.error;
-    if (status === 'running' && record.progress) reply.progress = record.progress;
-    return reply;
+    return launchReply(record, attached, this.deps);
   }
-
-  private uiUrl(record: LaunchRecord): string {
-    const base = `${this.deps.uiUrl}/namespaces/${encodeURIComponent(this.deps.namespace)}/workflows/${encodeURIComponent(record.workflowId)}`;
-    return record.runId ? `${base}/${record.runId}/history` : base;
-  }
-}
-
-function keyReused(first: LaunchRecord, tool: string, digest: string): DossierError {
-  const what = first.tool !== tool ? `tool ${first.tool}` : 'different arguments';
-  return new DossierError(
-    'idempotency_key_reused',
-    `idempotency_key "${first.key}" was already used at ${first.createdAt} for ${what}; nothing was launched.`,
-    'To reach the first launch, retry with exactly its arguments. For a new effect, choose a new idempotency_key.',
-    {
-      idempotency_key: first.key,
-      first_tool: first.tool,
-      first_body_digest: first.bodyDigest,
-      this_tool: tool,
-      this_body_digest: digest,
-      first_launched_at: first.createdAt,
-      workflow_id: first.workflowId,
-    },
-  );
 }
 
 function unavailable(err: unknown, what: 'start' | 'cancel' = 'start'): DossierError {
@@ -403,4 +406,10 @@ function unavailable(err: unknown, what: 'start' | 'cancel' = 'start'): DossierE
       : 'Retry cancel_launch once Temporal is reachable.',
   );
   return Object.assign(wrapped, { cause: err });
+}
+
+/** Temporal could not be reached (no answer, or none in time), as opposed to answering with a refusal. */
+function unreachable(err: unknown): boolean {
+  const code = grpcCode(err);
+  return code === undefined || GRPC_UNREACHABLE.has(code);
 }

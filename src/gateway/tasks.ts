@@ -12,6 +12,7 @@ import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isLaunchTool } from '../tools/contract.ts';
 import type { CallResult } from './callResult.ts';
 import type { LaunchService } from './launchService.ts';
+import { launchPhase, pendingNote } from './launchReplies.ts';
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 
@@ -51,9 +52,11 @@ export function taskView(task: TaskRecord, launch: LaunchRecord): TaskView {
     ? `${launch.status}: ${error.message}`
     : isFinished(launch.status)
       ? launch.status
-      : phase
-        ? `running: ${phase}`
-        : undefined;
+      : launchPhase(launch) === 'pending'
+        ? `pending: ${pendingNote(launch).message}`
+        : phase
+          ? `running: ${phase}`
+          : undefined;
   return {
     taskId: task.task_id,
     status: STATUS[launch.status],

@@ -4,6 +4,7 @@ import {
   analysisWorkflowId,
   bodyDigest,
   databaseWorkflowId,
+  differingFields,
   launchWorkflowId,
   workflowOwner,
 } from './keys.ts';
@@ -79,5 +80,23 @@ describe('workflowOwner', () => {
       '/re-team/x',
     ])
       expect(workflowOwner(id)).toBeUndefined();
+  });
+});
+
+describe('differingFields', () => {
+  it('names the top-level fields whose values differ or that only one body has, never the reply-shaping ones', () => {
+    const first = { executable: '/usr/bin/tee', args: ['a'], env: { A: '1' }, detail: 'complete' };
+    expect(differingFields(first, { ...first })).toEqual([]);
+    expect(differingFields(first, { ...first, args: ['b'], detail: 'summary', wait_ms: 9 })).toEqual([
+      'args',
+    ]);
+    // Object key order is not a difference (canonical JSON); a nested change names its top-level field.
+    expect(differingFields(first, { env: { A: '1' }, args: ['a'], executable: '/usr/bin/tee' })).toEqual([]);
+    expect(differingFields(first, { ...first, env: { A: '2' } })).toEqual(['env']);
+    expect(differingFields(first, { ...first, stdin: 'x', investigation: undefined })).toEqual(['stdin']);
+    expect(differingFields({ ...first, timeout_ms: 5 }, { ...first, args: [] })).toEqual([
+      'args',
+      'timeout_ms',
+    ]);
   });
 });

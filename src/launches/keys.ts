@@ -12,6 +12,20 @@ export function bodyDigest(tool: string, input: Record<string, unknown>): string
   return digestOf({ tool, input: body });
 }
 
+/**
+ * The top-level fields in which two launch bodies differ, by name only (never their values): a
+ * field present in one and absent in the other differs too. The fields that are not part of a body
+ * are never named.
+ */
+export function differingFields(first: Record<string, unknown>, second: Record<string, unknown>): string[] {
+  const skip = new Set<string>(NON_BODY_FIELDS);
+  const fieldDigest = (body: Record<string, unknown>, name: string) =>
+    Object.hasOwn(body, name) && body[name] !== undefined ? digestOf(body[name]) : null;
+  return [...new Set([...Object.keys(first), ...Object.keys(second)])]
+    .filter((name) => !skip.has(name) && fieldDigest(first, name) !== fieldDigest(second, name))
+    .sort();
+}
+
 const ID_PART = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
 /** `launch/<team>/<principal>/<key>`: readable in the Temporal UI and unambiguous (no part holds a slash). */

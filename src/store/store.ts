@@ -69,8 +69,11 @@ export async function openStore(location: string): Promise<Store> {
   };
 }
 
-/** Applies the versioned migrations not yet applied, in order, under the driver's cross-process lock. */
-async function migrate(db: SqlDriver) {
+/**
+ * Applies the versioned migrations not yet applied, in order, under the driver's cross-process lock;
+ * those up to `upTo` only when given (the upgrade test builds a store as an older dossier left it).
+ */
+export async function migrate(db: SqlDriver, upTo = Number.POSITIVE_INFINITY) {
   await db.migrate(async (tx) => {
     await tx.exec(
       'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
@@ -79,7 +82,7 @@ async function migrate(db: SqlDriver) {
       (await tx.all<Row>('SELECT version FROM schema_migrations')).map((r) => Number(r.version)),
     );
     for (const m of MIGRATIONS) {
-      if (applied.has(m.version)) continue;
+      if (applied.has(m.version) || m.version > upTo) continue;
       await tx.exec(m.sql);
       await m.after?.(tx);
       await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [

@@ -1,5 +1,7 @@
 // The custom search attributes that make every launch auditable in the Temporal
-// UI (who, what tool, which key, which target). All are Keyword: exact match.
+// UI (who, what tool, which key, which target). All are exact match: Keyword,
+// but for the artifacts, a Keyword list, because Temporal's SQL visibility
+// (SQLite, PostgreSQL) holds ten Keyword attributes and the ten below fill them.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 export const SEARCH_ATTRIBUTES = {
@@ -15,4 +17,6 @@ export const SEARCH_ATTRIBUTES = {
   outcome: defineSearchAttributeKey('DossierOutcome', SearchAttributeType.KEYWORD),
   /** The Evidence a launch retained, when it retained one. */
   evidence: defineSearchAttributeKey('DossierEvidence', SearchAttributeType.KEYWORD),
+  /** The artifacts (sha256:…) a workflow works on: an analysis and its database build (`DossierArtifact = 'sha256:…'`). */
+  artifact: defineSearchAttributeKey('DossierArtifact', SearchAttributeType.KEYWORD_LIST),
 } as const;

@@ -4,6 +4,7 @@
 // carries every custom search attribute the Temporal UI audit relies on.
 import { Connection } from '@temporalio/client';
 import { msToTs, optionalTsToMs } from '@temporalio/common/lib/time.js';
+import { SearchAttributeType } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES } from './searchAttributes.ts';
 import { clientTls, type TemporalTls } from './tls.ts';
@@ -57,7 +58,15 @@ export async function ensureNamespace(connection: Connection, namespace: string,
 }
 
 async function ensureSearchAttributes(connection: Connection, namespace: string) {
-  const wanted = Object.values(SEARCH_ATTRIBUTES).map((k) => k.name);
+  const types = new Map<string, proto.temporal.api.enums.v1.IndexedValueType>(
+    Object.values(SEARCH_ATTRIBUTES).map((k) => [
+      k.name,
+      k.type === SearchAttributeType.KEYWORD_LIST
+        ? IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST
+        : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    ]),
+  );
+  const wanted = [...types.keys()];
   for (let attempt = 0; ; attempt++) {
     try {
       const listed = await connection.operatorService.listSearchAttributes({ namespace });
@@ -65,9 +74,7 @@ async function ensureSearchAttributes(connection: Connection, namespace: string)
       if (missing.length === 0) return;
       await connection.operatorService.addSearchAttributes({
         namespace,
-        searchAttributes: Object.fromEntries(
-          missing.map((name) => [name, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
-        ),
+        searchAttributes: Object.fromEntries(missing.map((name) => [name, types.get(name)!])),
       });
     } catch (err) {
       // A namespace registered a moment ago may not be visible to every service yet.

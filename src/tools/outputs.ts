@@ -23,6 +23,14 @@ export const launchReplySchema = z.looseObject({
     tool: z.string(),
     principal: z.string(),
     attached: z.boolean(),
+    /**
+     * Where the launch is: `pending` (its key is claimed but Temporal did not answer, so its
+     * workflow is not started and nothing has run; the gateway starts it once Temporal answers),
+     * `started` (its workflow runs), `finished` (its outcome is recorded).
+     */
+    phase: z.enum(['pending', 'started', 'finished']),
+    /** Pending only: if it has not started by then, it is recorded failed and never runs. */
+    start_by: z.string().optional(),
     started_at: z.string(),
     finished_at: z.string().optional(),
     ui_url: z.string(),
@@ -31,6 +39,10 @@ export const launchReplySchema = z.looseObject({
   summary: z.record(z.string(), z.unknown()).optional(),
   progress: z.record(z.string(), z.unknown()).optional(),
   error: z.record(z.string(), z.unknown()).optional(),
+  /** Pending only: what the launch is and what happens to it. */
+  message: z.string().optional(),
+  /** Pending only: what to do meanwhile. */
+  next: z.string().optional(),
 });
 
 /** A launch tool's output: its reply, or `{error}` when the call itself was refused. */
@@ -38,9 +50,17 @@ const launchOutputSchema = launchReplySchema.partial().extend({ error: toolError
 
 const genericReplySchema = z.looseObject({ error: toolErrorSchema.optional() });
 
+/** list_launches: a page of launch replies. */
+const launchListSchema = z.looseObject({
+  launches: z.array(launchReplySchema).optional(),
+  next_cursor: z.string().nullable().optional(),
+  error: toolErrorSchema.optional(),
+});
+
 const LAUNCH_REPLY_TOOLS = new Set(['get_launch', 'await_launch', 'cancel_launch']);
 
 export function outputSchemaFor(contract: ToolContract) {
+  if (contract.name === 'list_launches') return launchListSchema;
   return isLaunchTool(contract) || LAUNCH_REPLY_TOOLS.has(contract.name)
     ? launchOutputSchema
     : genericReplySchema;

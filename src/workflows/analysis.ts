@@ -3,7 +3,13 @@
 // on the same build), the other answers one analysis tool call from it (once
 // per team and input). Both are read-only, so their activities may retry.
 // Deterministic: no I/O here.
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  isCancellation,
+  proxyActivities,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type {
   AnalysisActivities,
   AnalysisBookkeeping,
@@ -16,6 +22,7 @@ import { errorOutcome } from '../launches/outcomes.ts';
 import { UNVOUCHED } from '../launches/protocol.ts';
 import { isUnvouched } from './launch.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
+import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 
 /** Failures that say what is wrong with the request or the target: trying again cannot help. */
 const NON_RETRYABLE = ['ToolError'];
@@ -33,7 +40,17 @@ function work(maxRunMs: number) {
 
 export async function analysisDatabaseWorkflow(req: DatabaseRequest): Promise<DatabaseRef> {
   // The activity records the database (or why it failed) in the store itself.
-  return work(req.maxRunMs).buildAnalysisDatabase(req);
+  try {
+    return ended('succeeded', await work(req.maxRunMs).buildAnalysisDatabase(req));
+  } catch (err) {
+    throw ended(isCancellation(err) ? 'cancelled' : 'failed', err);
+  }
+}
+
+/** The audit finds a build or an analysis by how it ended, as it finds launches (DossierOutcome). */
+function ended<T>(outcome: 'succeeded' | 'failed' | 'cancelled', value: T): T {
+  upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.outcome, value: outcome }]);
+  return value;
 }
 
 export async function analysisWorkflow(req: AnalysisRequest): Promise<AnalysisOutcome> {
@@ -46,17 +63,20 @@ export async function analysisWorkflow(req: AnalysisRequest): Promise<AnalysisOu
   });
   try {
     const database = await bookkeeping.awaitAnalysisDatabase(req.database);
-    return await work(req.maxRunMs).runAnalysis(req, database);
+    return ended('succeeded', await work(req.maxRunMs).runAnalysis(req, database));
   } catch (err) {
     // Not the analysis claimed under this ID (a forged start): nothing is written over the claim.
     if (isUnvouched(err)) throw ApplicationFailure.nonRetryable(err.cause.message, UNVOUCHED);
     const outcome = failed(err);
     await bookkeeping.finishAnalysis(req.workflowId, outcome);
     // End as Failed, so the audit says so and the same question may be asked again.
-    throw ApplicationFailure.nonRetryable(
-      String(outcome.error?.message ?? 'analysis failed'),
-      'ToolError',
-      outcome.error,
+    throw ended(
+      'failed',
+      ApplicationFailure.nonRetryable(
+        String(outcome.error?.message ?? 'analysis failed'),
+        'ToolError',
+        outcome.error,
+      ),
     );
   }
 }

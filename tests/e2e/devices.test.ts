@@ -4,7 +4,7 @@
 // attached stands for an unreachable adb device. The worker runs as its own
 // process so it can really die while it holds a device.
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   appendFileSync,
   existsSync,
@@ -17,7 +17,10 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../src/domain/canonical.ts';
+import { freshStoreLocation } from '../helpers/backends.ts';
 import { call, type Reply } from '../helpers/mcp.ts';
 import { spawnDossier, type Proc } from '../helpers/processes.ts';
 import { DEVICE_HOME, startSshd, type TestSshd } from '../helpers/sshd.ts';
@@ -234,6 +237,103 @@ describe.skipIf(!isRoot)('SSH devices (needs root: an sshd, a device user)', () 
     expect(install.error.code).toBe('unsupported_target');
   });
 
+  it('an ASCII apostrophe in argv, environment and a path reaches the device exactly as given', async () => {
+    const pwned = path.join(DEVICE_HOME, 'work', 'pwned');
+    const values = [
+      "it's",
+      "'",
+      "''",
+      "'\\''",
+      "a'b'c",
+      `'; touch ${pwned}; '`,
+      '$(id)\'"`id`',
+      "end'",
+      "x\\'y",
+    ];
+    const env = { Q: `it's 'quoted' "twice" \\ $HOME \`id\` $(id) '`, PATH: '/usr/bin:/bin' };
+    const reply = await call(alice, 'device_exec', {
+      device: 'bench-ssh',
+      argv: ['/bin/sh', '-c', 'printf "%s\\n" "$Q" "$@"', 'sh', ...values],
+      env,
+      idempotency_key: 'apostrophe-1',
+    });
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    expect(await lines(alice, reply.evidence_id, 'stdout')).toEqual([env.Q, ...values]);
+    expect(existsSync(pwned)).toBe(false);
+    // A folder pulled whole goes through the device's shell too (tar -C <path>).
+    const folder = path.join(DEVICE_HOME, 'work', "it's here");
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(path.join(folder, "o'clock.txt"), 'five\n');
+    const pulled = await call(alice, 'device_pull', {
+      device: 'bench-ssh',
+      path: folder,
+      idempotency_key: 'apostrophe-pull',
+    });
+    expect(pulled.status, JSON.stringify(pulled.error)).toBe('succeeded');
+    expect(pulled.summary).toMatchObject({ kind: 'dir', mime_type: 'application/x-tar' });
+    const listed = (await call(alice, 'list_artifacts', {})).artifacts as Reply[];
+    expect(listed.find((a) => a.digest === pulled.summary.artifact)!.origin).toBe(
+      `device:bench-ssh:${folder}`,
+    );
+  });
+
+  it('a retired device takes no new operation and says why, keeps its id, lists as retired; neither another team nor a viewer can retire it', async () => {
+    expect(
+      (await call(alice, 'register_device', { device_id: 'old-bench', ssh: ssh() })).error,
+    ).toBeUndefined();
+    const rival = await t.connect(await t.tokenFor('rival-retirer', 'rival-team'));
+    expect((await call(rival, 'retire_device', { device: 'old-bench' })).error.code).toBe('not_found');
+    const viewer = await t.connect(await t.tokenFor('watcher', 'local', 'viewer'));
+    expect((await call(viewer, 'retire_device', { device: 'old-bench' })).error.code).toBe('forbidden');
+    expect((await call(alice, 'get_device', { device: 'old-bench' })).device.status).toBe('active');
+    const before = await call(alice, 'device_exec', {
+      device: 'old-bench',
+      argv: ['/bin/true'],
+      idempotency_key: 'retire-before',
+    });
+    expect(before.status, JSON.stringify(before.error)).toBe('succeeded');
+
+    const retired = await call(alice, 'retire_device', { device: 'old-bench' });
+    expect(retired).toMatchObject({ retired: true, device: { status: 'retired', has_credential: false } });
+    expect(Date.parse(retired.device.retired_at)).toBeGreaterThan(0);
+    expect((await call(alice, 'retire_device', { device: 'old-bench' })).retired).toBe(false);
+    expect(await t.stack.store.devices.credential('local', 'old-bench')).toBeNull();
+
+    // No new operation, of any kind: a clear refusal, and nothing reaches the device.
+    const marker = path.join(DEVICE_HOME, 'work', 'after-retire');
+    const refused = await call(alice, 'device_exec', {
+      device: 'old-bench',
+      argv: ['/bin/sh', '-c', `echo ran > ${marker}`],
+      env: { PATH: '/usr/bin:/bin' },
+      idempotency_key: 'retire-after',
+    });
+    expect(refused.status).toBe('failed');
+    expect(refused.error).toMatchObject({ code: 'invalid_params', details: { effect_began: false } });
+    expect(refused.error.message).toMatch(/^Device old-bench was retired at .+: it takes no new operation/);
+    expect(refused.error.remediation).toMatch(/new device_id/);
+    const pull = await call(alice, 'device_pull', {
+      device: 'old-bench',
+      path: DEVICE_HOME,
+      idempotency_key: 'retire-pull',
+    });
+    expect(pull.error.code).toBe('invalid_params');
+    expect(existsSync(marker)).toBe(false);
+
+    // Its id is never taken again, with the same configuration or another.
+    for (const config of [ssh(), ssh({ port: 2 })]) {
+      const again = await call(alice, 'register_device', { device_id: 'old-bench', ssh: config });
+      expect(again.error.code).toBe('invalid_params');
+      expect(again.error.message).toMatch(/was retired; its id is not reused/);
+    }
+    const ids = async (args: Record<string, unknown>) =>
+      ((await call(alice, 'list_devices', args)).devices as Reply[]).map((d) => [d.device_id, d.status]);
+    expect(await ids({})).not.toContainEqual(['old-bench', 'retired']);
+    expect(await ids({ include_retired: true })).toContainEqual(['old-bench', 'retired']);
+    expect((await call(rival, 'list_devices', { include_retired: true })).devices).toEqual([]);
+    // What it did before stays.
+    expect((await call(alice, 'get_launch', { idempotency_key: 'retire-before' })).status).toBe('succeeded');
+  });
+
   it('another team sees nothing of the device', async () => {
     const rival = await t.connect(await t.tokenFor('rival', 'rival-team'));
     expect((await call(rival, 'get_device', { device: 'bench-ssh' })).error.code).toBe('not_found');
@@ -333,6 +433,92 @@ describe.skipIf(!isRoot)('SSH devices (needs root: an sshd, a device user)', () 
     expect(unknowns.unknowns.map((u: Reply) => u.question).join('\n')).toMatch(
       /What state is device bench-ssh in after device_exec/,
     );
+  }, 180_000);
+});
+
+describe.skipIf(!isRoot)('turns on PostgreSQL with two workers (needs root: an sshd, a device user)', () => {
+  // Two worker processes, each with a DOSSIER_HOME of its own as on two hosts, one PostgreSQL store.
+  let pgStack: TestStack;
+  let bob: Client;
+  let store: string;
+  const hosts = ['host-a', 'host-b'].map((h) => path.join(work, h));
+  const workers: Proc[] = [];
+  beforeAll(async () => {
+    store = (await freshStoreLocation('postgres')).location;
+    pgStack = await startTestStack({
+      env: {
+        DOSSIER_STORE: store,
+        DOSSIER_PAYLOAD_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+        DOSSIER_DEVICE_TURN_MS: String(TURN_MS),
+      },
+      parts: { workers: false },
+    });
+    for (const home of hosts)
+      workers.push(await spawnDossier('worker', { ...pgStack.env, DOSSIER_HOME: home }, 'worker ready'));
+    bob = await pgStack.connect();
+    const registered = await call(bob, 'register_device', { device_id: 'bench-pg', ssh: ssh() });
+    expect(registered.error).toBeUndefined();
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.kill()));
+    await pgStack?.stop(true);
+  });
+
+  it('12 concurrent operations on one device take turns in arrival order across both workers, never overlap, and each runs once', async () => {
+    const intervals = path.join(DEVICE_HOME, 'work', 'pg-intervals');
+    rmSync(intervals, { force: true });
+    const script = `echo "B $1 $(date +%s%N)" >> ${intervals}; sleep 0.2; echo "E $1 $(date +%s%N)" >> ${intervals}`;
+    const keys = Array.from({ length: 12 }, (_, i) => `pg-line-${i}`);
+    const starts = await Promise.all(
+      keys.map((key) =>
+        call(bob, 'device_exec', {
+          device: 'bench-pg',
+          argv: ['/bin/sh', '-c', script, 'sh', key],
+          env: { PATH: '/usr/bin:/bin' },
+          wait_ms: 0,
+          idempotency_key: key,
+        }),
+      ),
+    );
+    expect(starts.every((r) => r.status === 'running' || r.status === 'succeeded')).toBe(true);
+    for (const key of keys) {
+      const done = await call(bob, 'await_launch', { idempotency_key: key, wait_ms: 90_000 });
+      expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
+    }
+
+    // Never two at once, each once: B and E alternate, each pair names one launch, every launch one pair.
+    const marks = readFileSync(intervals, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' '));
+    expect(marks.map((m) => m[0])).toEqual(keys.flatMap(() => ['B', 'E']));
+    const ran = marks.filter((m) => m[0] === 'B').map((m) => m[1]);
+    for (let i = 0; i < marks.length; i += 2) expect(marks[i + 1]![1]).toBe(marks[i]![1]);
+    expect([...ran].sort()).toEqual([...keys].sort());
+
+    // In arrival order: the device ran them as their turns arrived, fencing numbers rising.
+    const db = new pg.Client({ connectionString: store });
+    await db.connect();
+    const turns = (
+      await db.query(
+        `SELECT launch, fencing FROM device_turns WHERE team = 'local' AND device_id = 'bench-pg' AND fencing IS NOT NULL
+         ORDER BY arrived_at, turn_id`,
+      )
+    ).rows as { launch: string; fencing: number }[];
+    await db.end();
+    expect(turns.map((r) => r.launch.split('/').at(-1))).toEqual(ran);
+    expect(turns.map((r) => Number(r.fencing))).toEqual(keys.map((_, i) => i + 1));
+
+    // Both workers took part, and each launch ran on exactly one of them.
+    const ranOn = keys.map((key) => {
+      const ws = sha256Hex(`launch/local/local/${key}`).slice(0, 24);
+      return hosts.filter((h) => existsSync(path.join(h, 'workspaces', ws)));
+    });
+    expect(
+      ranOn.every((on) => on.length === 1),
+      JSON.stringify(ranOn),
+    ).toBe(true);
+    expect(new Set(ranOn.flat()).size).toBe(2);
   }, 180_000);
 });
 

@@ -390,6 +390,68 @@ describe('capture_process_scenario as a keyed launch', () => {
     expect(effect.count()).toBe(1);
   });
 
+  it('names the top-level fields that differ from the first body (never their values), and whether the tool does', async () => {
+    const client = await t.connect();
+    const effect = effectCounter(t.home);
+    const key = 'slice-fields';
+    const first = await call(client, 'capture_process_scenario', {
+      ...effect.launch(),
+      idempotency_key: key,
+    });
+    expect(first.status).toBe('succeeded');
+    const refusal = async (tool: string, args: Record<string, unknown>) => {
+      const reply = await call(client, tool, { ...args, idempotency_key: key });
+      expect(reply.error).toMatchObject({ code: 'idempotency_key_reused' });
+      return reply.error;
+    };
+
+    // Changed args, and a detail and wait_ms that only shape the reply: args alone is named.
+    const args = await refusal('capture_process_scenario', {
+      ...effect.launch({ args: ['a-secret-value'] }),
+      detail: 'summary',
+      wait_ms: 5_000,
+    });
+    expect(args.details).toMatchObject({ differing_fields: ['args'], tool_differs: false });
+    expect(args.message).toMatch(/different field args;/);
+    expect(JSON.stringify(args)).not.toContain('a-secret-value');
+    // An optional field the first call left out.
+    const added = await refusal('capture_process_scenario', {
+      ...effect.launch(),
+      trace_filter: ['openat'],
+    });
+    expect(added.details).toMatchObject({ differing_fields: ['trace_filter'], tool_differs: false });
+    // Another tool with the same arguments: the tool differs, and the defaults one has and the other lacks.
+    const { executable, args: argv, stdin } = effect.launch();
+    const tool = await refusal('observe_native_calls', { executable, args: argv, stdin });
+    expect(tool.details).toMatchObject({
+      tool_differs: true,
+      first_tool: 'capture_process_scenario',
+      this_tool: 'observe_native_calls',
+      differing_fields: ['trace_syscalls'],
+    });
+    expect(tool.message).toMatch(/for tool capture_process_scenario and different field trace_syscalls/);
+
+    // A launch whose kept arguments are not what its digest was taken of (as an older record may be): unknown.
+    await t.stack.store.launches.claim({
+      team: 'local',
+      principal: 'local',
+      key: 'slice-old-record',
+      tool: 'capture_process_scenario',
+      bodyDigest: 'a-digest-of-another-body',
+      input: effect.launch(),
+      workflowId: 'launch/local/local/slice-old-record',
+      investigation: null,
+    });
+    const old = await call(client, 'capture_process_scenario', {
+      ...effect.launch(),
+      idempotency_key: 'slice-old-record',
+    });
+    expect(old.error.details.differing_fields).toBeNull();
+    expect(old.error.details.differing_fields_unknown).toMatch(/unknown/);
+    expect(old.error.message).toMatch(/arguments that cannot be compared field by field/);
+    expect(effect.count()).toBe(1);
+  });
+
   it('refuses a missing or malformed key as invalid input and runs nothing', async () => {
     const client = await t.connect();
     const effect = effectCounter(t.home);

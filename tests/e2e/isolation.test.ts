@@ -10,13 +10,17 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { startUiServer } from '../../src/dev/uiServer.ts';
-import { bodyDigest } from '../../src/launches/keys.ts';
+import { providerKey } from '../../src/analysis/venv.ts';
+import { bodyDigest, databaseWorkflowId } from '../../src/launches/keys.ts';
+import { payloadKeys } from '../../src/temporal/codec.ts';
+import { dataConverter } from '../../src/temporal/dataConverter.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../../src/temporal/queues.ts';
 import { artifactPath } from '../../src/evidence/artifacts.ts';
 import { call, effectCounter, type Reply } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 import { scratchDir } from '../helpers/scratch.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const work = scratchDir('isolation');
 const roots = path.join(work, 'roots');
@@ -661,6 +665,66 @@ describe('the audit UI audits, it does not act, and shows each team its own', ()
       await ui.stop();
     }
   });
+
+  it('a team’s failed analysis database build is in its own list with its tool, artifact and outcome, readable with its history; never in another team’s', async () => {
+    const ui = await auditUi('ui-builds');
+    const connection = await Connection.connect({ address: t.env.DOSSIER_TEMPORAL_ADDRESS! });
+    try {
+      // A build that fails fast: the provider refuses a file that is no binary.
+      const text = path.join(roots, 'not-a-binary.txt');
+      writeFileSync(text, 'just words, no executable here\n');
+      const { artifact } = await call(alice, 'register_artifact', { path: text });
+      const failed = await call(alice, 'list_functions', { artifact: artifact.digest, wait_ms: 110_000 });
+      expect(failed.status, JSON.stringify(failed)).toBe('failed');
+      expect(failed.error.code).toBe('unsupported_target');
+      const buildId = databaseWorkflowId('local', artifact.digest, 'default', providerKey());
+
+      // The audit finds the build, and the analysis that waited on it, by team, tool, artifact and outcome.
+      const temporal = new TemporalClient({
+        connection,
+        namespace: t.namespace,
+        dataConverter: dataConverter(payloadKeys([], t.home)),
+      });
+      const listed = (query: string) =>
+        eventually(`a workflow for ${query}`, async () => {
+          const ids: string[] = [];
+          for await (const w of temporal.workflow.list({ query })) ids.push(w.workflowId);
+          return ids.length ? ids : undefined;
+        });
+      const about = `DossierTeam = 'local' AND DossierArtifact = '${artifact.digest}' AND DossierOutcome = 'failed'`;
+      expect(await listed(`${about} AND DossierTool = 'analysis_database'`)).toEqual([buildId]);
+      expect(await listed(`${about} AND DossierTool = 'list_functions'`)).toEqual([
+        failed.analysis.workflow_id,
+      ]);
+
+      // Through the audit UI: the team's own list shows the build, and its workflow and history read.
+      const api = `${ui.url}/api/v1/namespaces/${t.namespace}`;
+      const ids = async (reply: Response) =>
+        (
+          ((await reply.json()) as { executions?: { execution: { workflowId: string } }[] }).executions ?? []
+        ).map((e) => e.execution.workflowId);
+      const builds = `?query=${encodeURIComponent("DossierTool = 'analysis_database'")}`;
+      const asAlice = { authorization: `Bearer ${t.token}` };
+      expect(await ids(await fetch(`${api}/workflows${builds}`, { headers: asAlice }))).toContain(buildId);
+      const build = `${api}/workflows/${encodeURIComponent(buildId)}`;
+      const described = await fetch(build, { headers: asAlice });
+      expect(described.status).toBe(200);
+      expect(JSON.stringify(await described.json())).toContain('DossierOutcome');
+      const history = await fetch(`${build}/history`, { headers: asAlice });
+      expect(history.status).toBe(200);
+      expect(JSON.stringify(await history.json())).toContain('WORKFLOW_EXECUTION_FAILED');
+      // Another team sees none of it: not in its list, and neither the workflow nor its history.
+      const asRival = { authorization: `Bearer ${await t.tokenFor('rival-auditor', 'rival-team')}` };
+      expect(await ids(await fetch(`${api}/workflows${builds}`, { headers: asRival }))).not.toContain(
+        buildId,
+      );
+      for (const suffix of ['', '/history', '/history-reverse'])
+        expect((await fetch(`${build}${suffix}`, { headers: asRival })).status, suffix).toBe(403);
+    } finally {
+      await connection.close();
+      await ui.stop();
+    }
+  }, 180_000);
 
   it('signs a browser in without the token in any cookie; through the guard the UI opens its team’s payloads, never another team’s', async () => {
     const ui = await auditUi('ui-codec');

@@ -11,7 +11,8 @@ import { signalGroup } from '../../src/sandbox/processes.ts';
 import { payloadKeys } from '../../src/temporal/codec.ts';
 import { dataConverter } from '../../src/temporal/dataConverter.ts';
 import { startDevServer, type DevServer } from '../../src/dev/devServer.ts';
-import { call, effectCounter, slowEffect } from '../helpers/mcp.ts';
+import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { call, effectCounter, slowEffect, type Reply } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
 import { spawnDossier, type Proc } from '../helpers/processes.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
@@ -202,33 +203,70 @@ describe('a launch survives what fails around it', () => {
     await connection.close();
   });
 
-  it('a launch claimed while Temporal is down starts by itself once it is back; cancel then answers provider_unavailable, never internal', async () => {
+  it('a launch claimed while Temporal is down says it is pending everywhere, starts by itself once Temporal is back, and runs once; cancel meanwhile answers provider_unavailable, never internal', async () => {
     const client = await gateway.connect();
     const effect = effectCounter(env.DOSSIER_HOME!);
     await temporal.stop();
-    const refused = await call(client, 'capture_process_scenario', {
-      ...effect.launch(),
-      idempotency_key: 'while-down',
-      wait_ms: 1_000,
-    });
-    expect(refused.error).toMatchObject({ code: 'provider_unavailable' });
-    const pending = await call(client, 'get_launch', { idempotency_key: 'while-down' });
-    expect(pending).toMatchObject({ status: 'running', launch: { run_id: null } });
+    const args = { ...effect.launch(), idempotency_key: 'while-down', wait_ms: 1_000 };
+    const isPending = (r: Reply) => {
+      expect(r, JSON.stringify(r)).toMatchObject({
+        status: 'running',
+        launch: { run_id: null, phase: 'pending', idempotency_key: 'while-down' },
+      });
+      expect(r.message).toMatch(/Claimed but not started yet.*Temporal did not answer.*every 5 s/);
+      expect(r.next).toMatch(/await_launch/);
+      expect(Date.parse(r.launch.start_by) - Date.parse(r.launch.started_at)).toBe(15 * 60_000);
+    };
+    // The call itself, and its retry, say what the launch is: claimed, not started, what comes next;
+    // they answer about when their wait ends, not after the Temporal client's own retries (~20 s).
+    let t0 = Date.now();
+    const first = await call(client, 'capture_process_scenario', args);
+    isPending(first);
+    expect(first.launch.attached).toBe(false);
+    expect(Date.now() - t0).toBeLessThan(8_000);
+    t0 = Date.now();
+    const retry = await call(client, 'capture_process_scenario', args);
+    isPending(retry);
+    expect(retry.launch.attached).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(8_000);
+    isPending(await call(client, 'get_launch', { idempotency_key: 'while-down' }));
+    // await_launch waits its wait_ms for the gateway to start it, then says the same.
+    t0 = Date.now();
+    isPending(await call(client, 'await_launch', { idempotency_key: 'while-down', wait_ms: 2_500 }));
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2_000);
+    const listed = await call(client, 'list_launches', { status: 'running' });
+    isPending(listed.launches.find((l: Reply) => l.launch.idempotency_key === 'while-down'));
+    // An MCP task of another launch claimed meanwhile says so in its status message.
+    const tasked = effectCounter(env.DOSSIER_HOME!);
+    const created = await client.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'capture_process_scenario',
+          arguments: { ...tasked.launch(), idempotency_key: 'task-while-down' },
+          task: {},
+        },
+      },
+      CreateTaskResultSchema,
+    );
+    expect(created.task.status).toBe('working');
+    expect(created.task.statusMessage).toMatch(/^pending: Claimed but not started yet/);
     const cancel = await call(client, 'cancel_launch', { idempotency_key: 'while-down' });
     expect(cancel.error).toMatchObject({ code: 'provider_unavailable' });
 
     await startTemporal();
-    // No retry: the gateway starts it when Temporal is back.
-    const done = await eventually(
-      'the launch to start and finish without a retry',
-      async () => {
-        const r = await call(client, 'get_launch', { idempotency_key: 'while-down' });
-        return r.status === 'succeeded' ? r : undefined;
-      },
-      60_000,
-    );
-    expect(done!.launch.run_id).toBeTruthy();
+    // No retry: the gateway starts it when Temporal is back; a waiting await_launch attaches to it.
+    const done = await call(client, 'await_launch', { idempotency_key: 'while-down', wait_ms: 60_000 });
+    expect(done, JSON.stringify(done)).toMatchObject({ status: 'succeeded', launch: { phase: 'finished' } });
+    expect(done.launch.run_id).toBeTruthy();
+    expect(done.message).toBeUndefined();
     expect(effect.count()).toBe(1);
+    const task = await eventually('the task to complete', async () => {
+      const got = await client.experimental.tasks.getTask(created.task.taskId);
+      return got.status === 'completed' ? got : undefined;
+    });
+    expect(task!.statusMessage).toBe('succeeded');
+    expect(tasked.count()).toBe(1);
   }, 120_000);
 
   it('a launch Temporal could not start for more than 15 minutes is recorded as never started, not run late', async () => {
