@@ -218,7 +218,7 @@ while True:
       readdirSync(path.join(t.home, 'artifacts', 'sha256', p)),
     );
     expect(storedDigests).not.toContain(shadow.slice('sha256:'.length));
-  });
+  }, 240_000);
 });
 
 describe('bounds hold while writing', () => {
