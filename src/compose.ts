@@ -47,6 +47,7 @@ export function buildGateway(
   });
   const ledger = new Ledger(store, {
     replyBudgetBytes: config.replyBudgetBytes,
+    firstReplyBytes: config.firstReplyBytes,
     bundleRoots: config.bundleRoots,
     home: config.home,
     allowedRoots: config.allowedRoots,
@@ -69,6 +70,7 @@ export function buildGateway(
     uiUrl,
     rateLimitPerMinute: config.rateLimitPerMinute,
     approval: config.approval,
+    toolsets: config.toolsets,
     store,
   });
 }

@@ -13,12 +13,29 @@ describe('loadConfig', () => {
       uiPort: 8233,
       namespace: 'dossier',
       replyBudgetBytes: 40_000,
+      firstReplyBytes: 8_000,
+      toolsets: ['core', 'analysis'],
       retentionDays: 7,
       capabilities: ['capture', 'extract', 'device', 'analysis'],
     });
     expect(c.home.endsWith('.dossier')).toBe(true);
     expect(c.store).toBe(`${c.home}/dossier.db`);
     expect(loadConfig({ DOSSIER_STORE: 'postgres://u@db/dossier' }).store).toBe('postgres://u@db/dossier');
+  });
+
+  it('reads the toolsets a connection lists by default, and refuses a name it does not know', () => {
+    expect(loadConfig({ DOSSIER_TOOLSETS: 'devices,capture' }).toolsets).toEqual([
+      'core',
+      'capture',
+      'devices',
+    ]);
+    expect(loadConfig({ DOSSIER_TOOLSETS: 'all' }).toolsets).toHaveLength(6);
+    expect(() => loadConfig({ DOSSIER_TOOLSETS: 'capture,gpu' })).toThrow(
+      /DOSSIER_TOOLSETS="capture,gpu": unknown toolset "gpu": expected core, analysis, capture, extraction, devices, bundles, or all/,
+    );
+    expect(() => loadConfig({ DOSSIER_FIRST_REPLY_BYTES: '1000' })).toThrow(
+      /DOSSIER_FIRST_REPLY_BYTES="1000": expected a whole number from 2048 to 1000000/,
+    );
   });
 
   it("keeps the teams' inboxes out of dossier's own state", () => {

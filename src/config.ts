@@ -11,6 +11,7 @@ import { JSON_DEPTH } from './domain/json.ts';
 import type { SandboxPolicy } from './sandbox/sandbox.ts';
 import { parsePayloadKeys, type PayloadKey } from './temporal/keys.ts';
 import type { TemporalTls } from './temporal/tls.ts';
+import { DEFAULT_TOOLSETS, parseToolsets, toolsetsProblem, type Toolset } from './tools/toolsets.ts';
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
@@ -116,7 +117,15 @@ const schema = z.object({
     .string()
     .refine((v) => v.startsWith('/'), { error: 'expected an absolute path' })
     .optional(),
+  /** The ceiling of one reply's JSON: detail "complete", pages, lists. */
   DOSSIER_REPLY_BUDGET_BYTES: intIn(4_096, 1_000_000, 40_000),
+  /** A launch or analysis reply's default size: the whole tools/call result on the wire (text and structured). */
+  DOSSIER_FIRST_REPLY_BYTES: intIn(2_048, 1_000_000, 8_000),
+  /** What tools/list shows a connection whose URL and token choose nothing ("all", or toolsets). */
+  DOSSIER_TOOLSETS: z
+    .string()
+    .refine((v) => !toolsetsProblem(v), { error: (issue) => toolsetsProblem(issue.input as string) })
+    .default(DEFAULT_TOOLSETS),
   DOSSIER_MAX_REQUEST_BYTES: intIn(1_024, 16 * 1024 * 1024, 1024 * 1024),
   DOSSIER_MAX_UPLOAD_BYTES: intIn(1_024, 4 * 1024 * 1024 * 1024, 256 * 1024 * 1024),
   DOSSIER_MAX_JSON_DEPTH: intIn(JSON_DEPTH.min, JSON_DEPTH.max, JSON_DEPTH.default),
@@ -248,6 +257,10 @@ export interface Config {
   /** Per-team intake folders: <inbox>/<team>/. */
   inbox: string;
   replyBudgetBytes: number;
+  /** A launch or analysis reply's size unless it asks for detail "complete": the tools/call result on the wire. */
+  firstReplyBytes: number;
+  /** The toolsets a connection lists unless its URL or token chooses. */
+  toolsets: Toolset[];
   maxRequestBytes: number;
   maxUploadBytes: number;
   /** How deeply a JSON value from outside (a request body, a bundle) may nest arrays and objects. */
@@ -395,6 +408,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inbox,
     bundleRoots: (c.DOSSIER_BUNDLE_ROOTS ?? path.join(home, 'exports')).split(':').filter(Boolean),
     replyBudgetBytes: c.DOSSIER_REPLY_BUDGET_BYTES,
+    firstReplyBytes: c.DOSSIER_FIRST_REPLY_BYTES,
+    toolsets: parseToolsets(c.DOSSIER_TOOLSETS),
     maxRequestBytes: c.DOSSIER_MAX_REQUEST_BYTES,
     maxUploadBytes: c.DOSSIER_MAX_UPLOAD_BYTES,
     maxJsonDepth: c.DOSSIER_MAX_JSON_DEPTH,

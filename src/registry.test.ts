@@ -11,55 +11,65 @@ import { CATALOG } from './tools/catalog.ts';
 import { defineTool, isAnalysisTool, isLaunchTool } from './tools/contract.ts';
 import { bindAll, catalogOf } from './tools/registry.ts';
 
-// name, runs on, readOnlyHint, destructiveHint, idempotentHint, openWorldHint
+// name, runs on, readOnlyHint, destructiveHint, idempotentHint, openWorldHint, toolset
 const INVENTORY = [
-  ['capture_process_scenario', 'capture', false, false, true, true],
-  ['observe_native_calls', 'capture', false, false, true, true],
-  ['extract_artifact', 'extract', false, false, true, true],
-  ['extract_firmware', 'extract', false, false, true, true],
-  ['export_evidence_bundle', 'analysis', false, false, true, true],
-  ['device_exec', 'device', false, false, true, true],
-  ['device_pull', 'device', false, false, true, true],
-  ['device_push', 'device', false, false, true, true],
-  ['device_install_package', 'device', false, false, true, true],
-  ['device_capture_logs', 'device', true, false, true, true],
-  ['device_reboot', 'device', false, true, true, true],
-  ['inspect_binary', 'analysis', true, false, true, false],
-  ['find_strings', 'analysis', true, false, true, false],
-  ['list_functions', 'analysis', true, false, true, false],
-  ['get_call_graph', 'analysis', true, false, true, false],
-  ['decompile_function', 'analysis', true, false, true, false],
-  ['trace_feature', 'analysis', true, false, true, false],
-  ['get_launch', 'gateway', true, false, true, false],
-  ['await_launch', 'gateway', true, false, true, false],
-  ['cancel_launch', 'gateway', false, true, true, true],
-  ['list_launches', 'gateway', true, false, true, false],
-  ['inspect_analysis_view', 'gateway', true, false, true, false],
-  ['get_evidence', 'gateway', true, false, true, false],
-  ['list_evidence', 'gateway', true, false, true, false],
-  ['record_unknown', 'gateway', false, false, true, false],
-  ['update_unknown', 'gateway', false, false, true, false],
-  ['get_unknown', 'gateway', true, false, true, false],
-  ['list_unknowns', 'gateway', true, false, true, false],
-  ['import_evidence_bundle', 'gateway', false, false, true, false],
-  ['register_artifact', 'gateway', false, false, true, true],
-  ['list_artifacts', 'gateway', true, false, true, false],
-  ['register_device', 'gateway', false, false, true, false],
-  ['list_devices', 'gateway', true, false, true, false],
-  ['get_device', 'gateway', true, false, true, false],
-  ['retire_device', 'gateway', false, true, true, false],
-  ['whoami', 'gateway', true, false, true, false],
+  ['capture_process_scenario', 'capture', false, false, true, true, 'capture'],
+  ['observe_native_calls', 'capture', false, false, true, true, 'capture'],
+  ['extract_artifact', 'extract', false, false, true, true, 'extraction'],
+  ['extract_firmware', 'extract', false, false, true, true, 'extraction'],
+  ['export_evidence_bundle', 'analysis', false, false, true, true, 'bundles'],
+  ['device_exec', 'device', false, false, true, true, 'devices'],
+  ['device_pull', 'device', false, false, true, true, 'devices'],
+  ['device_push', 'device', false, false, true, true, 'devices'],
+  ['device_install_package', 'device', false, false, true, true, 'devices'],
+  ['device_capture_logs', 'device', true, false, true, true, 'devices'],
+  ['device_reboot', 'device', false, true, true, true, 'devices'],
+  ['inspect_binary', 'analysis', true, false, true, false, 'analysis'],
+  ['find_strings', 'analysis', true, false, true, false, 'analysis'],
+  ['list_functions', 'analysis', true, false, true, false, 'analysis'],
+  ['get_call_graph', 'analysis', true, false, true, false, 'analysis'],
+  ['decompile_function', 'analysis', true, false, true, false, 'analysis'],
+  ['trace_feature', 'analysis', true, false, true, false, 'analysis'],
+  ['get_launch', 'gateway', true, false, true, false, 'core'],
+  ['await_launch', 'gateway', true, false, true, false, 'core'],
+  ['cancel_launch', 'gateway', false, true, true, true, 'core'],
+  ['list_launches', 'gateway', true, false, true, false, 'core'],
+  ['inspect_analysis_view', 'gateway', true, false, true, false, 'core'],
+  ['get_evidence', 'gateway', true, false, true, false, 'core'],
+  ['list_evidence', 'gateway', true, false, true, false, 'core'],
+  ['record_unknown', 'gateway', false, false, true, false, 'core'],
+  ['update_unknown', 'gateway', false, false, true, false, 'core'],
+  ['get_unknown', 'gateway', true, false, true, false, 'core'],
+  ['list_unknowns', 'gateway', true, false, true, false, 'core'],
+  ['import_evidence_bundle', 'gateway', false, false, true, false, 'bundles'],
+  ['register_artifact', 'gateway', false, false, true, true, 'core'],
+  ['list_artifacts', 'gateway', true, false, true, false, 'core'],
+  ['register_device', 'gateway', false, false, true, false, 'devices'],
+  ['list_devices', 'gateway', true, false, true, false, 'devices'],
+  ['get_device', 'gateway', true, false, true, false, 'devices'],
+  ['retire_device', 'gateway', false, true, true, false, 'devices'],
+  ['whoami', 'gateway', true, false, true, false, 'core'],
+  ['list_toolsets', 'gateway', true, false, true, false, 'core'],
+  ['enable_toolsets', 'gateway', true, false, true, false, 'core'],
 ] as const;
 
 describe('the tool inventory', () => {
-  it('tools/list shows exactly the pinned tools, in order, with their annotations, never a name twice', () => {
+  it('tools/list of every toolset shows exactly the pinned tools, in order, with their annotations and toolset, never a name twice', () => {
     const listed = listTools();
     expect(new Set(listed.map((t) => t.name)).size).toBe(listed.length);
     expect(
       listed.map((t) => {
         const a = t.annotations!;
-        const runsOn = CATALOG.find((c) => c.name === t.name)!.runsOn;
-        return [t.name, runsOn, a.readOnlyHint, a.destructiveHint, a.idempotentHint, a.openWorldHint];
+        const { runsOn, toolset } = CATALOG.find((c) => c.name === t.name)!;
+        return [
+          t.name,
+          runsOn,
+          a.readOnlyHint,
+          a.destructiveHint,
+          a.idempotentHint,
+          a.openWorldHint,
+          toolset,
+        ];
       }),
     ).toEqual(INVENTORY);
   });
@@ -81,6 +91,7 @@ describe('the registry refuses, at load', () => {
       input: z.strictObject({}),
       effect: { idempotent: true, readOnly: true, destructive: false, openWorld: false, effects: [] },
       runsOn: 'gateway',
+      toolset: 'core',
       limits: {},
       collections: {},
     }) as never;

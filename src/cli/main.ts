@@ -23,8 +23,9 @@ const USAGE = `usage: dossier <command>
                         the audit UI, N gateways (default 2) and N workers (default 3) on the
                         PostgreSQL store (--separate-homes: each its own DOSSIER_HOME, as on separate
                         hosts); connection details in DOSSIER_HOME/cluster.json
-  token create --principal NAME --team TEAM [--role viewer|operator|admin]
-                        make an API token (printed once; only its hash is kept)
+  token create --principal NAME --team TEAM [--role viewer|operator|admin] [--toolsets LIST]
+                        make an API token (printed once; only its hash is kept); --toolsets:
+                        what its connections list by default (e.g. analysis,devices, or all)
   token list [--team TEAM] / token revoke ID
                         list tokens by id (never the token), or revoke one
   call TOOL ['{…}' | --json '{…}'] [--key K] [--wait-ms N]
@@ -292,7 +293,7 @@ async function token(args: string[]) {
   const { openStore } = await import('../store/store.ts');
   const { ROLES } = await import('../store/tokens.ts');
   const usage =
-    'usage: dossier token create --principal NAME --team TEAM [--role viewer|operator|admin] [--label TEXT]\n' +
+    'usage: dossier token create --principal NAME --team TEAM [--role viewer|operator|admin] [--label TEXT] [--toolsets LIST]\n' +
     '       dossier token list [--team TEAM]\n' +
     '       dossier token revoke ID';
   if (sub === 'list' || sub === 'revoke') {
@@ -314,6 +315,7 @@ async function token(args: string[]) {
               t.created_at,
               t.revoked_at ? `revoked ${t.revoked_at}` : 'live',
               t.label ?? '',
+              t.toolsets ? `toolsets=${t.toolsets.join(',')}` : '',
             ]
               .join('\t')
               .trimEnd(),
@@ -351,6 +353,7 @@ async function token(args: string[]) {
       team: { type: 'string' },
       role: { type: 'string', default: 'operator' },
       label: { type: 'string' },
+      toolsets: { type: 'string' },
     },
   });
   const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
@@ -359,12 +362,19 @@ async function token(args: string[]) {
     problems.push('--principal: 1-63 of a-z 0-9 . _ - is required');
   if (!values.team || !NAME.test(values.team)) problems.push('--team: 1-63 of a-z 0-9 . _ - is required');
   if (!ROLES.includes(values.role as Role)) problems.push(`--role: one of ${ROLES.join(', ')}`);
+  const { parseToolsets } = await import('../tools/toolsets.ts');
+  let toolsets: string[] | undefined;
+  try {
+    toolsets = values.toolsets === undefined ? undefined : parseToolsets(values.toolsets);
+  } catch (err) {
+    problems.push(`--toolsets: ${(err as Error).message}`);
+  }
   if (problems.length) throw new ConfigError(problems, 'Invalid arguments to `dossier token create`');
   const config = loadConfig();
   const store = await openStore(config.store);
   try {
     const created = await store.tokens.create(
-      { principal: values.principal!, team: values.team!, role: values.role as Role },
+      { principal: values.principal!, team: values.team!, role: values.role as Role, toolsets },
       values.label,
     );
     console.error(

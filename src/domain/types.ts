@@ -14,6 +14,8 @@ export interface Principal {
   principal: string;
   team: string;
   role: Role;
+  /** The toolsets the token lists by default (tools/list), when it names some. */
+  toolsets?: string[];
 }
 
 export const FINISHED_STATUSES = ['succeeded', 'failed', 'interrupted', 'cancelled'] as const;

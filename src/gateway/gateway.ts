@@ -2,7 +2,7 @@
 // authorizes it, and routes it to launches or to the store. Transport-free, so
 // HTTP, stdio and tests drive exactly the same code.
 import { DossierError, refuseNul, toToolError, type ToolError } from '../domain/errors.ts';
-import { replyBytes, type Ledger } from './ledger.ts';
+import { replyBytes, type Detail, type Ledger } from './ledger.ts';
 import type { Intake } from './intake.ts';
 import type { Principal } from '../domain/types.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
@@ -20,6 +20,8 @@ import type { DeviceRegistry } from './devices.ts';
 import { GATEWAY_HANDLERS, type HandlerContext } from './handlers.ts';
 import { callSchema, isAnalysisTool, isLaunchTool, type ToolContract } from '../tools/contract.ts';
 import type { AnalysisReply, AnalysisService } from './analysisService.ts';
+import { fixedChoice, type ToolsetChoice } from './toolsets.ts';
+import type { Toolset } from '../tools/toolsets.ts';
 
 export interface CallOptions {
   onProgress?: WaitOptions['onProgress'];
@@ -27,6 +29,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Asks the human behind the client (MCP form elicitation); absent when the client cannot be asked. */
   askHuman?: AskHuman;
+  /** The toolsets the caller's connection lists (default: the server's, fixed). */
+  toolsets?: ToolsetChoice;
 }
 
 export type { CallResult } from './callResult.ts';
@@ -44,6 +48,8 @@ export class Gateway {
       rateLimitPerMinute?: number;
       /** The approval gate of process launches (default: off). */
       approval?: Config['approval'];
+      /** What a connection lists when neither its URL nor its token chooses (DOSSIER_TOOLSETS). */
+      toolsets: readonly Toolset[];
       /** Where MCP tasks and the launches behind them are kept, and the rate buckets replicas share. */
       store: Pick<Store, 'tasks' | 'taskApprovals' | 'launches' | 'rateBuckets'>;
     },
@@ -58,6 +64,11 @@ export class Gateway {
       launchService: deps.launches,
       callTool: (caller, name, args, opts) => this.callTool(caller, name, args, opts),
     });
+  }
+
+  /** What a connection lists when neither its URL nor its token chooses. */
+  get defaultToolsets(): readonly Toolset[] {
+    return this.deps.toolsets;
   }
 
   /** The approval gate's policy (for prompts that explain it). */
@@ -218,7 +229,7 @@ export class Gateway {
   }
 
   /** Launch and analysis replies carry their result within the reply budget: complete when it fits, else summary + continuation. */
-  private async deliver(caller: Principal, reply: LaunchReply | AnalysisReply, detail: Detail = 'summary') {
+  private async deliver(caller: Principal, reply: LaunchReply | AnalysisReply, detail: Detail) {
     const value = { ...reply } as Record<string, unknown>;
     if (reply.status === 'running' || !reply.evidence_id) return value;
     return this.deps.ledger.deliver(caller, value, detail);
@@ -253,11 +264,11 @@ export class Gateway {
               void (await approveLaunch(approval, caller, contract, input, digest, opts.askHuman))
           : undefined,
       });
-      return this.deliver(caller, reply, input.detail as Detail | undefined);
+      return this.deliver(caller, reply, input.detail as Detail);
     }
     if (isAnalysisTool(contract)) {
       const reply = await this.deps.analyses.run(caller, contract, input, wait(input.wait_ms as number));
-      return this.deliver(caller, reply, input.detail as Detail | undefined);
+      return this.deliver(caller, reply, input.detail as Detail);
     }
     const ctx: HandlerContext = {
       caller,
@@ -267,13 +278,12 @@ export class Gateway {
       namespace: this.deps.namespace,
       uiUrl: this.deps.uiUrl,
       wait,
+      toolsets: opts.toolsets ?? fixedChoice(this.deps.toolsets),
       deliver: (reply, detail) => this.deliver(caller, reply, detail),
     };
     return this.handlers.get(name)!.handle(input as never, ctx);
   }
 }
-
-type Detail = 'complete' | 'summary';
 
 function parseInput(contract: ToolContract, args: unknown): Record<string, unknown> {
   const parsed = callSchema(contract).safeParse(args);

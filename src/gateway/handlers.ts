@@ -19,9 +19,11 @@ import {
 } from '../tools/ledger.ts';
 import type { ToolContract } from '../tools/contract.ts';
 import { getDevice, listDevices, registerDevice, retireDevice } from '../tools/devices.ts';
+import { enableToolsets, listToolsets } from '../tools/toolsets.ts';
+import { describeToolsets, enableToolsets as enable, type ToolsetChoice } from './toolsets.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
 import type { DeviceRegistry } from './devices.ts';
-import type { Ledger } from './ledger.ts';
+import type { Detail, Ledger } from './ledger.ts';
 import { fitList } from './lists.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { DossierError } from '../domain/errors.ts';
@@ -47,8 +49,10 @@ export interface HandlerContext {
   uiUrl: string;
   /** Waiting as the call asked (progress notifications included). */
   wait(waitMs: number): WaitOptions;
-  /** A launch reply with its result delivered within the reply budget. */
-  deliver(reply: LaunchReply, detail?: 'complete' | 'summary'): Promise<Record<string, unknown>>;
+  /** The toolsets this connection lists, and whether it may list more. */
+  toolsets: ToolsetChoice;
+  /** A launch reply with its result delivered within its budget (ledger.ts, deliver). */
+  deliver(reply: LaunchReply, detail: Detail): Promise<Record<string, unknown>>;
 }
 
 type Reply = Promise<Record<string, unknown>>;
@@ -67,9 +71,9 @@ export function handler<I extends z.ZodObject>(
 }
 
 export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
-  handler(getLaunch, async (i, c) => c.deliver(await c.launches.get(c.caller, i.idempotency_key))),
+  handler(getLaunch, async (i, c) => c.deliver(await c.launches.get(c.caller, i.idempotency_key), 'summary')),
   handler(awaitLaunch, async (i, c) =>
-    c.deliver(await c.launches.await(c.caller, i.idempotency_key, c.wait(i.wait_ms))),
+    c.deliver(await c.launches.await(c.caller, i.idempotency_key, c.wait(i.wait_ms)), 'summary'),
   ),
   handler(cancelLaunch, async (i, c) => ({
     ...(await c.launches.cancel(c.caller, i.idempotency_key, c.wait(10_000))),
@@ -100,9 +104,14 @@ export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
   handler(getDevice, (i, c) => c.devices.get(c.caller, i.device)),
   handler(retireDevice, (i, c) => c.devices.retire(c.caller, i.device)),
   handler(whoami, async (_i, c) => ({
-    ...c.caller,
+    principal: c.caller.principal,
+    team: c.caller.team,
+    role: c.caller.role,
+    toolsets: [...c.toolsets.listed],
     namespace: c.namespace,
     ui_url: c.uiUrl,
     inbox: c.ledger.intake.inboxOf(c.caller) ?? null,
   })),
+  handler(listToolsets, async (_i, c) => describeToolsets(c.toolsets)),
+  handler(enableToolsets, (i, c) => enable(c.toolsets, i.toolsets)),
 ];

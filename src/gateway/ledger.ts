@@ -6,6 +6,7 @@ import { PAGE_LIMIT } from '../tools/ledger.ts';
 import { completePromptArgument, completeResourceArgument } from './completion.ts';
 import { Intake, type IntakeOptions } from './intake.ts';
 import { fitList } from './lists.ts';
+import { wireBytes } from './callResult.ts';
 import { unknownId } from '../domain/evidence.ts';
 import type { EvidenceFilter } from '../store/evidence.ts';
 import type { Store } from '../store/store.ts';
@@ -13,13 +14,25 @@ import type { UnknownFilter } from '../store/unknowns.ts';
 import type { EvidenceRecord, Principal, UnknownStatus } from '../domain/types.ts';
 import { findEvidence, fitPage, pageView, summaryView, type ViewRequest } from '../evidence/views.ts';
 
-/** Bytes a reply takes on the wire as MCP text content (its JSON). */
+/** Bytes a reply's JSON takes (its structured content; the reply budget counts these). */
 export const replyBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
 
-export type LedgerOptions = IntakeOptions;
+/** A launch or analysis reply's default size on the wire (DOSSIER_FIRST_REPLY_BYTES). */
+export const FIRST_REPLY_BYTES = 8_000;
+
+export type LedgerOptions = IntakeOptions & {
+  /** A launch or analysis reply's size unless it asks for detail "complete": the whole tools/call result. */
+  firstReplyBytes?: number;
+};
+
+/** How much of a result a reply carries: undefined is the first-reply budget (see detailSchema). */
+export type Detail = 'complete' | 'summary' | undefined;
+
+type Fits = (value: Record<string, unknown>) => boolean;
 
 export class Ledger {
   readonly replyBudgetBytes: number;
+  readonly firstReplyBytes: number;
   /** Artifacts and bundles in and out (src/gateway/intake.ts). */
   readonly intake: Intake;
 
@@ -31,6 +44,7 @@ export class Ledger {
     private readonly opts: LedgerOptions,
   ) {
     this.replyBudgetBytes = opts.replyBudgetBytes;
+    this.firstReplyBytes = opts.firstReplyBytes ?? FIRST_REPLY_BYTES;
     this.intake = new Intake(store, opts);
   }
 
@@ -175,23 +189,29 @@ export class Ledger {
   }
 
   /**
-   * Delivers a producing tool's result: complete when it fits the reply budget,
-   * otherwise its summary plus a continuation page request that fits. Never cut.
+   * Delivers a producing tool's result within its budget: unless it asks for
+   * detail "complete" (up to the reply budget), the whole tools/call result on
+   * the wire fits the first-reply budget. Complete when it fits, otherwise its
+   * summary plus a continuation page request that fits the same budget. Never cut.
    */
   async deliver(
     caller: Principal,
     reply: Record<string, unknown>,
-    detail: 'complete' | 'summary',
+    detail: Detail,
   ): Promise<Record<string, unknown>> {
     const evidenceId = reply.evidence_id as string | undefined;
     if (!evidenceId) return reply;
     const record = await findEvidence(this.store.evidence, caller.team, evidenceId);
+    const [budget, fits]: [number, Fits] =
+      detail === 'complete'
+        ? [this.replyBudgetBytes, (v) => replyBytes(v) <= this.replyBudgetBytes]
+        : [this.firstReplyBytes, (v) => wireBytes(v) <= this.firstReplyBytes];
     const collections = Object.entries(record.collections);
     const estimate =
       replyBytes(reply) +
       record.document.bytes +
       collections.reduce((n, [name, c]) => n + c.bytes + name.length + 8, 64);
-    if (detail === 'complete' && estimate <= this.replyBudgetBytes) {
+    if (detail !== 'summary' && estimate <= budget) {
       const [document, stored] = await Promise.all([
         this.store.evidence.document(caller.team, evidenceId),
         this.store.evidence.allCollections(evidenceId),
@@ -206,7 +226,7 @@ export class Ledger {
         truncated: record.truncated,
         limitations: record.limitations,
       };
-      if (replyBytes(complete) <= this.replyBudgetBytes) return complete;
+      if (fits(complete)) return complete;
     }
     const summarized = {
       ...reply,
@@ -217,12 +237,13 @@ export class Ledger {
       truncated: record.truncated,
       limitations: record.limitations,
     };
-    const continuation = await this.continuation(record);
-    return continuation ? { ...summarized, complete_bytes: estimate, continuation } : summarized;
+    const continuation = await this.continuation(record, fits);
+    const out = continuation ? { ...summarized, complete_bytes: estimate, continuation } : summarized;
+    return fits(out) ? out : shrink(out, fits);
   }
 
-  /** The first page request of the largest collection whose reply fits the budget. */
-  private async continuation(record: EvidenceRecord) {
+  /** The first page request of the largest collection whose reply (a page view) fits the same budget. */
+  private async continuation(record: EvidenceRecord, fits: Fits) {
     // The contract's primary collection first (trace_feature: references), else the largest.
     const preferred = TOOLS_BY_NAME.get(record.tool)?.primaryCollection;
     const largest = Object.entries(record.collections).sort((a, b) => b[1].rows - a[1].rows)[0];
@@ -234,8 +255,42 @@ export class Ledger {
       offset: 0,
       limit: PAGE_LIMIT.default,
     });
-    const fitted = fitPage(page, (p) => replyBytes(p) <= this.replyBudgetBytes);
+    const fitted = fitPage(page, (p) => fits({ ...p }));
     // Pass it as `view` to inspect_analysis_view with this reply's evidence_id.
     return { kind: 'page' as const, collection, offset: 0, limit: Math.max(1, fitted.rows.length) };
   }
+}
+
+/** Limitations a reply that must shrink keeps (the rest are one summary view away). */
+const KEPT_LIMITATIONS = 3;
+
+const SUMMARY_VIEW = 'inspect_analysis_view {view: {kind: "summary"}}';
+
+/**
+ * A summarized reply over its budget (a summary or limitations that large),
+ * made to fit by leaving out, in turn, the collections' filterable fields, all
+ * but the first limitations, and the summary itself, each saying where the
+ * rest is; whatever remains over the budget is the launch's own record.
+ */
+function shrink(reply: Record<string, unknown>, fits: Fits): Record<string, unknown> {
+  const collections = reply.collections as Record<string, { rows: number }>;
+  let out: Record<string, unknown> = {
+    ...reply,
+    collections: Object.fromEntries(Object.entries(collections).map(([n, c]) => [n, { rows: c.rows }])),
+  };
+  if (fits(out)) return out;
+  const limitations = reply.limitations as string[];
+  if (limitations.length > KEPT_LIMITATIONS) {
+    out = {
+      ...out,
+      limitations: [
+        ...limitations.slice(0, KEPT_LIMITATIONS),
+        `…and ${limitations.length - KEPT_LIMITATIONS} more: ${SUMMARY_VIEW} lists them all.`,
+      ],
+    };
+    if (fits(out)) return out;
+  }
+  const { summary, ...rest } = out;
+  if (summary === undefined) return out;
+  return { ...rest, summary_omitted: `${replyBytes(summary)} bytes: ${SUMMARY_VIEW} shows it.` };
 }

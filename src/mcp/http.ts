@@ -21,6 +21,7 @@ import { bearerToken, readBody } from './requests.ts';
 import { isLegacyRequest, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { createModernHandler } from './modern.ts';
 import type { PayloadKey } from '../temporal/keys.ts';
+import { normalizeToolsets, parseToolsets, type Toolset } from '../tools/toolsets.ts';
 
 export interface HttpOptions {
   host: string;
@@ -109,7 +110,7 @@ export async function startHttpGateway(
   async function authenticate(
     req: IncomingMessage,
     sessionId: string | undefined,
-  ): Promise<{ principal: Principal; sessionLive?: boolean } | undefined> {
+  ): Promise<{ principal: Principal; sessionLive?: boolean; sessionToolsets?: string[] } | undefined> {
     const token = bearerToken(req);
     if (!token) return undefined;
     const liveSince = sessionId === undefined ? undefined : sessions.liveSince();
@@ -180,6 +181,21 @@ export async function startHttpGateway(
         bodyTimeoutMs,
       });
 
+    // What tools/list shows: the URL's ?toolsets=, else the token's, else the server's.
+    let toolsets: readonly Toolset[];
+    try {
+      const asked = url.searchParams.get('toolsets');
+      toolsets =
+        asked !== null
+          ? parseToolsets(asked)
+          : principal.toolsets
+            ? normalizeToolsets(principal.toolsets)
+            : gateway.defaultToolsets;
+    } catch (err) {
+      return rpcError(res, 400, -32602, `?toolsets=: ${(err as Error).message}`);
+    }
+    auth.extra = { principal, toolsets };
+
     let body: unknown;
     if (req.method === 'POST') {
       const read = await readBody(req, opts.maxRequestBytes, bodyTimeoutMs);
@@ -232,7 +248,11 @@ export async function startHttpGateway(
         const wait = await gateway.throttle(principal);
         if (wait) return tooMany(res, wait);
       }
-      const session = await sessions.find(sessionId, principal, caller.sessionLive);
+      const live =
+        caller.sessionLive === undefined
+          ? undefined
+          : { live: caller.sessionLive, toolsets: caller.sessionToolsets };
+      const session = await sessions.find(sessionId, principal, live, toolsets);
       if (session === 'busy') {
         res.setHeader('Retry-After', '1');
         return rpcError(
@@ -270,7 +290,7 @@ export async function startHttpGateway(
       return rpcError(res, 503, -32000, 'Too many sessions are being opened at once; retry in a moment');
     }
     try {
-      const session = await sessions.open(principal, init);
+      const session = await sessions.open(principal, init, toolsets);
       await serveMcp(session, req, res, body);
     } finally {
       sessions.done(principal);

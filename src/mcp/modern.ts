@@ -49,6 +49,8 @@ import {
 } from './modernTasks.ts';
 import { toCallToolResult, withProtocolKey } from './tasks.ts';
 import type { PayloadKey } from '../temporal/keys.ts';
+import { fixedChoice, type ToolsetChoice } from '../gateway/toolsets.ts';
+import type { Toolset } from '../tools/toolsets.ts';
 
 /** The stateless revisions this endpoint serves; the handshake era is served by server.ts. */
 export const MODERN_VERSIONS = ['2026-07-28'];
@@ -74,6 +76,12 @@ export interface ModernOptions {
 /** The principal http.ts authenticated, handed to every request as its auth info. */
 function principalOf(ctx: ServerContext): Principal | undefined {
   return ctx.http?.authInfo?.extra?.principal as Principal | undefined;
+}
+
+/** The toolsets http.ts chose for this request (its URL, the token, the server), fixed: no session to grow. */
+function toolsetsOf(gateway: Gateway, ctx: ServerContext): ToolsetChoice {
+  const chosen = ctx.http?.authInfo?.extra?.toolsets as readonly Toolset[] | undefined;
+  return fixedChoice(chosen ?? gateway.defaultToolsets);
 }
 
 const who = (p: Principal | undefined) => (p ? `${p.team}\0${p.principal}` : '');
@@ -131,7 +139,9 @@ function modernServer(gateway: Gateway, stateCodec: RequestStateCodec<ApprovalSt
   });
   const caller = (ctx: ServerContext) => admit(gateway, principalOf(ctx));
 
-  server.setRequestHandler('tools/list', () => answering(async () => ({ tools: listTools() as never })));
+  server.setRequestHandler('tools/list', (_request, ctx) =>
+    answering(async () => ({ tools: listTools(toolsetsOf(gateway, ctx).listed) as never })),
+  );
   server.setRequestHandler('prompts/list', (_request, ctx) =>
     answering(async () => (await caller(ctx), { prompts: listPrompts() })),
   );
@@ -218,6 +228,7 @@ async function callTool(
           // A client that cannot show a form is not asked: the cluster's policy decides (approval.ts).
           askHuman: canAsk(server) ? answeredApproval(ctx) : undefined,
           signal: ctx.mcpReq.signal,
+          toolsets: toolsetsOf(gateway, ctx),
         });
         span.setAttribute(
           'dossier.outcome',

@@ -28,6 +28,8 @@ import {
 } from './tasks.ts';
 import { isLaunchTool } from '../tools/contract.ts';
 import { inRequestSpan } from '../metrics/tracing.ts';
+import type { ToolsetChoice } from '../gateway/toolsets.ts';
+import type { Toolset } from '../tools/toolsets.ts';
 import {
   admit,
   approvalRoute,
@@ -64,18 +66,28 @@ async function answering<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The toolsets one session lists: chosen at initialize, more enabled as it goes. */
+export interface SessionToolsets {
+  listed: readonly Toolset[];
+  /** Records a new list where other replicas read it (the session's row in the store). */
+  record?(listed: readonly Toolset[]): Promise<void>;
+}
+
 /**
  * One MCP server per session. `resolveCaller` maps the request's auth info to
  * a principal: HTTP passes the bearer token's principal, stdio a fixed one.
+ * `toolsets` is the session's list, which enable_toolsets grows.
  */
 export function createMcpServer(
   gateway: Gateway,
   resolveCaller: (authExtra: Record<string, unknown> | undefined) => Principal | undefined,
+  toolsets: SessionToolsets,
 ): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: {
       // tools.idempotency: the protocol-level key of SEP-3182 (a draft), accepted as params.idempotencyKey.
-      tools: { listChanged: false, idempotency: {} } as { listChanged: boolean },
+      // tools.listChanged: enable_toolsets grows a session's list and says so.
+      tools: { listChanged: true, idempotency: {} } as { listChanged: boolean },
       experimental: { 'tools.idempotency': { field: 'idempotencyKey', status: 'SEP-3182 draft' } },
       ...TASK_CAPABILITIES,
       // The six prompts are fixed for the life of the gateway: nothing ever changes the list.
@@ -88,7 +100,9 @@ export function createMcpServer(
   });
   const caller = (extra: { authInfo?: { extra?: Record<string, unknown> } }) =>
     admit(gateway, resolveCaller(extra.authInfo?.extra));
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listTools() as Tool[] }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: listTools(toolsets.listed) as Tool[],
+  }));
   server.setRequestHandler(ListPromptsRequestSchema, (_request, extra) =>
     answering(async () => (await caller(extra), { prompts: listPrompts() })),
   );
@@ -157,8 +171,24 @@ export function createMcpServer(
                 },
               });
             };
+      // Enabling toolsets changes this session's list, and the client hears of it on this call's stream.
+      const choice: ToolsetChoice = {
+        get listed() {
+          return toolsets.listed;
+        },
+        async enable(listed) {
+          await toolsets.record?.(listed);
+          toolsets.listed = listed;
+          await extra.sendNotification({ method: 'notifications/tools/list_changed' });
+        },
+      };
       return toCallToolResult(
-        await gateway.callTool(caller, name, args, { onProgress, askHuman, signal: extra.signal }),
+        await gateway.callTool(caller, name, args, {
+          onProgress,
+          askHuman,
+          signal: extra.signal,
+          toolsets: choice,
+        }),
       );
     };
     return inRequestSpan(

@@ -13,13 +13,17 @@ import { toToolError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import type { SessionRecord, SessionStore } from '../store/sessions.ts';
-import { createMcpServer } from './server.ts';
+import { createMcpServer, type SessionToolsets } from './server.ts';
+import { normalizeToolsets, type Toolset } from '../tools/toolsets.ts';
+import { splitList } from '../store/tokens.ts';
 
 export interface Session {
   /** Web-standard: http.ts hands it requests and writes its responses (webResponse.ts). */
   transport: WebStandardStreamableHTTPServerTransport;
   server: ReturnType<typeof createMcpServer>;
   principal: Principal;
+  /** What its tools/list shows: chosen at initialize, grown by enable_toolsets (on any replica). */
+  toolsets: SessionToolsets;
   lastSeen: number;
 }
 
@@ -121,14 +125,17 @@ export class Sessions {
     else this.opening.delete(who(p));
   }
 
-  /** A new session of `p` for an initialize whose params `initRecord` accepted; recorded once it has its id. */
-  open(p: Principal, init: string): Promise<Session> {
-    return this.make(p, undefined, async (id) => {
+  /**
+   * A new session of `p` listing `toolsets`, for an initialize whose params
+   * `initRecord` accepted; recorded once it has its id.
+   */
+  open(p: Principal, init: string, toolsets: readonly Toolset[]): Promise<Session> {
+    return this.make(p, undefined, toolsets, async (id) => {
       if (!this.limits.store) return;
       // The cap closes the least recently seen: what this replica has seen counts.
       await this.writeSeen();
       const closed = await this.limits.store.open(
-        { id, team: p.team, principal: p.principal, init },
+        { id, team: p.team, principal: p.principal, init, toolsets },
         this.limits.perPrincipal,
         Date.now() - this.limits.idleMs,
       );
@@ -150,26 +157,34 @@ export class Sessions {
    * resumed here (once, however many requests ask at the same moment);
    * 'busy' when this replica has no room to resume it now. `live` is what
    * the store said of the session's row with the caller's token, since
-   * `liveSince()` (http.ts reads both in one statement); else it is read here.
+   * `liveSince()` (http.ts reads both in one statement), with the toolsets
+   * the row lists (another replica may have enabled more); else it is read
+   * here. `toolsets` is what a session resumed from a row that names none lists.
    */
-  async find(id: string, p: Principal, live?: boolean): Promise<Session | 'busy' | undefined> {
+  async find(
+    id: string,
+    p: Principal,
+    live: { live: boolean; toolsets?: string[] } | undefined,
+    toolsets: readonly Toolset[],
+  ): Promise<Session | 'busy' | undefined> {
     const held = this.held.get(id);
     if (held && who(held.principal) !== who(p)) return undefined;
     const store = this.limits.store;
     if (!store) return held && this.seen(id, held);
     const liveSince = Date.now() - this.limits.idleMs;
     if (held) {
-      if (!(live ?? (await store.isLive(id, p, liveSince)))) {
+      if (!(live?.live ?? (await store.isLive(id, p, liveSince)))) {
         this.evict(id, false);
         return undefined;
       }
+      if (live?.toolsets) held.toolsets.listed = normalizeToolsets(live.toolsets);
       return this.seen(id, held);
     }
     let resuming = this.resuming.get(id);
     if (!resuming) {
       resuming = store
         .get(id, p, liveSince)
-        .then((row) => (row ? this.resume(row, p) : undefined))
+        .then((row) => (row ? this.resume(row, p, toolsets) : undefined))
         .finally(() => this.resuming.delete(id));
       this.resuming.set(id, resuming);
     }
@@ -250,9 +265,24 @@ export class Sessions {
   private async make(
     p: Principal,
     id: string | undefined,
+    listed: readonly Toolset[],
     recorded: (id: string) => Promise<void>,
   ): Promise<Session> {
-    const server = createMcpServer(this.gateway, (extra) => extra?.principal as Principal | undefined);
+    const store = this.limits.store;
+    const toolsets: SessionToolsets = {
+      listed,
+      // Recorded with the session, so a replica that resumes it (or already holds it) lists the same.
+      record: async (next) => {
+        const sid = session.transport.sessionId;
+        if (store && sid && !(await store.setToolsets(sid, p, next)))
+          throw new Error('This session is no longer recorded; initialize a new one.');
+      },
+    };
+    const server = createMcpServer(
+      this.gateway,
+      (extra) => extra?.principal as Principal | undefined,
+      toolsets,
+    );
     const session: Session = {
       transport: new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => id ?? randomUUID(),
@@ -271,6 +301,7 @@ export class Sessions {
       }),
       server,
       principal: p,
+      toolsets,
       lastSeen: Date.now(),
     };
     session.transport.onclose = () => {
@@ -281,11 +312,21 @@ export class Sessions {
     return session;
   }
 
-  /** Rebuilds a recorded session here by replaying its client's initialize request to a new server. */
-  private async resume(row: SessionRecord, p: Principal): Promise<Session | 'busy' | undefined> {
+  /**
+   * Rebuilds a recorded session here by replaying its client's initialize
+   * request to a new server, listing the toolsets its row records (`toolsets`
+   * for a row recorded before sessions kept theirs).
+   */
+  private async resume(
+    row: SessionRecord,
+    p: Principal,
+    toolsets: readonly Toolset[],
+  ): Promise<Session | 'busy' | undefined> {
     if (!this.admit(p, false)) return 'busy';
     try {
-      const session = await this.make(p, row.id, async () => undefined);
+      const recorded = splitList(row.toolsets);
+      const listed = recorded ? normalizeToolsets(recorded) : toolsets;
+      const session = await this.make(p, row.id, listed, async () => undefined);
       const init = JSON.parse(row.init) as { protocolVersion?: string };
       const replay = async (message: Record<string, unknown>, headers: Record<string, string> = {}) => {
         const response = await session.transport.handleRequest(

@@ -5,10 +5,13 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Principal } from '../domain/types.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import { createMcpServer } from './server.ts';
+import { normalizeToolsets } from '../tools/toolsets.ts';
 
 /** Serves until stdin ends. */
 export async function serveStdio(gateway: Gateway, principal: Principal): Promise<void> {
-  const server = createMcpServer(gateway, () => principal);
+  // The token's toolsets, else the server's; enable_toolsets grows the list for this process.
+  const listed = principal.toolsets ? normalizeToolsets(principal.toolsets) : gateway.defaultToolsets;
+  const server = createMcpServer(gateway, () => principal, { listed });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => (transport.onclose = () => resolve()));
   await server.connect(transport);

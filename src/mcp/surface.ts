@@ -7,15 +7,12 @@ import { toToolError, type ToolError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import { EVIDENCE_TEMPLATE } from '../gateway/completion.ts';
 import type { Gateway } from '../gateway/gateway.ts';
-import { CATALOG } from '../tools/catalog.ts';
-import { isLaunchTool, type ToolContract } from '../tools/contract.ts';
-import { inputJsonSchema, outputJsonSchema } from '../tools/outputs.ts';
 import { PROMPTS, PROMPTS_BY_NAME, renderPrompt, type ApprovalRoute } from '../tools/prompts.ts';
 
 export const SERVER_INFO = { name: 'dossier', version: '0.1.0' };
 
 export const INSTRUCTIONS =
-  'dossier runs reverse-engineering tools on a shared cluster. Tools with effects need an idempotency_key: retry with the same key after any failure to reach the same launch. Results are retained as Evidence and referenced by evidence_id.';
+  'dossier runs reverse-engineering tools on a shared cluster. Tools with effects need an idempotency_key: retry with the same key after any failure to reach the same launch. Results are retained as Evidence and referenced by evidence_id; a large one comes as a summary plus a continuation for inspect_analysis_view. tools/list shows the toolsets this connection chose: list_toolsets shows every tool, enable_toolsets lists more, and any tool is callable by name.';
 
 /** JSON-RPC error codes dossier answers with. */
 export const RPC = {
@@ -70,48 +67,7 @@ export async function admit(gateway: Gateway, caller: Principal | undefined): Pr
   return caller;
 }
 
-const LAUNCH_CONTRACT =
-  ' Has effects: pass an idempotency_key; a retry with the same key and arguments attaches to the first launch and never runs it twice, another body with that key is refused.' +
-  " A dropped connection ends only this call's wait, never the launch: call again with the same key." +
-  ' The complete result is retained as Evidence (evidence_id); a result too large for one reply comes as a summary plus a continuation to page with inspect_analysis_view.';
-
-function describe(contract: ToolContract): string {
-  return isLaunchTool(contract) ? contract.description + LAUNCH_CONTRACT : contract.description;
-}
-
-/** A tool as tools/list shows it. */
-export interface ListedTool {
-  name: string;
-  title: string;
-  description: string;
-  inputSchema: Record<string, unknown>;
-  outputSchema: Record<string, unknown>;
-  execution?: { taskSupport: 'optional' };
-  annotations: Record<string, unknown>;
-}
-
-let toolList: ListedTool[] | undefined;
-/** Every tool, derived from the contracts once, in the catalog's order. */
-export function listTools(): ListedTool[] {
-  toolList ??= CATALOG.map((c) => ({
-    name: c.name,
-    title: c.title,
-    description: describe(c),
-    inputSchema: inputJsonSchema(c),
-    outputSchema: outputJsonSchema(c),
-    // Every launch may run as an MCP task; other tools answer at once.
-    ...(isLaunchTool(c) ? { execution: { taskSupport: 'optional' as const } } : {}),
-    annotations: {
-      title: c.title,
-      readOnlyHint: c.effect.readOnly,
-      destructiveHint: c.effect.destructive,
-      // With the key required, repeating a launch call has no further effect (docs/idempotency.md).
-      idempotentHint: isLaunchTool(c) ? true : c.effect.idempotent,
-      openWorldHint: c.effect.openWorld,
-    },
-  }));
-  return toolList;
-}
+export { listTools, type ListedTool } from '../tools/listing.ts';
 
 export function listPrompts() {
   return PROMPTS.map((p) => ({

@@ -16,7 +16,8 @@ import { z } from 'zod';
 import { DossierError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import { approvalForm, type AskHuman } from '../gateway/approval.ts';
-import type { CallResult, Gateway } from '../gateway/gateway.ts';
+import type { Gateway } from '../gateway/gateway.ts';
+import { toCallToolResult } from '../gateway/callResult.ts';
 
 /** tools/call as dossier reads it: the SDK's request plus SEP-3182's optional `idempotencyKey`. */
 export const CallToolWithKeySchema = CallToolRequestSchema.extend({
@@ -55,15 +56,7 @@ export function withProtocolKey(
 }
 
 /** A gateway answer as a tools/call result (the same for a direct call and for tasks/result). */
-export function toCallToolResult(result: CallResult) {
-  const structured = result.ok ? result.value : { error: result.error };
-  return {
-    content: [{ type: 'text' as const, text: JSON.stringify(structured) }],
-    structuredContent: structured,
-    // A failed launch is still a launch reply, but the tool could not do its job.
-    isError: !result.ok || result.value.status === 'failed',
-  };
-}
+export { toCallToolResult } from '../gateway/callResult.ts';
 
 /** Whether the client declared form elicitation (an empty capability is the form mode of earlier revisions). */
 export function canAskHuman(server: Server): boolean {

@@ -377,4 +377,12 @@ CREATE TABLE task_approvals (
 CREATE UNIQUE INDEX task_approvals_by_call ON task_approvals (team, principal, idempotency_key, body_digest);
 `,
   },
+  {
+    version: 13,
+    name: 'Toolsets a token lists by default, and those an MCP session lists (it may enable more)',
+    sql: `
+ALTER TABLE tokens ADD COLUMN toolsets TEXT;
+ALTER TABLE mcp_sessions ADD COLUMN toolsets TEXT;
+`,
+  },
 ];

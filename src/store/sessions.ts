@@ -11,6 +11,8 @@ export interface SessionRecord {
   principal: string;
   /** The client's initialize request params (protocol version, capabilities, client info), as JSON. */
   init: string;
+  /** The toolsets the session lists (comma-separated), as chosen at initialize or enabled since. */
+  toolsets: string | null;
   created_at: number;
   last_seen_at: number;
 }
@@ -34,7 +36,7 @@ export class SessionStore {
    * wherever they were opened.
    */
   async open(
-    s: Owner & { id: string; init: string },
+    s: Owner & { id: string; init: string; toolsets?: readonly string[] },
     cap: number,
     liveSince: number,
     at = Date.now(),
@@ -42,9 +44,9 @@ export class SessionStore {
     return this.db.transaction(async (tx) => {
       await lockOwner(this.db, tx, `session:${s.team}/${s.principal}`);
       await tx.run(
-        `INSERT INTO mcp_sessions (id, team, principal, init, created_at, last_seen_at)
-         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-        [s.id, s.team, s.principal, s.init, at, at],
+        `INSERT INTO mcp_sessions (id, team, principal, init, created_at, last_seen_at, toolsets)
+         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+        [s.id, s.team, s.principal, s.init, at, at, s.toolsets?.join(',') ?? null],
       );
       const live = await tx.all<Row>(
         `SELECT id FROM mcp_sessions WHERE team = ? AND principal = ? AND last_seen_at >= ?
@@ -116,6 +118,15 @@ export class SessionStore {
     return row && toSession(row);
   }
 
+  /** Records the toolsets session `id` of `owner` lists now; false when it is no longer recorded. */
+  async setToolsets(id: string, owner: Owner, toolsets: readonly string[]): Promise<boolean> {
+    const { changes } = await this.db.run(
+      'UPDATE mcp_sessions SET toolsets = ? WHERE id = ? AND team = ? AND principal = ?',
+      [toolsets.join(','), id, owner.team, owner.principal],
+    );
+    return changes > 0;
+  }
+
   async close(id: string): Promise<void> {
     await this.db.run('DELETE FROM mcp_sessions WHERE id = ?', [id]);
   }
@@ -132,6 +143,7 @@ function toSession(r: Row): SessionRecord {
     team: r.team as string,
     principal: r.principal as string,
     init: r.init as string,
+    toolsets: (r.toolsets as string | null) ?? null,
     created_at: Number(r.created_at),
     last_seen_at: Number(r.last_seen_at),
   };

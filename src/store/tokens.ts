@@ -27,42 +27,51 @@ export interface TokenInfo extends Principal {
 export class TokenStore {
   constructor(private readonly db: SqlExecutor) {}
 
-  /** Creates a token for a principal; the plain token is returned once and only its hash is kept. */
+  /**
+   * Creates a token for a principal (with the toolsets its connections list
+   * by default, if given); the plain token is returned once and only its hash is kept.
+   */
   async create(p: Principal, label?: string): Promise<string> {
     const token = newToken();
     await this.db.run(
-      'INSERT INTO tokens (token_hash, principal, team, role, label, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      [hashToken(token), p.principal, p.team, p.role, label ?? null, now()],
+      'INSERT INTO tokens (token_hash, principal, team, role, label, created_at, toolsets) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      [hashToken(token), p.principal, p.team, p.role, label ?? null, now(), p.toolsets?.join(',') ?? null],
     );
     return token;
   }
 
   async resolve(token: string): Promise<Principal | undefined> {
     const r = await this.db.get<Row>(
-      'SELECT principal, team, role FROM tokens WHERE token_hash = ? AND revoked_at IS NULL',
+      'SELECT principal, team, role, toolsets FROM tokens WHERE token_hash = ? AND revoked_at IS NULL',
       [hashToken(token)],
     );
     return r && toPrincipal(r);
   }
 
   /**
-   * The principal of `token`, and whether `session.id` is a live session of
-   * that principal (not closed, seen since `session.liveSince`): what every
+   * The principal of `token`, whether `session.id` is a live session of that
+   * principal (not closed, seen since `session.liveSince`), and the toolsets
+   * that session lists (another replica may have enabled more): what every
    * request of an MCP session asks, in one statement.
    */
   async resolveInSession(
     token: string,
     session: { id: string; liveSince: number },
-  ): Promise<{ principal: Principal; sessionLive: boolean } | undefined> {
+  ): Promise<{ principal: Principal; sessionLive: boolean; sessionToolsets?: string[] } | undefined> {
     const r = await this.db.get<Row>(
-      `SELECT t.principal, t.team, t.role,
-         EXISTS (SELECT 1 FROM mcp_sessions s WHERE s.id = ? AND s.team = t.team
-                 AND s.principal = t.principal AND s.last_seen_at >= ?) AS live
-       FROM tokens t WHERE t.token_hash = ? AND t.revoked_at IS NULL`,
+      `SELECT t.principal, t.team, t.role, t.toolsets, s.id AS session_id, s.toolsets AS session_toolsets
+       FROM tokens t LEFT JOIN mcp_sessions s ON s.id = ? AND s.team = t.team
+         AND s.principal = t.principal AND s.last_seen_at >= ?
+       WHERE t.token_hash = ? AND t.revoked_at IS NULL`,
       [session.id, session.liveSince, hashToken(token)],
     );
-    // SQLite answers EXISTS with 1 or 0, PostgreSQL with a boolean.
-    return r && { principal: toPrincipal(r), sessionLive: r.live === true || r.live === 1 };
+    if (!r) return undefined;
+    const sessionToolsets = splitList(r.session_toolsets);
+    return {
+      principal: toPrincipal(r),
+      sessionLive: r.session_id !== null && r.session_id !== undefined,
+      ...(sessionToolsets ? { sessionToolsets } : {}),
+    };
   }
 
   /** Tokens as their id (the first 12 hex digits of the hash), never the token itself. */
@@ -76,6 +85,7 @@ export class TokenStore {
       principal: r.principal as string,
       team: r.team as string,
       role: r.role as Role,
+      ...(splitList(r.toolsets) ? { toolsets: splitList(r.toolsets) } : {}),
       label: (r.label as string | null) ?? null,
       created_at: r.created_at as string,
       revoked_at: (r.revoked_at as string | null) ?? null,
@@ -94,6 +104,18 @@ export class TokenStore {
   }
 }
 
+/** A comma-separated list column; undefined when empty or NULL. */
+export function splitList(value: unknown): string[] | undefined {
+  const items = typeof value === 'string' ? value.split(',').filter(Boolean) : [];
+  return items.length ? items : undefined;
+}
+
 function toPrincipal(r: Row): Principal {
-  return { principal: r.principal as string, team: r.team as string, role: r.role as Role };
+  const toolsets = splitList(r.toolsets);
+  return {
+    principal: r.principal as string,
+    team: r.team as string,
+    role: r.role as Role,
+    ...(toolsets ? { toolsets } : {}),
+  };
 }

@@ -5,7 +5,7 @@
 // analysis database per artifact, profile and provider, built once.
 import { z } from 'zod';
 import { ARTIFACT_DIGEST } from '../domain/types.ts';
-import { bounded, defineTool, type EffectAudit } from './contract.ts';
+import { bounded, defineTool, type EffectAudit, detailSchema } from './contract.ts';
 
 export const ANALYSIS_LIMITS = {
   min_length: { default: 4, min: 4, max: 1_024, unit: 'characters (the database keeps runs of 4 or more)' },
@@ -32,19 +32,12 @@ const target = {
     .regex(ARTIFACT_DIGEST, {
       error: 'artifact is "sha256:" followed by 64 hex digits (register_artifact returns it)',
     })
-    .describe('Digest of a registered binary (register_artifact, POST /artifacts, or an extracted entry).'),
+    .describe('A registered binary (register_artifact).'),
   profile: z
     .enum(PROFILES)
     .default('default')
-    .describe(
-      'default: angr CFGFast (normalized, data references); thorough: also its cross-reference pass (slower, a few more code references). One analysis database per artifact and profile, built once for the team.',
-    ),
-  detail: z
-    .enum(['complete', 'summary'])
-    .default('complete')
-    .describe(
-      'complete: the whole result when it fits the reply budget, else summary + continuation; summary: always the summary.',
-    ),
+    .describe('thorough adds angr’s cross-reference pass (slower). One database per artifact and profile.'),
+  detail: detailSchema,
 };
 
 /** A function named by symbol name or by address ("0x401136"). */
@@ -67,6 +60,7 @@ export const inspectBinary = defineTool({
   input: z.object(target),
   effect: ANALYSIS,
   runsOn: 'analysis',
+  toolset: 'analysis',
   limits: {},
   collections: collectionsOf({
     sections: ['Sections: {name, address, size, flags, entropy, type}', ['name', 'flags']],
@@ -98,6 +92,7 @@ export const findStrings = defineTool({
   }),
   effect: ANALYSIS,
   runsOn: 'analysis',
+  toolset: 'analysis',
   limits: { min_length: ANALYSIS_LIMITS.min_length, max_strings: ANALYSIS_LIMITS.max_strings },
   collections: collectionsOf({
     strings: [
@@ -115,6 +110,7 @@ export const listFunctions = defineTool({
   input: z.object(target),
   effect: ANALYSIS,
   runsOn: 'analysis',
+  toolset: 'analysis',
   limits: {},
   collections: collectionsOf({
     functions: [
@@ -137,6 +133,7 @@ export const getCallGraph = defineTool({
   }),
   effect: ANALYSIS,
   runsOn: 'analysis',
+  toolset: 'analysis',
   limits: { depth: ANALYSIS_LIMITS.depth, max_edges: ANALYSIS_LIMITS.max_edges },
   collections: collectionsOf({
     edges: [
@@ -151,7 +148,7 @@ export const decompileFunction = defineTool({
   name: 'decompile_function',
   title: 'Decompile a function',
   description:
-    'angr’s decompiler output (pseudo-C) for one function, retained as text lines. It is an approximation: types, names and control flow may differ from the source; the limitations say so.',
+    'angr’s pseudo-C for one function, as text lines: an approximation (types, names and control flow may differ from the source).',
   input: z.object({
     ...target,
     function: functionRef,
@@ -164,6 +161,7 @@ export const decompileFunction = defineTool({
   }),
   effect: ANALYSIS,
   runsOn: 'analysis',
+  toolset: 'analysis',
   limits: { timeout_s: ANALYSIS_LIMITS.decompile_timeout_s },
   collections: collectionsOf({ lines: ['Pseudo-C, one row per line: {line, text}', ['line']] }),
   maxRunMs: (input) => input.timeout_s * 1000 + 60_000,
@@ -173,7 +171,7 @@ export const traceFeature = defineTool({
   name: 'trace_feature',
   title: 'Trace a feature through a binary',
   description:
-    'Where a feature lives: the strings, symbols or addresses that match the query, every code or data reference to them, and the procedure that owns each reference (found, not_found, unavailable). Unavailable owners are recorded as residual unknowns. Page references by target_addresses or owner (where: {"owner.outcome": ["unavailable"]}) with inspect_analysis_view.',
+    'Where a feature lives: the strings, symbols or addresses matching the query, every code or data reference to them, and the procedure owning each (found, not_found, unavailable; unavailable ones become residual unknowns).',
   input: z.object({
     ...target,
     query: z
@@ -195,6 +193,7 @@ export const traceFeature = defineTool({
   }),
   effect: ANALYSIS,
   runsOn: 'analysis',
+  toolset: 'analysis',
   limits: { max_references: ANALYSIS_LIMITS.max_references },
   collections: collectionsOf({
     references: [

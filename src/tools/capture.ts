@@ -2,7 +2,7 @@
 // it did. The process may be hostile: every bound has a default and a ceiling.
 import { z } from 'zod';
 import { ARTIFACT_DIGEST } from '../domain/types.ts';
-import { bounded, defineTool, investigationSchema } from './contract.ts';
+import { bounded, defineTool, investigationSchema, detailSchema } from './contract.ts';
 
 export const CAPTURE_LIMITS = {
   timeout_ms: { default: 30_000, min: 100, max: 300_000, unit: 'ms' },
@@ -90,12 +90,7 @@ const captureInput = z.object({
     .boolean()
     .default(false)
     .describe('Give the program network access (only where the cluster policy allows it).'),
-  detail: z
-    .enum(['complete', 'summary'])
-    .default('complete')
-    .describe(
-      'complete: the whole result when it fits the reply budget, else summary + continuation; summary: always the summary.',
-    ),
+  detail: detailSchema,
   investigation: investigationSchema.optional(),
 });
 
@@ -116,6 +111,7 @@ export const captureProcessScenario = defineTool({
     effects: ['executes a program on a worker host', 'writes files in the launch workspace'],
   },
   runsOn: 'capture',
+  toolset: 'capture',
   limits: CAPTURE_LIMITS,
   collections: {
     events: {
@@ -155,6 +151,7 @@ export const observeNativeCallsTool = defineTool({
   input: observeInput,
   effect: captureProcessScenario.effect,
   runsOn: 'capture',
+  toolset: 'capture',
   limits: CAPTURE_LIMITS,
   collections: {
     events: {

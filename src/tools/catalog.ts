@@ -38,6 +38,7 @@ import {
   registerArtifact,
   updateUnknown,
 } from './ledger.ts';
+import { enableToolsets, listToolsets } from './toolsets.ts';
 
 export const CATALOG: readonly ToolContract[] = catalogOf([
   captureProcessScenario,
@@ -76,6 +77,8 @@ export const CATALOG: readonly ToolContract[] = catalogOf([
   getDevice,
   retireDevice,
   whoami,
+  listToolsets,
+  enableToolsets,
 ] as unknown as readonly ToolContract[]);
 
 export const TOOLS_BY_NAME: ReadonlyMap<string, ToolContract> = new Map(CATALOG.map((c) => [c.name, c]));

@@ -3,6 +3,7 @@
 // docs/tools.md are derived. A tool without an effect audit does not load.
 import { z } from 'zod';
 import type { Capability } from '../domain/types.ts';
+import type { Toolset } from './toolsets.ts';
 
 /** What calling the tool does to the world outside the gateway. */
 export interface EffectAudit {
@@ -38,6 +39,8 @@ export interface ToolContract<Input extends z.ZodObject = z.ZodObject> {
   effect: EffectAudit;
   /** Where the work runs: a worker capability for launches and analyses, the gateway for ledger tools. */
   runsOn: Capability | 'gateway';
+  /** The toolset that lists it (src/tools/toolsets.ts): a connection lists only the toolsets it chose. */
+  toolset: Toolset;
   limits: Record<string, NamedBound>;
   collections: Record<string, CollectionSpec>;
   /** The collection an oversized result's continuation pages first (default: the largest). */
@@ -71,7 +74,7 @@ export const idempotencyKeySchema = z
       'idempotency_key must be 1-128 characters of A-Z a-z 0-9 . _ : - (choose one key per intended effect)',
   })
   .describe(
-    'Required. Your name for this one intended effect (1-128 of A-Z a-z 0-9 . _ : -). Retrying with the same key and body never runs it twice; reuse it only for the same call.',
+    'Your name for this one intended effect. Retrying with the same key and arguments never runs it twice; another call needs another key.',
   );
 
 const waitMs = (past: string) =>
@@ -81,17 +84,28 @@ const waitMs = (past: string) =>
     .min(0)
     .max(WAIT_MS.max)
     .default(WAIT_MS.default)
-    .describe(
-      `How long this call waits for it to finish, in ms (default ${WAIT_MS.default}, at most ${WAIT_MS.max}); past it the reply is status "running" and ${past}.`,
-    );
+    .describe(`How long to wait (ms); then status "running": ${past}.`);
+
+/**
+ * How much of a result a launch or analysis reply carries. Omitted, the reply
+ * fits the first-reply budget (whole tools/call result on the wire); complete
+ * asks for up to the reply budget; either way a result that does not fit comes
+ * as its summary plus a continuation.
+ */
+export const detailSchema = z
+  .enum(['complete', 'summary'])
+  .optional()
+  .describe(
+    'Omitted: the whole result if the reply fits the first-reply budget (8 KB), else summary + continuation; complete: up to the reply budget (40 KB); summary: summary only.',
+  );
 
 /** A launch's time bound when its contract names none. */
 export const DEFAULT_MAX_RUN_MS = 60_000;
 
-export const waitMsSchema = waitMs('await_launch (or this call again, with the same key) continues');
+export const waitMsSchema = waitMs('await_launch, or call again with the same key');
 
 /** An analysis has no key: asking the same question again attaches to the one running. */
-export const analysisWaitMsSchema = waitMs('asking the same again attaches to the running analysis');
+export const analysisWaitMsSchema = waitMs('asking the same again attaches to it');
 
 const callSchemas = new Map<string, z.ZodObject>();
 
@@ -119,7 +133,7 @@ export function defineTool<Input extends z.ZodObject>(contract: ToolContract<Inp
   return contract;
 }
 
-/** A named bound as a zod integer with its default and ceiling, described for agents. */
+/** A named bound as a zod integer with its default and ceiling (in the schema, not repeated in words). */
 export function bounded(bound: NamedBound, description: string) {
   return z
     .number()
@@ -127,9 +141,7 @@ export function bounded(bound: NamedBound, description: string) {
     .min(bound.min ?? 0)
     .max(bound.max)
     .default(bound.default)
-    .describe(
-      `${description} (${bound.unit}; default ${bound.default}, ${bound.min ? `at least ${bound.min}, ` : ''}at most ${bound.max})`,
-    );
+    .describe(`${description} (${bound.unit})`);
 }
 
 /** The page size of every list tool (list_launches, list_evidence, list_unknowns, list_artifacts). */

@@ -13,6 +13,7 @@ import {
   LIST_LIMIT,
   listCursorSchema,
   listLimitSchema,
+  detailSchema,
 } from './contract.ts';
 import { CAPTURE_LIMITS } from './capture.ts';
 import { EVIDENCE_ID } from './ledger.ts';
@@ -134,6 +135,7 @@ export const registerDevice = defineTool({
     }),
   effect: LEDGER_WRITE,
   runsOn: 'gateway',
+  toolset: 'devices',
   limits: { private_key_bytes: DEVICE_LIMITS.private_key_bytes },
   collections: {},
 });
@@ -149,6 +151,7 @@ export const listDevices = defineTool({
   }),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'devices',
   limits: { limit: LIST_LIMIT },
   collections: {},
 });
@@ -161,6 +164,7 @@ export const getDevice = defineTool({
   input: z.strictObject({ device: deviceRef }),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'devices',
   limits: {},
   collections: {},
 });
@@ -177,6 +181,7 @@ export const retireDevice = defineTool({
     effects: ['retires a device and erases its stored credential'],
   },
   runsOn: 'gateway',
+  toolset: 'devices',
   limits: {},
   collections: {},
 });
@@ -190,7 +195,7 @@ const ON_DEVICE: EffectAudit = {
 };
 const common = {
   device: deviceRef,
-  detail: z.enum(['complete', 'summary']).default('complete'),
+  detail: detailSchema,
   investigation: investigationSchema.optional(),
 };
 
@@ -230,6 +235,7 @@ export const deviceExec = defineTool({
   }),
   effect: { ...ON_DEVICE, effects: ['runs a program on a shared device'] },
   runsOn: 'device',
+  toolset: 'devices',
   limits: { timeout_ms: DEVICE_LIMITS.timeout_ms, max_output_bytes: DEVICE_LIMITS.max_output_bytes },
   collections: {
     stdout: { description: 'Standard output, one row per line: {line, part, text}', filterable: ['line'] },
@@ -257,6 +263,7 @@ export const devicePull = defineTool({
     effects: ['reads a file on a shared device', 'writes the artifact store'],
   },
   runsOn: 'device',
+  toolset: 'devices',
   limits: { max_bytes: DEVICE_LIMITS.max_bytes },
   collections: {},
   maxRunMs: () => 30 * 60_000,
@@ -283,6 +290,7 @@ export const devicePush = defineTool({
   }),
   effect: { ...ON_DEVICE, effects: ['writes a file on a shared device'] },
   runsOn: 'device',
+  toolset: 'devices',
   limits: {},
   collections: {},
   maxRunMs: () => 30 * 60_000,
@@ -296,6 +304,7 @@ export const deviceInstallPackage = defineTool({
   input: z.object({ ...common, artifact: z.string().regex(ARTIFACT_DIGEST) }),
   effect: { ...ON_DEVICE, effects: ['installs software on a shared device'] },
   runsOn: 'device',
+  toolset: 'devices',
   limits: {},
   collections: { output: { description: 'What the installer printed: {line, text}', filterable: ['line'] } },
   maxRunMs: () => 30 * 60_000,
@@ -323,6 +332,7 @@ export const deviceCaptureLogs = defineTool({
     .refine((i) => i.source !== 'file' || i.path, { error: 'source "file" needs path' }),
   effect: { ...ON_DEVICE, readOnly: true, effects: ['reads a shared device’s logs'] },
   runsOn: 'device',
+  toolset: 'devices',
   limits: { duration_ms: DEVICE_LIMITS.duration_ms, max_lines: DEVICE_LIMITS.max_lines },
   collections: { lines: { description: 'Log lines: {line, text}', filterable: ['line'] } },
   maxRunMs: (i) => i.duration_ms + 10 * 60_000,
@@ -336,6 +346,7 @@ export const deviceReboot = defineTool({
   input: z.object({ ...common }),
   effect: { ...ON_DEVICE, destructive: true, effects: ['reboots a shared device'] },
   runsOn: 'device',
+  toolset: 'devices',
   limits: {},
   collections: {},
   maxRunMs: () => 20 * 60_000,

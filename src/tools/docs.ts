@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { CATALOG } from './catalog.ts';
 import { callSchema, isLaunchTool } from './contract.ts';
+import { DEFAULT_TOOLSETS, TOOLSET_NAMES, TOOLSETS } from './toolsets.ts';
 
 type JsonSchema = {
   properties?: Record<string, JsonSchema & { description?: string; default?: unknown }>;
@@ -27,8 +28,25 @@ export function renderToolsDoc(): string {
     '',
     'Besides the collections each tool lists below, any Evidence may carry `residual_unknowns` (filterable by `unknown_id`, `scope`): what the tool could not settle (a capture cut short by its timeout or a worker shutdown, a firmware region nothing could read, an analysis owner that could not be found), each also recorded as a residual unknown of the team.',
     '',
-    '| tool | runs on | effects | annotations |',
-    '|---|---|---|---|',
+    '## Toolsets',
+    '',
+    `A connection lists the toolsets its URL (\`/mcp?toolsets=a,b\` or \`all\`), else its token (\`dossier token create --toolsets\`), else the server (\`DOSSIER_TOOLSETS\`, default \`${DEFAULT_TOOLSETS}\`) chose; \`core\` is always listed. Any tool is callable by name whether listed or not. \`enable_toolsets\` lists more in a session (2025-11-25 and older), which then receives \`notifications/tools/list_changed\`.`,
+    '',
+    '| toolset | for | tools |',
+    '|---|---|---|',
+    ...TOOLSET_NAMES.map(
+      (t) =>
+        `| \`${t}\` | ${TOOLSETS[t]} | ${CATALOG.filter((c) => c.toolset === t)
+          .map((c) => `\`${c.name}\``)
+          .join(', ')} |`,
+    ),
+    '',
+    'A launch or analysis reply fits `DOSSIER_FIRST_REPLY_BYTES` (8,000 B) on the wire unless it asks for `detail: "complete"` (up to `DOSSIER_REPLY_BUDGET_BYTES`, 40,000 B); a result that does not fit comes as its summary and a `continuation` for `inspect_analysis_view`.',
+    '',
+    '## Every tool',
+    '',
+    '| tool | toolset | runs on | effects | annotations |',
+    '|---|---|---|---|---|',
   ];
   for (const c of CATALOG) {
     const hints = [
@@ -40,7 +58,7 @@ export function renderToolsDoc(): string {
       .filter(Boolean)
       .join(', ');
     out.push(
-      `| [\`${c.name}\`](#${c.name}) | ${c.runsOn} | ${c.effect.effects.join('; ') || 'none'} | ${hints} |`,
+      `| [\`${c.name}\`](#${c.name}) | ${c.toolset} | ${c.runsOn} | ${c.effect.effects.join('; ') || 'none'} | ${hints} |`,
     );
   }
   for (const c of CATALOG) {

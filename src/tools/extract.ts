@@ -3,7 +3,7 @@
 // and never created, and every bound has a default and a ceiling.
 import { z } from 'zod';
 import { ARTIFACT_DIGEST } from '../domain/types.ts';
-import { bounded, defineTool, investigationSchema } from './contract.ts';
+import { bounded, defineTool, investigationSchema, detailSchema } from './contract.ts';
 
 export const EXTRACT_LIMITS = {
   max_entries: { default: 10_000, max: 100_000, unit: 'entries' },
@@ -77,7 +77,7 @@ export const extractInput = z.object({
     'With recursive: how many archive levels below the artifact are opened (limits.max_depth bounds path components)',
   ),
   timeout_ms: bounded(EXTRACT_LIMITS.timeout_ms, 'Wall-clock limit of the extraction'),
-  detail: z.enum(['complete', 'summary']).default('complete'),
+  detail: detailSchema,
   investigation: investigationSchema.optional(),
 });
 
@@ -97,6 +97,7 @@ export const extractArtifact = defineTool({
     effects: ['writes an extracted tree under DOSSIER_HOME/extractions'],
   },
   runsOn: 'extract',
+  toolset: 'extraction',
   limits: EXTRACT_LIMITS,
   collections: {
     entries: {

@@ -40,6 +40,7 @@ export const extractFirmwareTool = defineTool({
     effects: ['writes carved regions and filesystems under DOSSIER_HOME/extractions'],
   },
   runsOn: 'extract',
+  toolset: 'extraction',
   limits: FIRMWARE_LIMITS,
   collections: {
     entries: {

@@ -23,6 +23,7 @@ export const getLaunch = defineTool({
   input: keyOnly,
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: {},
   collections: {},
 });
@@ -37,6 +38,7 @@ export const awaitLaunch = defineTool({
   }),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: {},
   collections: {},
 });
@@ -55,6 +57,7 @@ export const cancelLaunch = defineTool({
     effects: ['ends the process group of a running launch'],
   },
   runsOn: 'gateway',
+  toolset: 'core',
   limits: {},
   collections: {},
 });
@@ -72,6 +75,7 @@ export const listLaunches = defineTool({
   }),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: { limit: LIST_LIMIT },
   collections: {},
 });
@@ -80,10 +84,11 @@ export const whoami = defineTool({
   name: 'whoami',
   title: 'Who am I',
   description:
-    "The principal, team and role your token maps to, where this cluster shows launches, and your team's inbox folder (files placed there can be registered with register_artifact).",
+    "Your principal, team and role, this connection's toolsets, the cluster's launch UI, and your team's inbox folder (for register_artifact).",
   input: z.strictObject({}),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: {},
   collections: {},
 });

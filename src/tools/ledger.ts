@@ -8,6 +8,7 @@ import {
   LIST_LIMIT,
   listCursorSchema,
   listLimitSchema,
+  detailSchema,
 } from './contract.ts';
 
 export const PAGE_LIMIT = { default: 64, max: 256, unit: 'rows' };
@@ -45,7 +46,7 @@ export const whereSchema = z
     error: `at most ${WHERE_LIMITS.fields} fields`,
   })
   .describe(
-    'Exact filters: {field: [values]}. A row matches when every field equals one of its values (or, for a list field, contains one). No normalization: "0x10" does not match "0X10".',
+    'Exact filters {field: [values]}: every field equals (a list field contains) one of its values; no normalization.',
   );
 
 export const viewSchema = z.discriminatedUnion('kind', [
@@ -63,10 +64,11 @@ export const inspectAnalysisView = defineTool({
   name: 'inspect_analysis_view',
   title: 'Inspect retained Evidence',
   description:
-    'Read retained Evidence without moving it whole: {kind:"summary"}, or {kind:"page", collection, where?, offset, limit} (limit ≤ 256; where: {field: [values]}, e.g. {"syscall": ["openat"]}). Pages carry rows with their source_index and coverage {offset, returned, matched, total, next_offset, exhausted}; an empty page never means a row is absent.',
+    'Read retained Evidence: {kind:"summary"}, or {kind:"page", collection, where?, offset, limit}, e.g. a reply\'s continuation. Pages carry rows and coverage {matched, total, next_offset, exhausted}; an empty page never means a row is absent.',
   input: z.strictObject({ evidence_id: evidenceIdSchema, view: viewSchema }),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: { limit: PAGE_LIMIT },
   collections: {},
 });
@@ -75,10 +77,11 @@ export const getEvidence = defineTool({
   name: 'get_evidence',
   title: 'Get an Evidence record',
   description:
-    'One retained Evidence record of your team: provenance, summary, collections with row counts and filterable fields, truncation and limitations. Rows are read with inspect_analysis_view.',
+    'One Evidence record: provenance, summary, collections (row counts, filterable fields), truncation and limitations.',
   input: z.strictObject({ evidence_id: evidenceIdSchema }),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: {},
   collections: {},
 });
@@ -97,6 +100,7 @@ export const listEvidence = defineTool({
   }),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: { limit: LIST_LIMIT },
   collections: {},
 });
@@ -122,6 +126,7 @@ export const recordUnknown = defineTool({
   }),
   effect: LEDGER_WRITE,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: {},
   collections: {},
 });
@@ -130,7 +135,7 @@ export const updateUnknown = defineTool({
   name: 'update_unknown',
   title: 'Update a residual unknown',
   description:
-    'Change an unknown’s status (open, resolved, refuted, superseded), note or settling evidence, only if its revision is still expected_revision; otherwise revision_conflict and nothing changes. The same change again (a retry) changes nothing and makes no new revision.',
+    'Change an unknown’s status, note or settling evidence if its revision is still expected_revision (else revision_conflict, nothing changes). A retry of the same change changes nothing.',
   input: z.strictObject({
     unknown_id: z.string().regex(UNKNOWN_ID, { error: 'unknown_id is "unk_" followed by 32 hex digits' }),
     expected_revision: z.number().int().min(1).max(1_000_000_000),
@@ -144,6 +149,7 @@ export const updateUnknown = defineTool({
   }),
   effect: LEDGER_WRITE,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: {},
   collections: {},
 });
@@ -168,6 +174,7 @@ export const getUnknown = defineTool({
   }),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: { history_limit: HISTORY_LIMIT },
   collections: {},
 });
@@ -184,6 +191,7 @@ export const listUnknowns = defineTool({
   }),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: { limit: LIST_LIMIT },
   collections: {},
 });
@@ -196,7 +204,7 @@ export const exportEvidenceBundle = defineTool({
   input: z.strictObject({
     evidence_ids: z.array(evidenceIdSchema).min(1).max(BUNDLE_LIMITS.evidence.max),
     investigation: investigation.optional(),
-    detail: z.enum(['complete', 'summary']).default('complete'),
+    detail: detailSchema,
   }),
   effect: {
     idempotent: false,
@@ -206,6 +214,7 @@ export const exportEvidenceBundle = defineTool({
     effects: ['writes a bundle file under DOSSIER_HOME/exports'],
   },
   runsOn: 'analysis',
+  toolset: 'bundles',
   limits: { evidence: BUNDLE_LIMITS.evidence, bytes: BUNDLE_LIMITS.bytes },
   collections: {
     entries: { description: 'The exported Evidence ids in order', filterable: ['evidence_id'] },
@@ -230,6 +239,7 @@ export const importEvidenceBundle = defineTool({
   }),
   effect: LEDGER_WRITE,
   runsOn: 'gateway',
+  toolset: 'bundles',
   limits: { bytes: BUNDLE_LIMITS.bytes },
   collections: {},
 });
@@ -238,7 +248,7 @@ export const registerArtifact = defineTool({
   name: 'register_artifact',
   title: 'Register an artifact',
   description:
-    "Copy a file into the content-addressed artifact store and record its digest, size and type for your team: either a file by path (under the allowed roots or your team's inbox folder), or an entry of an extraction by {evidence_id, entry} (no download and upload; the artifact keeps its provenance). Registering the same content again returns the same digest. Files from elsewhere can be uploaded: POST /artifacts with the bearer token, or `npx dossier upload FILE`.",
+    "Store a file for your team and get its digest, size and type: by path (under the allowed roots or your team's inbox), or an extraction's entry by {evidence_id, entry}. The same content gets the same digest. Other files: POST /artifacts, or `npx dossier upload FILE`.",
   input: z
     .strictObject({
       path: z
@@ -284,6 +294,7 @@ export const registerArtifact = defineTool({
     effects: ['reads a file on the dossier host', 'writes the artifact store'],
   },
   runsOn: 'gateway',
+  toolset: 'core',
   limits: { bytes: UPLOAD_LIMIT },
   collections: {},
 });
@@ -295,6 +306,7 @@ export const listArtifacts = defineTool({
   input: z.strictObject({ cursor, limit }),
   effect: READ,
   runsOn: 'gateway',
+  toolset: 'core',
   limits: { limit: LIST_LIMIT },
   collections: {},
 });

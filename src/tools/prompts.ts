@@ -38,6 +38,9 @@ const DISCIPLINE =
 const KEYS =
   'Every tool with effects needs an idempotency_key: choose one per intended effect, and after any failure retry with the same key and arguments.';
 
+const TOOLSETS_HINT =
+  'A tool named here that your tool list lacks belongs to a toolset this connection does not list: enable_toolsets lists it (list_toolsets shows which), and any tool is callable by name.';
+
 export const PROMPTS: PromptSpec[] = [
   {
     name: 'investigate_feature',
@@ -277,6 +280,7 @@ export function renderPrompt(
     ...[...first, ...spec.steps, ...gate].map((s, i) => `${i + 1}. ${s}`),
     '',
     KEYS,
+    TOOLSETS_HINT,
     '',
     DISCIPLINE,
   ];

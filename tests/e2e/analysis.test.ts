@@ -272,6 +272,50 @@ describe('the other analysis tools', () => {
     const binary = await analyse(alice, 'inspect_binary', { artifact: digest, detail: 'summary' });
     expect(binary.summary).toMatchObject({ format: 'elf', stripped: true, libraries: ['libc.so.6'] });
   }, 240_000);
+
+  it('on real binaries every analysis’s first reply fits 8 KB on the wire; detail "complete" brings up to 40,000 B', async () => {
+    // Both databases were built above; true's complete results are 17-30 KB of JSON, sed's larger still.
+    for (const binary of ['/usr/bin/true', '/usr/bin/sed']) {
+      const artifact = await register(alice, binary);
+      /** The whole tools/call result as the client received it, once the analysis has finished. */
+      const first = async (tool: string, args: Record<string, unknown>) => {
+        for (;;) {
+          const raw = await alice.callTool({ name: tool, arguments: { artifact, wait_ms: 60_000, ...args } }, undefined, { timeout: 130_000 }); // prettier-ignore
+          const reply = raw.structuredContent as Reply;
+          if (reply.status === 'running') continue;
+          expect(reply.status, `${tool}: ${JSON.stringify(reply.error)}`).toBe('succeeded');
+          return { reply, wire: Buffer.byteLength(JSON.stringify(raw)) };
+        }
+      };
+      const functions = await first('list_functions', {});
+      const some = await all(alice, functions.reply.evidence_id, 'functions', { is_plt: [false] });
+      const fn = some.filter((f) => f.callees > 0).sort((a, b) => a.size - b.size)[0]!.address as string;
+      const asks: [string, Record<string, unknown>][] = [
+        ['list_functions', {}],
+        ['inspect_binary', {}],
+        ['find_strings', {}],
+        ['get_call_graph', { function: fn }],
+        ['decompile_function', { function: fn }],
+        ['trace_feature', { query: 'Usage' }],
+      ];
+      for (const [tool, args] of asks) {
+        const { reply, wire } = await first(tool, args);
+        expect(wire, `${binary} ${tool}`).toBeLessThanOrEqual(8_000);
+        // A result too large for the first reply says how to read the rest.
+        if (reply.detail === 'summary')
+          expect(reply.continuation, tool).toMatchObject({ kind: 'page', offset: 0 });
+        const complete = await call(alice, tool, { artifact, detail: 'complete', ...args });
+        const bytes = Buffer.byteLength(JSON.stringify({ ...complete, _isError: undefined }));
+        expect(bytes, `${binary} ${tool}`).toBeLessThanOrEqual(40_000);
+        // true's inspect_binary (about 30 KB) comes whole when asked for.
+        if (binary === '/usr/bin/true' && tool === 'inspect_binary')
+          expect(complete).toMatchObject({
+            detail: 'complete',
+            result: { collections: { symbols: expect.any(Array) } },
+          });
+      }
+    }
+  }, 600_000);
 });
 
 describe('shared by the team', () => {

@@ -6,7 +6,7 @@ import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { payloadKeys } from '../../src/temporal/codec.ts';
 import { dataConverter } from '../../src/temporal/dataConverter.ts';
-import { call, effectCounter } from '../helpers/mcp.ts';
+import { call, connectMcp, effectCounter } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
 let t: TestStack;
@@ -84,7 +84,11 @@ describe('authentication', () => {
   it('initializes and lists tools with the token from dev.json', async () => {
     const client = await t.connect();
     expect(client.getServerVersion()?.name).toBe('dossier');
-    const { tools } = await client.listTools();
+    // By default the core and analysis toolsets; the URL lists every tool.
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('inspect_binary');
+    const every = await connectMcp(`${t.url}?toolsets=all`, t.token);
+    const { tools } = await every.listTools();
+    await every.close();
     const capture = tools.find((tool) => tool.name === 'capture_process_scenario');
     expect(capture?.inputSchema.required).toContain('idempotency_key');
     expect(capture?.annotations).toMatchObject({
@@ -325,8 +329,13 @@ describe('stdio transport', () => {
       }),
     );
     try {
-      const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name)).toContain('capture_process_scenario');
+      // The server's toolsets; a stdio session enables more like any other.
+      const names = async () => (await client.listTools()).tools.map((tool) => tool.name);
+      expect(await names()).not.toContain('capture_process_scenario');
+      expect(await call(client, 'enable_toolsets', { toolsets: ['capture'] })).toMatchObject({
+        enabled: ['capture'],
+      });
+      expect(await names()).toContain('capture_process_scenario');
       expect(await call(client, 'whoami')).toMatchObject({ principal: 'stella', team: 'stdio-team' });
       const first = await call(client, 'capture_process_scenario', {
         executable: '/usr/bin/true',

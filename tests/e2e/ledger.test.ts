@@ -76,6 +76,30 @@ describe('producing tools deliver within the reply budget', () => {
     expect(summaryOnly.collections.stdout.rows).toBe(3);
   });
 
+  it('a first reply fits 8 KB on the wire however large the result; detail "complete" still brings it whole within 40,000 B', async () => {
+    const args = { executable: '/usr/bin/tar', args: ['--help'], idempotency_key: 'tar-help' };
+    const first = await client.callTool({ name: 'capture_process_scenario', arguments: args });
+    // The whole tools/call result as sent: the JSON as text, beside it as structured content.
+    expect(Buffer.byteLength(JSON.stringify(first))).toBeLessThanOrEqual(8_000);
+    const reply = first.structuredContent as Reply;
+    expect(reply).toMatchObject({
+      status: 'succeeded',
+      detail: 'summary',
+      continuation: { collection: 'stdout' },
+    });
+    expect(reply.complete_bytes).toBeGreaterThan(8_000);
+    const lines = reply.collections.stdout.rows as number;
+    const complete = await call(client, 'capture_process_scenario', { ...args, detail: 'complete' });
+    expect(complete).toMatchObject({ detail: 'complete', launch: { attached: true } });
+    expect(complete.result.collections.stdout).toHaveLength(lines);
+    expect(Buffer.byteLength(JSON.stringify({ ...complete, _isError: undefined }))).toBeLessThanOrEqual(
+      40_000,
+    );
+    // Following the continuation reaches every line, page by page, each page as small as the first reply.
+    const rows = await follow(reply.evidence_id, reply.continuation);
+    expect(rows).toHaveLength(lines);
+  });
+
   it('filters a real capture’s rows exactly and says how many matched', async () => {
     const big = await call(client, 'get_launch', { idempotency_key: 'seq-5000' });
     const page = await call(client, 'inspect_analysis_view', {

@@ -1,6 +1,7 @@
 // dossier driven by the Python MCP SDK 2.3.0, a dual-era client nobody here
 // wrote, pinned to the revision in force (2026-07-28) and in `auto` mode, which
-// probes server/discover and must choose 2026-07-28: tools listed, a capture
+// probes server/discover and must choose 2026-07-28: the tools of the toolsets
+// its URL chose listed, a capture
 // approved through input_required (the SDK answers the form and retries), its
 // retry attaching without asking again, an Evidence resource read, and with the
 // tasks extension, a capture that asks as a task (answered through tasks/update),
@@ -12,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisionEnv, type PythonEnv, type PythonEnvSpec } from '../../src/python/venv.ts';
+import { CATALOG } from '../../src/tools/catalog.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
 const run = promisify(execFile);
@@ -39,7 +41,8 @@ afterAll(async () => {
 async function drive(mode: string, prefix: string) {
   const { stdout } = await run(
     env.python,
-    [path.join(dir, 'modern_client.py'), t.url, t.token, mode, prefix],
+    // The endpoint's URL chooses the capture toolset (besides core) for every request of this client.
+    [path.join(dir, 'modern_client.py'), `${t.url}?toolsets=capture`, t.token, mode, prefix],
     { timeout: 180_000 },
   );
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -55,7 +58,7 @@ describe('the Python MCP SDK 2.3.0', () => {
       const out = await drive(mode, prefix);
       expect(out.protocol_version).toBe('2026-07-28');
       expect(out.tools).toEqual(
-        expect.arrayContaining(['capture_process_scenario', 'inspect_analysis_view']),
+        CATALOG.filter((c) => c.toolset === 'core' || c.toolset === 'capture').map((c) => c.name),
       );
 
       // The approval form reached the SDK's elicitation callback once; the call then ran.

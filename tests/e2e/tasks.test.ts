@@ -14,7 +14,8 @@ import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
 let t: TestStack;
 beforeAll(async () => {
-  t = await startTestStack();
+  // Every toolset listed (DOSSIER_TOOLSETS): the SDK client runs a tool as a task only when tools/list shows it may.
+  t = await startTestStack({ env: { DOSSIER_TOOLSETS: 'all' } });
 });
 afterAll(async () => {
   await t?.stop(true);

@@ -1,7 +1,9 @@
 // Retained views on both backends, through the transport-free Ledger:
 // pages reproduce collections exactly, filters are exact, coverage is honest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger } from '../../src/gateway/ledger.ts';
+import { wireBytes } from '../../src/gateway/callResult.ts';
+import { Ledger, replyBytes } from '../../src/gateway/ledger.ts';
+import type { ViewRequest } from '../../src/evidence/views.ts';
 import type { Store } from '../../src/store/store.ts';
 import type { EvidenceRecord, Principal } from '../../src/domain/types.ts';
 import { BACKENDS, freshStore } from '../helpers/backends.ts';
@@ -296,5 +298,46 @@ describe.each(BACKENDS)('retained views on %s', (backend) => {
     expect(rows).toHaveLength(8_000);
     const page = await ledger.inspect(alice, trace.evidence_id, continuation);
     expect(Buffer.byteLength(JSON.stringify(page))).toBeLessThanOrEqual(40_000);
+  });
+
+  it('by default a reply fits the first-reply budget on the wire, and so does the page its continuation names', async () => {
+    const reply = await ledger.deliver(
+      alice,
+      { status: 'succeeded', evidence_id: trace.evidence_id },
+      undefined,
+    );
+    expect(reply).toMatchObject({ detail: 'summary', continuation: { collection: 'references', offset: 0 } });
+    // The whole tools/call result: the JSON as text beside it as structured content.
+    expect(wireBytes(reply)).toBeLessThanOrEqual(ledger.firstReplyBytes);
+    expect(wireBytes(reply)).toBeGreaterThan(replyBytes(reply) * 2);
+    const page = await ledger.inspect(alice, trace.evidence_id, reply.continuation as ViewRequest);
+    expect(wireBytes(page)).toBeLessThanOrEqual(ledger.firstReplyBytes);
+    expect((page as { rows: unknown[] }).rows.length).toBe((reply.continuation as { limit: number }).limit);
+  });
+
+  it('a summary and limitations too large for the first reply are left out, each saying where it is', async () => {
+    const big = syntheticTrace(20, 't', 'alice');
+    big.record.summary = { ...big.record.summary, note: 'x'.repeat(6_000) };
+    big.record.limitations = Array.from({ length: 40 }, (_, i) => `limitation ${i}: ${'y'.repeat(60)}`);
+    const record = await store.evidence.put(big);
+    // A launch's reply carries its result's summary; the ledger adds the rest.
+    const launched = { status: 'succeeded', evidence_id: record.evidence_id, summary: big.record.summary };
+    const reply = await ledger.deliver(alice, launched, undefined);
+    expect(wireBytes(reply)).toBeLessThanOrEqual(ledger.firstReplyBytes);
+    expect(reply.summary).toBeUndefined();
+    expect(reply.summary_omitted).toMatch(
+      /bytes: inspect_analysis_view \{view: \{kind: "summary"\}\} shows it/,
+    );
+    expect(reply.limitations).toHaveLength(4);
+    expect((reply.limitations as string[])[3]).toMatch(/and 37 more/);
+    expect(reply.collections).toEqual({
+      matches: { rows: 4 },
+      references: { rows: 20 },
+      residual_unknowns: { rows: 20 },
+    });
+    // detail "complete" still carries it all within the reply budget.
+    const complete = await ledger.deliver(alice, launched, 'complete');
+    expect(complete).toMatchObject({ detail: 'complete', summary: big.record.summary });
+    expect(replyBytes(complete)).toBeLessThanOrEqual(ledger.replyBudgetBytes);
   });
 });

@@ -120,6 +120,36 @@ describe.each(BACKENDS)('shared sessions and rate buckets on %s', (backend) => {
     expect(await ask('dsr_unknown', 'e0')).toBeUndefined();
   });
 
+  it('keeps a token’s default toolsets and a session’s list, which the same read answers with its liveness', async () => {
+    const fay = { team: 't', principal: 'fay', role: 'viewer' as const };
+    const token = await store.tokens.create({ ...fay, toolsets: ['core', 'devices'] });
+    expect(await store.tokens.resolve(token)).toEqual({ ...fay, toolsets: ['core', 'devices'] });
+    expect((await store.tokens.list('t')).find((i) => i.principal === 'fay')).toMatchObject({
+      toolsets: ['core', 'devices'],
+    });
+    await store.sessions.open(
+      { ...fay, id: 'f0', init: '{}', toolsets: ['core', 'analysis'] },
+      10,
+      0,
+      50_000,
+    );
+    const ask = () => store.tokens.resolveInSession(token, { id: 'f0', liveSince: 49_000 });
+    expect(await ask()).toEqual({
+      principal: { ...fay, toolsets: ['core', 'devices'] },
+      sessionLive: true,
+      sessionToolsets: ['core', 'analysis'],
+    });
+    // Enabled on one replica, read by every other with the session's next request, and kept to resume it.
+    expect(await store.sessions.setToolsets('f0', fay, ['core', 'analysis', 'capture'])).toBe(true);
+    expect((await ask())!.sessionToolsets).toEqual(['core', 'analysis', 'capture']);
+    expect((await store.sessions.get('f0', fay, 0))!.toolsets).toBe('core,analysis,capture');
+    // Never another principal's session, nor one that is gone.
+    expect(await store.sessions.setToolsets('f0', { team: 'other', principal: 'fay' }, ['core'])).toBe(false);
+    await store.sessions.close('f0');
+    expect(await store.sessions.setToolsets('f0', fay, ['core'])).toBe(false);
+    expect(await ask()).toEqual({ principal: { ...fay, toolsets: ['core', 'devices'] }, sessionLive: false });
+  });
+
   it('lands two writes of the same sessions in opposite orders at once (two replicas)', async () => {
     const erin = { team: 't', principal: 'erin' };
     const ids = Array.from({ length: 300 }, (_, i) => `e${String(i).padStart(3, '0')}`);
