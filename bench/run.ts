@@ -14,6 +14,7 @@ import { benchCluster } from './cluster.ts';
 import { benchStart } from './start.ts';
 import { benchSideBySide } from './sideBySide.ts';
 import { benchFloor } from './floor.ts';
+import { benchSurface } from './surface.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
   launches: benchLaunches,
@@ -29,6 +30,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   cluster: benchCluster,
   sidebyside: benchSideBySide,
   floor: benchFloor,
+  surface: benchSurface,
 };
 const only = process.argv.slice(2);
 
