@@ -215,7 +215,7 @@ describe('npm start (the embedded default)', () => {
     await client2.close();
     expect(await stopProduct(second.child, 'SIGTERM')).toBe(0);
     expect(processesUnder(home)).toEqual([]);
-  });
+  }, 180_000);
 
   it('a Ctrl-C to its terminal lets a running launch finish while Temporal still runs, and stops soon after', async () => {
     const ctrlHome = mkdtempSync(path.join(os.tmpdir(), 'dossier-ctrl-c-'));

@@ -46,8 +46,16 @@ async function leave3MiB(client: Client, key: string): Promise<Reply> {
   return reply;
 }
 
-async function workspaceOf(team: string, reply: Reply): Promise<string> {
-  return (await t.stack.store.evidence.document(team, reply.evidence_id))!.workspace as string;
+/** The host folder of a launch's one dispatch (Evidence names it `/workspace`, as the program saw it). */
+function workspaceOf(reply: Reply): string {
+  const folder = path.join(
+    t.home,
+    'workspaces',
+    createHash('sha256').update(reply.launch.workflow_id).digest('hex').slice(0, 24),
+  );
+  const dispatches = readdirSync(folder).filter((n) => !n.includes('.'));
+  expect(dispatches).toHaveLength(1);
+  return path.join(folder, dispatches[0]!);
 }
 
 const kept = (folder: string) => existsSync(folder);
@@ -61,12 +69,12 @@ describe('a team bound on retained disk', () => {
 
   it("past the bound, the team's oldest finished workspace is reclaimed; its Evidence still pages its files", async () => {
     const bReply = await leave3MiB(bob, 'b-1');
-    b = { workspace: await workspaceOf('b', bReply) };
+    b = { workspace: workspaceOf(bReply) };
     for (const key of ['a-1', 'a-2', 'a-3']) {
       const reply = await leave3MiB(alice, key);
       a.push({
         reply,
-        workspace: await workspaceOf('a', reply),
+        workspace: workspaceOf(reply),
         files: await allRows(alice, reply.evidence_id, 'files'),
       });
     }
@@ -74,7 +82,7 @@ describe('a team bound on retained disk', () => {
     expect(statSync(path.join(a[0]!.workspace, 'blob')).size).toBe(3 * MiB);
 
     const fourth = await leave3MiB(alice, 'a-4');
-    a.push({ reply: fourth, workspace: await workspaceOf('a', fourth), files: [] });
+    a.push({ reply: fourth, workspace: workspaceOf(fourth), files: [] });
     expect(a.map((x) => kept(x.workspace))).toEqual([false, true, true, true]);
     // Nothing beside it is left either: its tracer's folder, its stamps.
     const launchFolder = path.dirname(a[0]!.workspace);
@@ -85,7 +93,7 @@ describe('a team bound on retained disk', () => {
     expect(files.find((f) => f.path === 'blob')).toMatchObject({ size: 3 * MiB, sha256: zeros3MiB });
 
     const fifth = await leave3MiB(alice, 'a-5');
-    a.push({ reply: fifth, workspace: await workspaceOf('a', fifth), files: [] });
+    a.push({ reply: fifth, workspace: workspaceOf(fifth), files: [] });
     expect(a.map((x) => kept(x.workspace))).toEqual([false, false, true, true, true]);
   });
 
@@ -158,7 +166,8 @@ describe('extraction outputs count too', () => {
       idempotency_key: 'x-1',
     });
     expect(extracted.status, JSON.stringify(extracted.error)).toBe('succeeded');
-    const output = extracted.summary.output as string;
+    // Evidence names an output relative to DOSSIER_HOME.
+    const output = path.resolve(t.home, extracted.summary.output as string);
     expect(output.startsWith(path.join(t.home, 'extractions', 'a'))).toBe(true);
     const entries = await allRows(alice, extracted.evidence_id);
     for (const key of ['x-2', 'x-3', 'x-4']) await leave3MiB(alice, key);
@@ -190,15 +199,15 @@ describe('extraction outputs count too', () => {
       artifact: artifact.digest,
       idempotency_key: 'x-5',
     });
-    const output = extracted.summary.output as string;
+    // Evidence names an output relative to DOSSIER_HOME.
+    const output = path.resolve(t.home, extracted.summary.output as string);
     const device = await call(alice, 'register_device', {
       device_id: 'arm-board',
       emulated: { evidence_id: extracted.evidence_id, prefix: '', arch: 'arm' },
     });
     expect(device.error).toBeUndefined();
     const after = [];
-    for (const key of ['x-6', 'x-7', 'x-8', 'x-9'])
-      after.push(await workspaceOf('a', await leave3MiB(alice, key)));
+    for (const key of ['x-6', 'x-7', 'x-8', 'x-9']) after.push(workspaceOf(await leave3MiB(alice, key)));
     expect(kept(output)).toBe(true);
     expect(after.map(kept)).toEqual([false, false, true, true]);
 
@@ -244,7 +253,7 @@ describe("a registered executable's private copy", () => {
       idempotency_key: 'bin-1',
     });
     expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
-    const workspace = await workspaceOf('a', reply);
+    const workspace = workspaceOf(reply);
     expect(kept(workspace)).toBe(true);
     expect(kept(`${workspace}.bin`)).toBe(false);
   });
