@@ -12,6 +12,8 @@ import { resolveUiServer } from '../src/dev/uiServer.ts';
 import { resolveTemporalServer } from '../src/dev/temporalServer.ts';
 import { provisionProvider } from '../src/analysis/venv.ts';
 import { flashUnpackers } from '../src/python/flash.ts';
+import { rulesEnv } from '../src/python/rules.ts';
+import { unblobEnv } from '../src/python/unblob.ts';
 import { workflowBundle } from '../src/worker.ts';
 import { freePort } from './helpers/ports.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
@@ -63,6 +65,9 @@ export async function setup(project: TestProject) {
   await provisionProvider(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3');
   // And the flash unpackers, so the first JFFS2 or UBI extraction measures the extraction.
   await flashUnpackers(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3');
+  // And unblob, the breadth reader (about twenty seconds, once).
+  await unblobEnv(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3');
+  await rulesEnv(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3');
   // Built once with Go (about 10 minutes on a fresh machine), then cached.
   await resolveTemporalServer(process.env.DOSSIER_TEMPORAL_SERVER_BIN);
   project.provide('bundleCacheDir', bundleCacheDir);

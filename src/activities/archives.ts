@@ -58,7 +58,28 @@ export function sniff(head: Buffer): string {
   // UBIFS without its UBI container: the node magic, then a superblock node (type 6 at offset 20).
   if (starts('31181006') && head.length > 20 && head[20] === 6) return 'ubifs';
   if (starts('28b52ffd')) return 'zstd';
-  if (starts('04224d18')) return 'lz4';
+  if (starts('04224d18') || starts('02214c18')) return 'lz4';
+  // Formats unblob reads (writer.ts: UNBLOB_KINDS), named here so a nested one is opened.
+  if (starts('4c5a4950')) return 'lzip';
+  if (starts('894c5a4f000d0a1a0a')) return 'lzop';
+  if (starts('48445230')) return 'trx';
+  if (starts('2a23245e')) return 'chk';
+  if (starts('2d726f6d3166732d')) return 'romfs';
+  if (starts('4d534346')) return 'cab';
+  if (starts('526172211a07')) return 'rar';
+  if (starts('1f9d')) return 'compress';
+  if (starts('5d000080')) return 'lzma';
+  if (head.length >= 11 && head.subarray(3, 11).toString('latin1') === 'NTFS    ') return 'ntfs';
+  if (head.length >= 1028 && head.readUInt32LE(1024) === 0xe0f5e1e2) return 'erofs';
+  // FAT: a boot sector's signature and its file system type string (FAT12/16 at 54, FAT32 at 82).
+  if (
+    head.length >= 512 &&
+    head[510] === 0x55 &&
+    head[511] === 0xaa &&
+    (head.subarray(54, 57).toString('latin1') === 'FAT' ||
+      head.subarray(82, 87).toString('latin1') === 'FAT32')
+  )
+    return 'fat';
   // Formats whose magic is not at the start: ISO 9660 at 32769, ext2/3/4 at 1080.
   if (head.length >= 32774 && head.subarray(32769, 32774).toString('latin1') === 'CD001') return 'iso9660';
   if (head.length >= 1082 && head.readUInt16LE(1080) === 0xef53) return 'ext';

@@ -9,10 +9,14 @@ import { ARCHIVE_FORMATS, type ExtractInput } from '../tools/extract.ts';
 import type { Effect } from './effect.ts';
 import { flashLimitations } from './flash.ts';
 import { verifiedArtifact } from './policy.ts';
-import { formatOf, type ArchiveFormat } from './unpack.ts';
+import { formatOf, type ArchiveFormat } from './detect.ts';
+import { unblobLimitations, unknownChunkQuestions } from './unblob.ts';
 import { unpackInThread } from './unpackThread.ts';
 import { outputName, publishOutputs } from '../evidence/artifacts.ts';
-import { deadline, KNOWN_UNREADABLE, normalized } from './writer.ts';
+import { deadline, normalized } from './writer.ts';
+
+/** What sniff() names that is surely no archive: unblob is not asked about these. */
+const NOT_ARCHIVES = new Set(['text', 'elf', 'pe', 'pdf', 'png', 'jpeg', 'empty']);
 
 async function detectFormat(
   sandbox: Sandbox,
@@ -21,11 +25,11 @@ async function detectFormat(
 ): Promise<Exclude<ArchiveFormat, 'auto'>> {
   const { format, kind } = await formatOf(sandbox, file, Math.min(60_000, timeoutMs));
   if (format) return format;
+  // Bytes dossier does not know: unblob searches them for every format it reads (and says if none).
+  if (!NOT_ARCHIVES.has(kind)) return 'unblob';
   throw new DossierError(
     'unsupported_target',
-    KNOWN_UNREADABLE.has(kind)
-      ? `The artifact is ${kind}, which dossier names but cannot unpack on this host.`
-      : `The artifact is not an archive this tool reads (it looks like ${kind}).`,
+    `The artifact is not an archive this tool reads (it looks like ${kind}).`,
     `extract_artifact reads ${ARCHIVE_FORMATS.join(', ')}; for firmware images with several regions use extract_firmware.`,
     { detected: kind },
   );
@@ -39,7 +43,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   const limits = input.limits;
 
   await ctx.begin();
-  const { rows, archives, error, cleanup, total, written } = await unpackInThread(
+  const { rows, archives, unblob, error, cleanup, total, written } = await unpackInThread(
     {
       input: { limits, recursive: input.recursive, max_depth: input.max_depth, timeout_ms: input.timeout_ms },
       file,
@@ -81,9 +85,18 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
       : {}),
     bytes_written: failure ? 0 : total,
     archive_bytes: archiveBytes,
-    ...(archives[0]?.facts ?? {}),
+    ...(archives[0]?.facts?.unblob ? {} : (archives[0]?.facts ?? {})),
+    ...(unblob.length ? { unblob: unblobSummary(unblob.map((u) => u.facts)) } : {}),
     cleanup: { ...cleanup, output: shownOutput },
   };
+  // Chunk paths are relative to the file unblob read: made relative to the output here.
+  const chunks = unblob.flatMap(({ at, facts }) =>
+    facts.chunks.map((c) => ({
+      ...c,
+      path: at ? `${at}${c.path ? `.extracted/${c.path}` : ''}` : c.path,
+      carved_to: c.carved_to && (at ? `${at}.extracted/${c.carved_to}` : c.carved_to),
+    })),
+  );
   const limitations: string[] = [];
   if (published.unpublished)
     limitations.push(
@@ -101,6 +114,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
     const flash = a.facts?.flash as Record<string, unknown> | undefined;
     if (flash) limitations.push(...flashLimitations(flash, a.path || 'the artifact'));
   }
+  for (const { at, facts } of unblob) limitations.push(...unblobLimitations(facts, at || 'the artifact'));
   if (failure)
     limitations.push(
       'the extraction failed and was rolled back; entries lists what was read before the failure',
@@ -108,16 +122,43 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   return {
     // A cancel is the launch's own end, not a failure of the archive.
     status: !failure ? 'succeeded' : failure.code === 'cancelled' ? 'cancelled' : 'failed',
-    document: { artifact: input.artifact, limits, ...summary },
-    collections: { entries: rows, archives },
+    document: {
+      artifact: input.artifact,
+      limits,
+      ...summary,
+      ...(unblob.length
+        ? { unblob: unblob.map(({ at, facts }) => ({ at, ...facts, chunks: undefined })) }
+        : {}),
+    },
+    collections: { entries: rows, archives, chunks },
     summary,
     truncated: Boolean(failure),
     limitations,
     target: { digest: input.artifact, path: archive.name ?? undefined },
     error: failure ?? undefined,
-    unknowns: (input.recursive ? unopened : nested).slice(0, 1_000).map((r) => ({
-      question: `What does the nested ${r.detected_type} archive ${r.path} contain?`,
-      scope: `${input.artifact} ${r.path}`,
-    })),
+    unknowns: [
+      ...(input.recursive ? unopened : nested).slice(0, 1_000).map((r) => ({
+        question: `What does the nested ${r.detected_type} archive ${r.path} contain?`,
+        scope: `${input.artifact} ${r.path}`,
+      })),
+      ...unblob.flatMap(({ at, facts }) => unknownChunkQuestions(facts, `${input.artifact} ${at}`.trim())),
+    ],
   };
 };
+
+/** unblob's runs in one line each: handlers met, chunks, unknown bytes. */
+function unblobSummary(runs: import('./unblob.ts').UnblobFacts[]) {
+  const handlers: Record<string, number> = {};
+  for (const r of runs) for (const [h, n] of Object.entries(r.handlers)) handlers[h] = (handlers[h] ?? 0) + n;
+  const chunks = runs.flatMap((r) => r.chunks);
+  const unknown = chunks.filter((c) => c.unknown);
+  return {
+    version: runs[0]!.version,
+    runs: runs.length,
+    handlers,
+    chunks: chunks.length,
+    unknown_chunks: unknown.length,
+    unknown_bytes: unknown.reduce((n, c) => n + c.size, 0),
+    deepest: runs.reduce((d, r) => Math.max(d, ...r.tree.map((t) => t.depth)), 0),
+  };
+}

@@ -1,19 +1,30 @@
-// The extract_firmware effect: binwalk finds signatures in the sandbox (it
-// never extracts: its own extractors have written outside their folder
-// before), dossier carves each region itself, and squashfs regions become a
-// tar stream (sqfs2tar, in the sandbox) that feeds the checked writer, so
-// links are recorded, never created, and every bound holds while writing.
+// The extract_firmware effect: unblob carves the image into chunks and
+// unpacks them, recursively, in the sandbox (unblob.ts), its tree streamed
+// through the checked writer; squashfs chunks (unblob's extractor, sasquatch,
+// is in no registry) become a tar stream from sqfs2tar in the sandbox. binwalk
+// lists signatures in the sandbox (it never extracts: its own extractors have
+// written outside their folder before), and a region of a kind dossier reads
+// that unblob did not find (a uImage) is carved by dossier by its stated size.
+// Links are recorded, never created, and every bound holds while writing.
 import { outputName, publishOutputs } from '../evidence/artifacts.ts';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import path from 'node:path';
 import { DossierError, toToolError } from '../domain/errors.ts';
 import { runHelper } from '../sandbox/helpers.ts';
 import type { FirmwareInput } from '../tools/firmware.ts';
 import type { Effect } from './effect.ts';
-import { deadline, startExtraction } from './writer.ts';
+import { deadline, normalized, startExtraction } from './writer.ts';
 import { readSquashfs } from './formats.ts';
 import { verifiedArtifact } from './policy.ts';
+import { readUnblob, unblobLimitations, unknownChunkQuestions, type UnblobFacts } from './unblob.ts';
+import { UNBLOB_HANDLERS } from '../tools/unblobHandlers.ts';
+
+/** binwalk's kinds dossier carves itself when unblob found no chunk there (unblob has no uImage handler). */
+const CARVED_BY_DOSSIER = new Set(['uimage', 'squashfs']);
+/** Chunk kinds that are file systems, for the summary's `filesystems`. */
+const FILESYSTEMS = new Set<string>(
+  UNBLOB_HANDLERS.filter((h) => h.type === 'FileSystem').map((h) => h.kind),
+);
 
 export interface Signature {
   offset: number;
@@ -64,35 +75,72 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
 
   await ctx.begin();
   const out = await startExtraction(ctx, input.limits, imageBytes, input.timeout_ms);
-  const filesystems: string[] = [];
+  let unblob: UnblobFacts | null = null;
   let failure: unknown;
   try {
+    unblob = await readUnblob(
+      {
+        sandbox: ctx.sandbox,
+        python: ctx.config.analysis.python,
+        file,
+        mode: 'firmware',
+        depth: input.max_depth + 1,
+        maxEntries: input.limits.max_entries,
+        scratchBytes: Math.min(
+          input.limits.max_total_bytes,
+          input.limits.max_ratio * Math.max(imageBytes, 1),
+        ),
+        timeoutMs: left(),
+        progress: (facts) => ctx.progress(facts),
+      },
+      out.onEntry,
+    );
+    // Depth: one level per `…_extract/` folder below the chunk's own folder.
+    for (const row of out.rows) {
+      const parts = normalized(row.path).split('/');
+      row.depth =
+        parts.slice(1, -1).filter((p) => p.endsWith('_extract')).length +
+        (parts.length > 1 && parts[0] !== 'carved' ? 1 : 0);
+    }
+    const taken = new Set(out.rows.map((r) => normalized(r.path)));
+    const known = new Set(unblob.chunks.filter((c) => c.depth === 0 && !c.unknown).map((c) => c.start));
     for (const sig of signatures) {
       const name = `carved/0x${sig.offset.toString(16)}.${sig.kind}`;
-      const content =
-        sig.length > 0
-          ? createReadStream(file, { start: sig.offset, end: sig.offset + sig.length - 1 })
-          : null;
+      if (!CARVED_BY_DOSSIER.has(sig.kind) || known.has(sig.offset) || taken.has(name) || sig.length === 0)
+        continue;
       await out.onEntry({
         name,
         type: 'file',
         linkTarget: null,
-        content: content ?? createReadStream('/dev/null'),
+        content: createReadStream(file, { start: sig.offset, end: sig.offset + sig.length - 1 }),
       });
-      if (sig.kind !== 'squashfs' || sig.length === 0) continue;
-
-      // sqfs2tar turns the filesystem into a tar stream in the sandbox; every byte then goes
-      // through the checked writer, so the bounds hold on what is written, as it is written.
-      const carved = path.join(ctx.workspace, 'out', name);
-      const prefix = `squashfs-0x${sig.offset.toString(16)}`;
-      await readSquashfs(ctx.sandbox, carved, left(), (entry) =>
-        out.onEntry({ ...entry, name: `${prefix}/${entry.name.replace(/^\.?\/+/, '')}` }),
+      taken.add(name);
+    }
+    // Squashfs chunks unblob could not unpack: sqfs2tar turns each into a tar stream in the sandbox.
+    for (const row of [...out.rows]) {
+      const m = /^carved\/0x([0-9a-f]+)\.squashfs$/.exec(normalized(row.path));
+      if (!m || row.status !== 'written') continue;
+      const prefix = `squashfs-0x${m[1]}`;
+      if (out.rows.some((r) => normalized(r.path).startsWith(`${prefix}/`))) continue;
+      await readSquashfs(ctx.sandbox, out.staged(row), left(), (entry) =>
+        out.onEntry(
+          { ...entry, name: `${prefix}/${entry.name.replace(/^\.?\/+/, '')}` },
+          { depth: 1, parent: null },
+        ),
       );
-      filesystems.push(`squashfs-0x${sig.offset.toString(16)}`);
+      row.extracted_to = prefix;
     }
   } catch (err) {
     failure = err;
   }
+  const filesystems = [
+    ...new Set(
+      out.rows
+        .map((r) => /^([a-z0-9_]+)-0x[0-9a-f]+(?=\/)/.exec(normalized(r.path)))
+        .filter((m): m is RegExpExecArray => m !== null && (FILESYSTEMS.has(m[1]!) || m[1] === 'squashfs'))
+        .map((m) => m[0]),
+    ),
+  ];
   const cleanup = await out.settle(failure);
   const published =
     !failure && cleanup.output
@@ -101,10 +149,17 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
   const { total, written } = out.stats();
   const refused = out.rows.filter((r) => r.status === 'refused').length;
   const shownOutput = cleanup.output && outputName(ctx.config.home, cleanup.output);
+  const chunks = unblob?.chunks ?? [];
+  const unknownChunks = chunks.filter((c) => c.unknown);
   const summary = {
     output: shownOutput,
     signatures: signatures.length,
-    carved: signatures.length,
+    chunks: chunks.length,
+    carved: out.rows.filter((r) => r.path.startsWith('carved/') && r.status === 'written').length,
+    unknown_chunks: unknownChunks.length,
+    unknown_bytes: unknownChunks.filter((c) => c.depth === 0).reduce((n, c) => n + c.size, 0),
+    handlers: unblob?.handlers ?? {},
+    deepest: unblob ? Math.max(0, ...unblob.tree.map((t) => t.depth)) : 0,
     filesystems,
     entries: out.rows.length,
     written,
@@ -122,20 +177,36 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
   if (signatures.length >= input.max_signatures)
     limitations.push(`signatures were capped at max_signatures=${input.max_signatures}`);
   if (refused) limitations.push(`${refused} entries were refused (see status "refused" in entries)`);
+  if (unblob) limitations.push(...unblobLimitations(unblob, 'the image'));
   if (failure)
     limitations.push(
       'the extraction failed and was rolled back; entries lists what was read before the failure',
     );
-  const opened = new Set(filesystems.map((f) => f.replace('squashfs-', '')));
   return {
     status: !failure
       ? 'succeeded'
       : failure instanceof DossierError && failure.code === 'cancelled'
         ? 'cancelled'
         : 'failed',
-    document: { artifact: input.artifact, limits: input.limits, ...summary },
+    document: {
+      artifact: input.artifact,
+      limits: input.limits,
+      ...summary,
+      ...(unblob ? { unblob: { ...unblob, chunks: undefined } } : {}),
+    },
     collections: {
       entries: out.rows,
+      chunks,
+      archives: (unblob?.tree ?? []).map((t) => ({
+        path: t.path,
+        depth: t.depth,
+        format: t.handlers.join('+') || 'unknown',
+        status: 'opened',
+        entries: 0,
+        reason: null,
+        facts: null,
+        reader: 'unblob',
+      })),
       signatures: signatures.map((s, i) => ({ index: i, ...s, offset_hex: `0x${s.offset.toString(16)}` })),
     },
     summary,
@@ -143,11 +214,21 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     limitations,
     target: { digest: input.artifact, path: image.name ?? undefined },
     error: failure ? toToolError(failure) : undefined,
-    unknowns: signatures
-      .filter((s) => s.kind !== 'squashfs' || !opened.has(`0x${s.offset.toString(16)}`))
-      .map((s) => ({
-        question: `What does the ${s.kind} region at 0x${s.offset.toString(16)} contain?`,
-        scope: `${input.artifact} 0x${s.offset.toString(16)}`,
-      })),
+    unknowns: [
+      ...(unblob ? unknownChunkQuestions(unblob, input.artifact) : []),
+      ...chunks
+        .filter(
+          (c) =>
+            !c.unknown &&
+            !c.extracted &&
+            c.kind !== 'padding' &&
+            !(c.depth === 0 && filesystems.includes(`${c.kind}-0x${c.start.toString(16)}`)),
+        )
+        .slice(0, 1_000)
+        .map((c) => ({
+          question: `What does the ${c.handler} chunk at 0x${c.start.toString(16)} of ${c.path || 'the image'} contain? (it was carved, not unpacked)`,
+          scope: `${input.artifact} ${c.path || '.'}@0x${c.start.toString(16)}`,
+        })),
+    ],
   };
 };

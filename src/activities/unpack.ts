@@ -3,21 +3,10 @@
 // every nested archive the writer wrote, level by level, under the same global
 // bounds. This runs in the extraction thread (unpackThread.ts), away from the
 // gateway's and worker's event loop and heap.
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError, toToolError, type ToolError } from '../domain/errors.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { ExtractInput } from '../tools/extract.ts';
-import {
-  decompressed,
-  read7z,
-  readSingle,
-  readTar,
-  sniff,
-  type Compression,
-  type OnEntry,
-} from './archives.ts';
+import { decompressed, read7z, readSingle, readTar, type OnEntry } from './archives.ts';
 import type { ExtractionContext } from './effect.ts';
 import { readFlash } from './flash.ts';
 import {
@@ -27,76 +16,12 @@ import {
   readThroughBsdtar,
   readUImage,
 } from './formats.ts';
+import { readUnblob, type UnblobFacts } from './unblob.ts';
+import { settleUnblobRows } from './unblobRows.ts';
 import { readZip } from './zip.ts';
-import {
-  HEAD_BYTES,
-  NESTED_SUFFIX,
-  normalized,
-  OPENABLE,
-  startExtraction,
-  type ManifestRow,
-} from './writer.ts';
+import { NESTED_SUFFIX, normalized, startExtraction, type ManifestRow } from './writer.ts';
 
-export type ArchiveFormat = ExtractInput['format'];
-
-async function readHead(file: string, bytes = HEAD_BYTES): Promise<Buffer> {
-  const fd = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  try {
-    const head = Buffer.alloc(bytes);
-    const { bytesRead } = await fd.read(head, 0, bytes, 0);
-    return head.subarray(0, bytesRead);
-  } finally {
-    await fd.close();
-  }
-}
-
-/** The first bytes of a decompressed stream (gzip in-process; bzip2, xz in the sandbox). */
-async function decompressedHead(
-  sandbox: Sandbox,
-  file: string,
-  compression: Compression,
-  timeoutMs: number,
-): Promise<Buffer> {
-  const stream = decompressed(sandbox, file, compression, timeoutMs);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of stream) {
-      chunks.push(chunk as Buffer);
-      size += (chunk as Buffer).length;
-      if (size >= 512) break;
-    }
-  } catch {
-    // a corrupt stream names no tar; reading it for real reports the corruption
-  } finally {
-    stream.destroy();
-  }
-  return Buffer.concat(chunks);
-}
-
-/**
- * The format of an archive by its content, or null with what it looks like.
- * `known` is what sniff() already named from the file's first bytes (the
- * writer keeps them for every entry), so the head is not read again.
- */
-export async function formatOf(
-  sandbox: Sandbox,
-  file: string,
-  timeoutMs = 60_000,
-  known?: string,
-): Promise<{ format: Exclude<ArchiveFormat, 'auto'> | null; kind: string }> {
-  const kind = known ?? sniff(await readHead(file));
-  const single = { gzip: 'gzip', bzip2: 'bzip2', xz: 'xz' } as const;
-  if (kind in single) {
-    const compression = single[kind as keyof typeof single];
-    // A compressed tar has "ustar" at offset 257 of the decompressed stream.
-    const inner = sniff(await decompressedHead(sandbox, file, compression, timeoutMs));
-    const asTar = { gzip: 'tar.gz', bzip2: 'tar.bz2', xz: 'tar.xz' } as const;
-    return { format: inner === 'tar' ? asTar[compression] : compression, kind };
-  }
-  if (OPENABLE.has(kind)) return { format: kind as Exclude<ArchiveFormat, 'auto'>, kind };
-  return { format: null, kind };
-}
+import { formatOf, type ArchiveFormat } from './detect.ts';
 
 const TAR_COMPRESSION = { tar: 'none', 'tar.gz': 'gzip', 'tar.bz2': 'bzip2', 'tar.xz': 'xz' } as const;
 const SINGLE_SUFFIX = { gzip: /\.gz$|\.tgz$/, bzip2: /\.bz2$/, xz: /\.xz$/ } as const;
@@ -117,6 +42,8 @@ interface ReadPlan {
   archiveBytes: number;
   maxRatio: number;
   timeoutMs: number;
+  /** Archive levels unblob may open below this one, this one included. */
+  levels: number;
 }
 
 /** Reads one archive of a known format into the writer. */
@@ -202,6 +129,30 @@ async function readArchive(ctx: ExtractionContext, plan: ReadPlan, onEntry: OnEn
       };
     case 'uimage':
       return { uimage: await readUImage(file, onEntry) };
+    case 'unblob': {
+      const unblob = await readUnblob(
+        {
+          sandbox: ctx.sandbox,
+          python: ctx.config.analysis.python,
+          file,
+          mode: 'artifact',
+          depth: plan.levels,
+          maxEntries: plan.entriesLeft,
+          scratchBytes: Math.min(plan.bytesLeft, plan.ratioBytesLeft),
+          timeoutMs,
+          progress: (facts) => ctx.progress(facts),
+        },
+        onEntry,
+      );
+      if (!unblob.chunks.some((c) => !c.unknown && c.handler !== 'padding'))
+        throw new DossierError(
+          'unsupported_target',
+          `Neither dossier nor unblob ${unblob.version.replace('unblob ', '')} found a format they read in it.`,
+          'Check the artifact (list_artifacts shows its type); for a firmware image with several regions use extract_firmware.',
+          { chunks: unblob.chunks.slice(0, 16) },
+        );
+      return { unblob };
+    }
   }
 }
 
@@ -222,6 +173,8 @@ export interface ArchiveRow {
   entries: number;
   reason: string | null;
   facts: FormatFacts;
+  /** Who opened it: dossier's own reader, or unblob (its recursion inside one of dossier's levels). */
+  reader?: 'dossier' | 'unblob';
 }
 
 /** One extraction's reading and writing, as the worker thread receives it. */
@@ -239,6 +192,8 @@ export interface UnpackJob {
 export interface UnpackOutcome {
   rows: ManifestRow[];
   archives: ArchiveRow[];
+  /** What unblob reported for each file it read (its output path, "" for the artifact). */
+  unblob: { at: string; facts: UnblobFacts }[];
   error: ToolError | null;
   cleanup: { staging_removed: boolean; output: string | null };
   total: number;
@@ -256,9 +211,10 @@ export async function unpack(job: UnpackJob, ctx: ExtractionContext): Promise<Un
   const left = () => Math.max(1_000, job.deadlineAt - Date.now());
   const run = await startExtraction(ctx, limits, archiveBytes, left());
   const { onEntry, rows } = run;
-  const plan = (f: ReadPlan['format'], at: string, name: string): ReadPlan => {
+  const plan = (f: ReadPlan['format'], at: string, name: string, depth = 0): ReadPlan => {
     const { total } = run.stats();
     return {
+      levels: input.recursive ? input.max_depth - depth + 1 : 1,
       format: f,
       file: at,
       name,
@@ -272,6 +228,16 @@ export async function unpack(job: UnpackJob, ctx: ExtractionContext): Promise<Un
   };
   const archives: ArchiveRow[] = [];
 
+  // Rows unblob already opened or tried (its recursion is its own): never opened again here.
+  const settled = new Set<ManifestRow>();
+  const afterUnblob = (facts: FormatFacts, from: number, depth: number, parent: string) => {
+    const unblob = facts?.unblob as UnblobFacts | undefined;
+    if (!unblob) return;
+    archives.push(...settleUnblobRows(rows, from, unblob, depth, parent, settled));
+    unblobFacts.push({ at: parent, facts: unblob });
+  };
+  const unblobFacts: { at: string; facts: UnblobFacts }[] = [];
+
   let failure: unknown;
   try {
     const facts = await readArchive(ctx, plan(format, file, job.name), onEntry);
@@ -284,11 +250,13 @@ export async function unpack(job: UnpackJob, ctx: ExtractionContext): Promise<Un
       reason: null,
       facts,
     });
+    afterUnblob(facts, 0, 0, '');
     // Recursive: every nested archive written so far is opened in turn, and those it holds after it,
     // under the same global bounds; rows grows while this loop runs.
     for (let i = 0; input.recursive && i < rows.length; i++) {
       const row = rows[i]!;
-      if (!row.nested_archive || row.status !== 'written' || row.type !== 'file') continue;
+      if (!row.nested_archive || row.status !== 'written' || row.type !== 'file' || settled.has(row))
+        continue;
       const where = { path: normalized(row.path), depth: row.depth + 1 };
       if (row.depth + 1 > input.max_depth) {
         row.reason = `nested archive not opened: max_depth=${input.max_depth} reached`;
@@ -321,7 +289,7 @@ export async function unpack(job: UnpackJob, ctx: ExtractionContext): Promise<Un
       try {
         const facts = await readArchive(
           ctx,
-          plan(inner.format, staged, path.basename(where.path)),
+          plan(inner.format, staged, path.basename(where.path), where.depth),
           run.nestedIn(row),
         );
         row.extracted_to = `${where.path}${NESTED_SUFFIX}`;
@@ -333,6 +301,7 @@ export async function unpack(job: UnpackJob, ctx: ExtractionContext): Promise<Un
           reason: null,
           facts,
         });
+        afterUnblob(facts, before, where.depth, where.path);
       } catch (err) {
         if (endsExtraction(err)) throw err;
         row.extracted_to = rows.length > before ? `${where.path}${NESTED_SUFFIX}` : null;
@@ -352,5 +321,12 @@ export async function unpack(job: UnpackJob, ctx: ExtractionContext): Promise<Un
   }
 
   const cleanup = await run.settle(failure);
-  return { rows, archives, error: failure ? toToolError(failure) : null, cleanup, ...run.stats() };
+  return {
+    rows,
+    archives,
+    unblob: unblobFacts,
+    error: failure ? toToolError(failure) : null,
+    cleanup,
+    ...run.stats(),
+  };
 }

@@ -38,8 +38,23 @@ export const OPENABLE = new Set([
   'ubi',
   'ubifs',
 ]);
-/** Archives and file systems dossier names but has no reader for here. */
-export const KNOWN_UNREADABLE = new Set(['zstd', 'lz4']);
+/** What sniff() names that dossier has no reader of its own for: unblob reads them (unblob.ts). */
+export const UNBLOB_KINDS = new Set([
+  'zstd',
+  'lz4',
+  'lzip',
+  'lzop',
+  'lzma',
+  'compress',
+  'erofs',
+  'fat',
+  'ntfs',
+  'romfs',
+  'trx',
+  'chk',
+  'cab',
+  'rar',
+]);
 /** Bytes of an entry's start kept for naming its format (ISO 9660's magic is at 32,769). */
 export const HEAD_BYTES = 36 * 1024;
 
@@ -253,7 +268,7 @@ export async function startExtraction(
       size,
       sha256: hash.digest('hex'),
       detected_type: kind,
-      nested_archive: OPENABLE.has(kind) || KNOWN_UNREADABLE.has(kind),
+      nested_archive: OPENABLE.has(kind) || UNBLOB_KINDS.has(kind),
       status: 'written',
       reason: null,
     });

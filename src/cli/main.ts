@@ -51,7 +51,7 @@ const USAGE = `usage: dossier <command>
                         find or build the Temporal CLI and the Temporal UI server (with --server also
                         the Temporal server and temporal-sql-tool for \`cluster up\`); print their paths
   provision-analysis    make the angr provider's hash-locked virtualenv (cached); print angr's version
-  provision-unpackers   make the flash unpackers' hash-locked virtualenv (JFFS2, UBI; cached)
+  provision-unpackers   make the unpackers' and rule engine's hash-locked virtualenvs (JFFS2, UBI; unblob; YARA-X)
   version               print the version and whether the compiled build or the sources run
 
 Configuration: DOSSIER_* environment variables (see docs/operations.md).`;
@@ -113,8 +113,11 @@ async function main(argv: string[]) {
     }
     case 'provision-unpackers': {
       const { flashUnpackers } = await import('../python/flash.ts');
-      const env = await flashUnpackers(loadConfig().analysis.python);
-      console.log(`${env.version} in ${env.venv}`);
+      const { unblobEnv } = await import('../python/unblob.ts');
+      const { rulesEnv } = await import('../python/rules.ts');
+      const python = loadConfig().analysis.python;
+      for (const env of [await flashUnpackers(python), await unblobEnv(python), await rulesEnv(python)])
+        console.log(`${env.version} in ${env.venv}`);
       return;
     }
     case 'version':

@@ -19,6 +19,7 @@ import { resolveUiServer, startUiServer } from './uiServer.ts';
 import { lockHome } from './homeLock.ts';
 import { cachedProvider, provisionProvider } from '../analysis/venv.ts';
 import { cachedFlash, flashUnpackers } from '../python/flash.ts';
+import { cachedUnblob, unblobEnv } from '../python/unblob.ts';
 import { startMetricsListener } from '../mcp/metricsRoute.ts';
 import { startTracing } from '../metrics/tracing.ts';
 import { devJsonPath, type DevJson } from './devJson.ts';
@@ -139,6 +140,13 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
         flashUnpackers(config.analysis.python, log).catch((err: Error) =>
           log(
             `dossier: the flash unpackers could not be provisioned (${err.message}); JFFS2 and UBI extractions will try again.`,
+          ),
+        );
+      }
+      if (config.capabilities.includes('extract') && !cachedUnblob(config.analysis.python)) {
+        unblobEnv(config.analysis.python, log).catch((err: Error) =>
+          log(
+            `dossier: unblob could not be provisioned (${err.message}); extractions that need it will try again.`,
           ),
         );
       }

@@ -20,6 +20,8 @@ export interface HelperRun {
   limits?: Limits;
   /** Size of its private /tmp, when not the policy's (an unpacker that writes a whole tree there). */
   tmpBytes?: number;
+  /** A private /dev/shm of this size (a helper that runs a multiprocessing pool). */
+  shmBytes?: number;
   env?: Record<string, string>;
 }
 
@@ -45,6 +47,7 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
     mounts: run.mounts,
     limits: run.limits,
     tmpBytes: run.tmpBytes,
+    shmBytes: run.shmBytes,
     stdin: run.stdin ? 'pipe' : 'ignore',
   });
   if (run.stdin && proc.child.stdin) {

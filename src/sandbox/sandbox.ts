@@ -86,6 +86,8 @@ export interface SandboxRequest {
   limits?: Limits;
   /** Size of the private /tmp (default: the policy's tmpBytes). */
   tmpBytes?: number;
+  /** A private /dev/shm of this size, for programs whose processes share semaphores (Python's multiprocessing). */
+  shmBytes?: number;
   /** `none` runs without namespaces (the admin's escape): still unprivileged when the worker is root. */
   isolation?: 'sandbox' | 'none';
   /** A pipe to write to (the default), nothing, or an input known in advance (written and closed). */
@@ -255,6 +257,7 @@ export class Sandbox {
         '--tmpfs',
         '/tmp',
       );
+      if (req.shmBytes) bwrap.push('--perms', '1777', '--size', String(req.shmBytes), '--tmpfs', '/dev/shm');
       for (const m of mounts) {
         const inside = m.inside ?? (typeof m.host === 'string' ? m.host : undefined);
         if (!inside) throw new Error('a mount of a file descriptor needs its inside path');

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { ARTIFACT_DIGEST } from '../domain/types.ts';
 import { bounded, defineTool, investigationSchema, detailSchema } from './contract.ts';
+import { ARCHIVE_FORMATS, formatsSentence } from './formats.ts';
 
 export const EXTRACT_LIMITS = {
   max_entries: { default: 10_000, max: 100_000, unit: 'entries' },
@@ -16,34 +17,10 @@ export const EXTRACT_LIMITS = {
   max_ratio: { default: 1_000, max: 100_000, unit: 'bytes written per archive byte' },
   max_depth: { default: 32, max: 256, unit: 'path components' },
   timeout_ms: { default: 300_000, max: 3_600_000, unit: 'ms' },
-  nesting: { default: 4, max: 16, unit: 'archive levels below the artifact (recursive)' },
+  nesting: { default: 10, max: 16, unit: 'archive levels below the artifact (recursive)' },
 };
 
-export const ARCHIVE_FORMATS = [
-  'zip',
-  'apk',
-  'tar',
-  'tar.gz',
-  'tar.bz2',
-  'tar.xz',
-  'gzip',
-  'bzip2',
-  'xz',
-  '7z',
-  'ar',
-  'deb',
-  'cpio',
-  'rpm',
-  'iso9660',
-  'squashfs',
-  'cramfs',
-  'ext',
-  'jffs2',
-  'ubi',
-  'ubifs',
-  'android-sparse',
-  'uimage',
-] as const;
+export { ARCHIVE_FORMATS };
 
 export const extractInput = z.object({
   artifact: z
@@ -55,7 +32,9 @@ export const extractInput = z.object({
   format: z
     .enum(['auto', ...ARCHIVE_FORMATS])
     .default('auto')
-    .describe('Archive format; auto detects it from the content.'),
+    .describe(
+      "Archive format; auto detects it from the content (dossier's readers first, then unblob); unblob lets unblob identify and read it.",
+    ),
   limits: z
     .strictObject({
       max_entries: bounded(EXTRACT_LIMITS.max_entries, 'Entries in the archive'),
@@ -86,8 +65,7 @@ export type ExtractInput = z.infer<typeof extractInput>;
 export const extractArtifact = defineTool({
   name: 'extract_artifact',
   title: 'Extract an archive',
-  description:
-    'Unpack a registered archive into a new output directory: zip and APK (signing block listed), tar (plain, gz, bz2, xz), lone gzip/bzip2/xz streams, 7z, ar and .deb (every member), cpio (newc, odc), rpm, ISO 9660, squashfs, cramfs, ext2/3/4, Android sparse images (as the raw image) and uImage (header and payload carved by its stated size); the format is detected from the content. Unsafe paths are refused and recorded, links are recorded and never created. Nested archives are listed, or with recursive: true opened in the same launch (up to max_depth levels) under the same global bounds, each entry keeping its depth, parent and inner path. Any written entry can be registered as an artifact with register_artifact {evidence_id, entry}. A bound exceeded fails the extraction and leaves no partial tree.',
+  description: `Unpack a registered archive, compressed stream, file system or firmware container into a new output directory; the format is detected from the content. Formats, by reader: ${formatsSentence()}. unblob's chunks (exact offsets and sizes; unknown ones with their entropy, a high-entropy one recorded as a residual unknown) and its recursion tree are kept. Unsafe paths are refused and recorded, links are recorded and never created. Nested archives are listed, or with recursive: true opened in the same launch (up to max_depth levels) under the same global bounds, each entry keeping its depth, parent and inner path. Any written entry can be registered as an artifact with register_artifact {evidence_id, entry}. A bound exceeded fails the extraction and leaves no partial tree.`,
   input: extractInput,
   effect: {
     idempotent: false,
@@ -107,8 +85,13 @@ export const extractArtifact = defineTool({
     },
     archives: {
       description:
-        'One row per archive read: the artifact ("" path, depth 0) and, with recursive, every nested archive: {path, depth, format, status (opened, failed, not_opened), entries, reason, facts}.',
-      filterable: ['status', 'format', 'depth'],
+        'One row per archive read, the recursion tree: the artifact ("" path, depth 0) and every nested archive opened (by dossier with recursive, or by unblob inside what it read): {path, depth, format, status (opened, failed, not_opened), entries, reason, facts, reader}.',
+      filterable: ['status', 'format', 'depth', 'reader'],
+    },
+    chunks: {
+      description:
+        'unblob\'s chunks, one row per chunk of every file it read: {path (the file, "" for the artifact), depth, start, end, size, handler, kind, unknown, carved_to, entropy (bits per byte, unknown chunks), entropy_sampled, encrypted, extracted}.',
+      filterable: ['handler', 'kind', 'unknown', 'path', 'depth'],
     },
   },
   maxRunMs: (input) => input.timeout_ms + 30_000,

@@ -1,9 +1,11 @@
-// extract_firmware: signature scan and carving of a firmware image, with
-// squashfs filesystems unpacked, under the bounds of extract_artifact.
+// extract_firmware: carving of a firmware image by unblob (exact chunk ends,
+// unknown chunks with their entropy) and every chunk unpacked, recursively,
+// under the bounds of extract_artifact; binwalk's signatures listed beside.
 import { z } from 'zod';
 import { ARTIFACT_DIGEST } from '../domain/types.ts';
 import { bounded, defineTool } from './contract.ts';
-import { EXTRACT_LIMITS, extractInput } from './extract.ts';
+import { EXTRACT_LIMITS, extractArtifact, extractInput } from './extract.ts';
+import { formatsSentence } from './formats.ts';
 
 export const FIRMWARE_LIMITS = {
   ...EXTRACT_LIMITS,
@@ -18,7 +20,10 @@ const firmwareInput = z.object({
     })
     .describe('Digest of a registered firmware image.'),
   limits: extractInput.shape.limits,
-  max_signatures: bounded(FIRMWARE_LIMITS.max_signatures, 'Signatures carved'),
+  max_signatures: bounded(FIRMWARE_LIMITS.max_signatures, 'binwalk signatures listed'),
+  max_depth: extractInput.shape.max_depth.describe(
+    'Archive levels unpacked below the image (unblob recursion; limits.max_depth bounds path components)',
+  ),
   timeout_ms: extractInput.shape.timeout_ms,
   detail: extractInput.shape.detail,
   investigation: extractInput.shape.investigation,
@@ -29,8 +34,7 @@ export type FirmwareInput = z.infer<typeof firmwareInput>;
 export const extractFirmwareTool = defineTool({
   name: 'extract_firmware',
   title: 'Extract a firmware image',
-  description:
-    'Scan a registered firmware image for signatures with binwalk, carve every region into its own file, and unpack squashfs filesystems with unsquashfs, all into a new output directory under the extract_artifact bounds and manifest rules.',
+  description: `Carve a registered firmware image into its chunks with unblob (exact ends; unknown chunks kept with their entropy, a high-entropy one recorded as a residual unknown), each as carved/0x<offset>.<kind>, and unpack every chunk into <kind>-0x<offset>/, recursively up to max_depth levels, all through the extract_artifact bounds and manifest rules. Formats, by reader: ${formatsSentence()}. binwalk's signatures are listed too, and the regions it finds of a kind dossier reads that unblob did not (a uImage) are carved by their stated size.`,
   input: firmwareInput,
   effect: {
     idempotent: false,
@@ -45,13 +49,15 @@ export const extractFirmwareTool = defineTool({
   collections: {
     entries: {
       description:
-        'Carved regions and filesystem entries: {occurrence, path, type, size, sha256, detected_type, link_target, status, reason}',
-      filterable: ['type', 'status', 'detected_type', 'path'],
+        'Carved chunks and everything unpacked from them: {occurrence, path, type, size, sha256, detected_type, nested_archive, link_target, executable, status, reason, depth, parent, inner_path, extracted_to}',
+      filterable: ['type', 'status', 'detected_type', 'path', 'depth'],
     },
     signatures: {
       description: 'binwalk signatures: {index, offset, offset_hex, kind, length, description}',
       filterable: ['kind'],
     },
+    chunks: extractArtifact.collections.chunks!,
+    archives: extractArtifact.collections.archives!,
   },
   maxRunMs: (input) => input.timeout_ms + 30_000,
 });

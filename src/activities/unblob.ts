@@ -1,0 +1,168 @@
+// unblob as the breadth reader: every format dossier has no reader of its own
+// for, and the carver of firmware images. It runs in the sandbox, carving and
+// extracting into its private in-memory /tmp sized for this extraction (the
+// bytes bound), with a watchdog on the entries it makes (the entries bound),
+// under the extraction's clock; dossier's wrapper streams the tree back as one
+// tar, which goes through the same tar reader and checked writer as every
+// other format. unblob's own file creation is never trusted: names, links,
+// special files and every byte are checked again as they are written.
+import path from 'node:path';
+import { DossierError } from '../domain/errors.ts';
+import { unblobEnv } from '../python/unblob.ts';
+import { checkedOutput, streamHelper } from '../sandbox/helpers.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import { corrupt, readTar, type OnEntry } from './archives.ts';
+
+/** The largest scratch space unblob gets (it is memory). */
+export const UNBLOB_SCRATCH_MAX = 4 * 1024 ** 3;
+const EXIT = { unreadable: 2, scratchFull: 3, tooMany: 4 } as const;
+/** At or above this many bits per byte, an unknown chunk looks encrypted or compressed. */
+export const HIGH_ENTROPY = 7.5;
+
+export interface UnblobChunk {
+  /** The file the chunk was found in ("" for the artifact itself), as written in the output. */
+  path: string;
+  depth: number;
+  start: number;
+  end: number;
+  size: number;
+  handler: string;
+  kind: string;
+  unknown: boolean;
+  carved_to: string | null;
+  /** Shannon entropy in bits per byte, for unknown chunks. */
+  entropy: number | null;
+  entropy_sampled: boolean;
+  encrypted: boolean;
+  extracted: boolean;
+}
+
+export interface UnblobFacts {
+  seconds: number;
+  depth: number;
+  chunks: UnblobChunk[];
+  chunk_count: number;
+  handlers: Record<string, number>;
+  tree: { path: string; depth: number; handlers: string[]; chunks: number }[];
+  errors: { path: string; severity: string; kind: string; detail: string }[];
+  counts: Record<string, number>;
+  /** For firmware: the kind of the image when it is one chunk whole. */
+  whole_file: string | null;
+  version: string;
+}
+
+export interface UnblobRead {
+  sandbox: Sandbox;
+  python: string;
+  file: string;
+  /** artifact: unblob's own names; firmware: carved/0x<offset>.<kind> and <kind>-0x<offset>/ at the top. */
+  mode: 'artifact' | 'firmware';
+  /** Archive levels unblob may open, the file itself the first. */
+  depth: number;
+  /** Entries it may make in its scratch space (what the extraction may still write). */
+  maxEntries: number;
+  scratchBytes: number;
+  timeoutMs: number;
+  progress?: (facts: Record<string, unknown>) => void;
+}
+
+/** Reads a file through unblob into the writer; returns unblob's chunks, handlers, tree and errors. */
+export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<UnblobFacts> {
+  read.progress?.({ phase: 'preparing unblob' });
+  const env = await unblobEnv(read.python);
+  const scratch = Math.max(16 * 1024 * 1024, Math.min(read.scratchBytes, UNBLOB_SCRATCH_MAX));
+  read.progress?.({ phase: 'unblob: carving and extracting' });
+  const helper = streamHelper(read.sandbox, {
+    program: env.python,
+    pkg: 'python3 (the unblob venv: npm run provision:unpackers)',
+    args: [
+      path.join(env.scripts, 'unpack_unblob.py'),
+      read.mode,
+      String(Math.max(1, read.depth)),
+      String(read.maxEntries),
+      '/input/image',
+    ],
+    mounts: [{ host: env.venv }, { host: env.scripts }, { host: read.file, inside: '/input/image' }],
+    tmpBytes: scratch,
+    // unblob's pool of two processes shares its queues through POSIX semaphores.
+    shmBytes: 1024 * 1024,
+    timeoutMs: read.timeoutMs,
+    limits: { addressSpaceBytes: 4 * 1024 ** 3 },
+    env: { PYTHONDONTWRITEBYTECODE: '1' },
+  });
+  let tail = '';
+  helper.stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-8 * 1024 * 1024)));
+  const stderrEnded = new Promise((resolve) => helper.stderr.once('close', resolve));
+  const lastLine = (prefix: string) =>
+    tail
+      .split('\n')
+      .reverse()
+      .find((line) => line.startsWith(prefix))
+      ?.slice(prefix.length);
+  const done = helper.done.catch(async (err: Error) => {
+    if (err instanceof DossierError) throw err;
+    await stderrEnded;
+    const why = lastLine('unpack_unblob: ') ?? err.message;
+    const exit = /failed \(exit (\d+)\)/.exec(err.message)?.[1];
+    if (Number(exit) === EXIT.scratchFull)
+      throw new DossierError(
+        'resource_constraint',
+        `What unblob unpacked does not fit in the ${scratch}-byte scratch space it was given.`,
+        `The scratch space is what the extraction may still write (limits.max_total_bytes, and limits.max_ratio times the artifact's size), at most ${UNBLOB_SCRATCH_MAX} bytes: raise those limits if this file is expected to unpack this large.`,
+        { scratch_bytes: scratch },
+      );
+    if (Number(exit) === EXIT.tooMany)
+      throw new DossierError(
+        'resource_constraint',
+        `unblob unpacked more than the ${read.maxEntries} entries the extraction may still write; the extraction was rolled back.`,
+        'Raise limits.max_entries (up to its ceiling) with a new idempotency_key if this is expected.',
+        { max_entries: read.maxEntries },
+      );
+    throw corrupt('unblob', new Error(why), 'run');
+  });
+  await readTar(checkedOutput({ ...helper, done }), 'unblob', onEntry);
+  await stderrEnded;
+  const facts = lastLine('dossier-facts ');
+  if (!facts) throw corrupt('unblob', new Error('it reported nothing'), 'run');
+  return { ...(JSON.parse(facts) as Omit<UnblobFacts, 'version'>), version: env.version };
+}
+
+/** The chunks a reader should know of: unknown ones with their entropy, the residual unknowns among them. */
+export function unknownChunkQuestions(
+  facts: UnblobFacts,
+  scope: string,
+): { question: string; scope: string }[] {
+  return facts.chunks
+    .filter((c) => c.unknown && c.entropy !== null && c.entropy >= HIGH_ENTROPY)
+    .slice(0, 1_000)
+    .map((c) => ({
+      question: `Unknown chunk of ${c.size} bytes at 0x${c.start.toString(16)} in ${c.path || 'the artifact'} has entropy ${c.entropy} bits/byte: encrypted or compressed with an unknown scheme?`,
+      scope: `${scope} ${c.path || '.'}@0x${c.start.toString(16)}`,
+    }));
+}
+
+/** One sentence each for what unblob could not do (missing extractors, failed commands). */
+export function unblobLimitations(facts: UnblobFacts, where: string): string[] {
+  const out: string[] = [];
+  const errors = facts.errors.filter((e) => e.severity === 'ERROR');
+  const missing = new Set<string>();
+  for (const e of errors) {
+    const deps = /"dependencies": \[([^\]]*)\]/.exec(e.detail)?.[1];
+    if (deps) for (const d of deps.split(',')) missing.add(d.trim().replace(/"/g, ''));
+  }
+  if (missing.size)
+    out.push(
+      `unblob could not extract some chunks of ${where}: its extractor ${[...missing].join(', ')} is not installed here (dossier's own reader opens those it reads, e.g. squashfs)`,
+    );
+  const others =
+    errors.length - [...errors].filter((e) => e.kind === 'ExtractorDependencyNotFoundReport').length;
+  if (others)
+    out.push(`unblob reported ${others} errors while unpacking ${where} (see unblob.errors in the document)`);
+  const unknown = facts.chunks.filter((c) => c.unknown);
+  if (unknown.length)
+    out.push(
+      `${unknown.length} chunks of ${where} matched no format (${unknown.reduce((n, c) => n + c.size, 0)} bytes; see chunks with unknown: true and their entropy)`,
+    );
+  if (facts.chunk_count >= 10_000) out.push('unblob reported more chunks than the 10,000 kept');
+  return out;
+}

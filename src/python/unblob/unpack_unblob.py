@@ -1,0 +1,300 @@
+"""Runs unblob on one file and writes what it unpacked to stdout as one pax tar.
+
+Usage: unpack_unblob.py artifact|firmware DEPTH MAX_ENTRIES IMAGE
+
+Runs in dossier's sandbox: IMAGE is mounted read-only and the only writable
+place is the private, size-bounded /tmp, where unblob carves and extracts. The
+tar on stdout is all dossier takes from here; its own checked writer decides
+what reaches the disk (names, links, special files, every bound). While unblob
+runs, a watchdog counts what it created and stops it past MAX_ENTRIES.
+
+artifact: the tree as unblob names it (`<start>-<end>.<handler>` chunks,
+`…_extract/` folders), rooted at what the file itself unpacked to.
+firmware: the top level renamed to extract_firmware's layout: every chunk of
+the image as `carved/0x<offset>.<kind>` (unknown chunks included) and what a
+chunk unpacked to as `<kind>-0x<offset>/`; deeper levels keep unblob's names.
+
+The last stderr line is `dossier-facts {json}`: chunks (known and unknown,
+with the entropy of unknown ones), handlers met, the recursion tree, errors.
+Exit codes: 0 done, 2 unblob failed, 3 the scratch space is full, 4 more
+entries than MAX_ENTRIES.
+"""
+
+import json
+import math
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+
+UNREADABLE, SCRATCH_FULL, TOO_MANY = 2, 3, 4
+MAX_ROWS = 10_000
+ENTROPY_SAMPLE = 16 * 1024 * 1024
+
+TAR_OUT = os.fdopen(os.dup(1), "wb")
+ERR_FD = os.dup(2)
+
+
+def fail(code, message):
+    os.write(ERR_FD, f"\nunpack_unblob: {message}\n".encode("utf-8", "replace"))
+    os._exit(code)
+
+
+def scratch_left():
+    st = os.statvfs("/tmp")
+    return st.f_bavail * st.f_frsize
+
+
+def kind_of(handler):
+    """A handler's family: squashfs_v4_le → squashfs, trx_v1 → trx, lz4_default → lz4."""
+    name = re.sub(r"_v\d.*$", "", handler)
+    return re.sub(r"_(le|be|new|old|legacy|default|skippable|ddwrt|broadcom|nonstandard)$", "", name)
+
+
+def entropy(path):
+    """Shannon entropy of a file in bits per byte (of its first 16 MiB), and whether it was sampled."""
+    with open(path, "rb") as f:
+        data = f.read(ENTROPY_SAMPLE)
+        sampled = bool(f.read(1))
+    if not data:
+        return 0.0, False
+    n = len(data)
+    bits = 0.0
+    for value in range(256):
+        c = data.count(bytes((value,)))
+        if c:
+            p = c / n
+            bits -= p * math.log2(p)
+    return round(bits, 4), sampled
+
+
+def count_entries(root, limit):
+    seen = 0
+    for _folder, dirs, files in os.walk(root):
+        seen += len(dirs) + len(files)
+        if seen > limit:
+            break
+    return seen
+
+
+def run_unblob(image, out, depth, max_entries, keep_chunks):
+    work = os.path.dirname(out)
+    venv_bin = os.path.dirname(sys.executable)
+    env = dict(os.environ, PATH=f"{venv_bin}:/usr/bin:/bin")
+    argv = [os.path.join(venv_bin, "unblob"), "-e", out, "--report", os.path.join(work, "report.json")]
+    argv += ["--log", os.path.join(work, "unblob.log"), "-d", str(depth), "-n", "0"]
+    if keep_chunks:
+        argv.append("-k")
+    proc = subprocess.Popen(
+        argv + [image], stdout=subprocess.DEVNULL, stderr=ERR_FD, env=env, start_new_session=True
+    )
+    over = {"entries": False}
+
+    def watch():
+        # A file system of a million empty files fits any scratch space: count what unblob made, often.
+        while proc.poll() is None:
+            if count_entries(out, max_entries) > max_entries:
+                over["entries"] = True
+                os.killpg(proc.pid, signal.SIGKILL)
+                return
+            time.sleep(0.5)
+
+    threading.Thread(target=watch, daemon=True).start()
+    code = proc.wait()
+    if over["entries"] or count_entries(out, max_entries) > max_entries:
+        fail(TOO_MANY, f"unblob unpacked more than max_entries={max_entries} entries")
+    if scratch_left() < 64 * 1024:
+        fail(SCRATCH_FULL, "what unblob unpacked does not fit in the scratch space")
+    # unblob exits 1 when any chunk had an error (a missing extractor, say): its report says which.
+    if code != 0 and not os.path.exists(os.path.join(work, "report.json")):
+        try:
+            with open(os.path.join(work, "unblob.log"), "rb") as log:
+                log.seek(max(0, os.path.getsize(log.name) - 2000))
+                tail = log.read().decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            tail = []
+        fail(UNREADABLE, f"unblob exited {code}: {tail[-1] if tail else 'no message'}")
+    with open(os.path.join(work, "report.json")) as f:
+        text = f.read()
+    # An extractor that ran out of room fails its chunk, and unblob may remove what it wrote: its report says so.
+    if "No space left on device" in text or "[Errno 28]" in text:
+        fail(SCRATCH_FULL, "what unblob unpacked does not fit in the scratch space")
+    return json.loads(text)
+
+
+class Facts:
+    """What unblob's report says, by output path (relative to what the tar holds)."""
+
+    def __init__(self, rel, extract_dir):
+        self.rel = rel
+        self.extract_dir = extract_dir
+        self.chunks, self.tree, self.errors, self.handlers = [], [], [], {}
+
+    def take(self, report, image_size):
+        for task in report:
+            path, depth = task["task"]["path"], task["task"]["depth"]
+            file = self.rel(path)
+            reps = task["reports"]
+            chunks = [r for r in reps if r["__typename__"] in ("ChunkReport", "UnknownChunkReport")]
+            carve = next((r["carve_dir"] for r in reps if r["__typename__"] == "CarveDirectoryReport"), None)
+            for r in reps:
+                if r.get("severity") in ("ERROR", "WARNING"):
+                    self.error(file, r)
+            for c in sorted(chunks, key=lambda c: c["start_offset"]):
+                self.chunk(file, path, depth, c, carve)
+            if chunks and len(self.tree) < MAX_ROWS:
+                known = [c["handler_name"] for c in chunks if c["__typename__"] == "ChunkReport"]
+                self.tree.append({"path": file, "depth": depth, "handlers": sorted(set(known)), "chunks": len(chunks)})
+        self.image_size = image_size
+
+    def error(self, file, r):
+        if len(self.errors) >= MAX_ROWS:
+            return
+        detail = {k: v for k, v in r.items() if k not in ("__typename__", "severity")}
+        text = json.dumps(detail, default=str)[:500]
+        self.errors.append(
+            {"path": file, "severity": r.get("severity", "ERROR"), "kind": r.get("__typename__", "Report"), "detail": text}
+        )
+
+    def chunk(self, file, source, depth, c, carve):
+        start, end = c["start_offset"], c["end_offset"]
+        unknown = c["__typename__"] == "UnknownChunkReport"
+        handler = "unknown" if unknown else c["handler_name"]
+        carved = os.path.join(carve, f"{start}-{end}.{handler}") if carve else None
+        row = {
+            "path": file,
+            "depth": depth,
+            "start": start,
+            "end": end,
+            "size": end - start,
+            "handler": handler,
+            "kind": kind_of(handler),
+            "unknown": unknown,
+            "carved_to": self.rel(carved) if carved and os.path.exists(carved) else None,
+            "entropy": None,
+            "entropy_sampled": False,
+            "encrypted": bool(c.get("is_encrypted")),
+            "extracted": False,
+        }
+        for r in c.get("extraction_reports", []):
+            self.error(file, r)
+        if not unknown:
+            self.handlers[handler] = self.handlers.get(handler, 0) + 1
+            # A carved chunk unpacks beside its carved file; a chunk that is the whole file, beside that
+            # file (the input itself: into the output's root).
+            target = f"{carved}_extract" if carve else self.extract_dir(source)
+            row["extracted"] = os.path.isdir(target) and bool(os.listdir(target))
+        elif carved and os.path.exists(carved):
+            row["entropy"], row["entropy_sampled"] = entropy(carved)
+        if len(self.chunks) < MAX_ROWS:
+            self.chunks.append(row)
+
+
+def firmware_names(out_root, image, report):
+    """extract_firmware's names for the top level: chunk files to carved/, their folders to <kind>-0x<offset>/."""
+    top = next((t for t in report if t["task"]["depth"] == 0), None)
+    renames, whole = {}, None
+    if top:
+        for r in top["reports"]:
+            if r["__typename__"] not in ("ChunkReport", "UnknownChunkReport"):
+                continue
+            start, end = r["start_offset"], r["end_offset"]
+            handler = r.get("handler_name", "unknown")
+            kind = kind_of(handler)
+            name = f"{start}-{end}.{handler}"
+            renames[name] = f"carved/0x{start:x}.{kind}"
+            renames[f"{name}_extract"] = f"{kind}-0x{start:x}"
+            if start == 0 and end == os.path.getsize(image) and r["__typename__"] == "ChunkReport":
+                whole = kind
+    return renames, whole
+
+
+def write_tar(out_root, rename, extra):
+    counts = {"files": 0, "dirs": 0, "links": 0, "special": 0}
+    with tarfile.open(fileobj=TAR_OUT, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+        # The root first: a tar with no entry at all is no tar to a strict reader.
+        root = tarfile.TarInfo("./")
+        root.type, root.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(root)
+        for arcname, source in extra:
+            info = tar.gettarinfo(source, arcname=arcname)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mode = 0o644
+            with open(source, "rb") as content:
+                tar.addfile(info, content)
+            counts["files"] += 1
+        if not os.path.isdir(out_root):
+            return counts
+        for folder, dirs, files in os.walk(out_root):
+            dirs.sort()
+            for name in sorted(dirs) + sorted(files):
+                full = os.path.join(folder, name)
+                info = tar.gettarinfo(full, arcname=rename(os.path.relpath(full, out_root)))
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                if info.isreg():
+                    counts["files"] += 1
+                    with open(full, "rb") as content:
+                        tar.addfile(info, content)
+                elif info.isdir() or info.issym() or info.islnk():
+                    counts["dirs" if info.isdir() else "links"] += 1
+                    tar.addfile(info)
+                else:
+                    counts["special"] += 1
+                    tar.addfile(info)
+    TAR_OUT.flush()
+    return counts
+
+
+def main():
+    if len(sys.argv) != 5 or sys.argv[1] not in ("artifact", "firmware"):
+        fail(UNREADABLE, "usage: unpack_unblob.py artifact|firmware DEPTH MAX_ENTRIES IMAGE")
+    mode, depth, max_entries, image = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    work = "/tmp/unblob"
+    os.makedirs(work)
+    out = os.path.join(work, "out")
+    started = time.time()
+    report = run_unblob(image, out, depth, max_entries, keep_chunks=mode == "firmware")
+    out_root = os.path.join(out, f"{os.path.basename(image)}_extract")
+    renames, whole = firmware_names(out_root, image, report) if mode == "firmware" else ({}, None)
+
+    def rename(rel):
+        first, _, rest = rel.partition("/")
+        if whole:
+            return f"{whole}-0x0/{rel}"
+        mapped = renames.get(first, first)
+        return f"{mapped}/{rest}" if rest else mapped
+
+    def rel(path):
+        if path is None:
+            return None
+        if path == image:
+            return ""
+        return rename(os.path.relpath(path, out_root)) if path.startswith(out_root) else path
+
+    facts = Facts(rel, lambda source: out_root if source == image else f"{source}_extract")
+    facts.take(report, os.path.getsize(image))
+    extra = [(f"carved/0x0.{whole}", image)] if whole else []
+    counts = write_tar(out_root, rename, extra)
+    result = {
+        "unblob": True,
+        "seconds": round(time.time() - started, 3),
+        "depth": depth,
+        "chunks": facts.chunks,
+        "chunk_count": len(facts.chunks),
+        "handlers": facts.handlers,
+        "tree": facts.tree,
+        "errors": facts.errors,
+        "counts": counts,
+        "whole_file": whole,
+    }
+    os.write(ERR_FD, f"\ndossier-facts {json.dumps(result)}\n".encode())
+
+
+main()

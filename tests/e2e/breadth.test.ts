@@ -1,0 +1,295 @@
+// Breadth through unblob: every format family dossier has no reader for,
+// made here with the real tools (mkfs.erofs, mkfs.fat and mcopy, zstd, lz4,
+// lzip, lzop) or written to its published layout (a Netgear TRX header),
+// unpacked through the sandbox and the checked writer; a firmware image of a
+// vendor header, a kernel, an erofs file system and a random blob carved and
+// unpacked whole, the blob an unknown chunk with its entropy; hostile variants
+// contained.
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cachedUnblob } from '../../src/python/unblob.ts';
+import { allRows, call, type Reply } from '../helpers/mcp.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
+
+const work = scratchDir('breadth');
+const outside = path.join(work, 'outside');
+let t: TestStack;
+let client: Client;
+let n = 0;
+
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const run = (cmd: string, args: string[], cwd = work) =>
+  execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+const files: Record<string, Buffer> = {
+  'etc/motd': Buffer.from('welcome to the router\n'),
+  'bin/httpd': Buffer.concat(
+    Array.from({ length: 200 }, (_, i) => Buffer.from(`\x7fELF httpd ${i} `.repeat(8))),
+  ),
+  'bin/key.bin': randomBytes(4_000),
+};
+
+const streamPayload = { noise: randomBytes(40_000), text: files['bin/httpd']! };
+
+/** A Netgear TRX v1 image of these partitions, to the header's published layout (CRC from offset 12). */
+function trx(parts: Buffer[]): Buffer {
+  const offsets: number[] = [];
+  let at = 28;
+  const body: Buffer[] = [];
+  for (const p of parts) {
+    const pad = (4 - (at % 4)) % 4;
+    body.push(Buffer.alloc(pad), p);
+    at += pad;
+    offsets.push(at);
+    at += p.length;
+  }
+  const tail = Buffer.alloc(16);
+  tail.writeUInt16LE(0, 0); // flags
+  tail.writeUInt16LE(1, 2); // version
+  offsets.slice(0, 3).forEach((o, i) => tail.writeUInt32LE(o, 4 + i * 4));
+  const covered = Buffer.concat([tail, ...body]);
+  const head = Buffer.alloc(12);
+  head.write('HDR0', 0, 'latin1');
+  head.writeUInt32LE(12 + covered.length, 4);
+  head.writeUInt32LE((crc32(covered) ^ 0xffffffff) >>> 0, 8);
+  return Buffer.concat([head, covered]);
+}
+
+function crc32(buf: Buffer): number {
+  let c = 0xffffffff;
+  for (const b of buf) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0xedb88320 : c >>> 1;
+  }
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+beforeAll(async () => {
+  mkdirSync(outside);
+  const tree = path.join(work, 'tree');
+  for (const [rel, data] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(tree, rel)), { recursive: true });
+    writeFileSync(path.join(tree, rel), data);
+  }
+  run('mkfs.erofs', ['--quiet', path.join(work, 'fs.erofs'), tree]);
+  run('mkfs.fat', ['-C', path.join(work, 'fs.fat'), '1024']);
+  run('mcopy', [
+    '-s',
+    '-i',
+    path.join(work, 'fs.fat'),
+    path.join(tree, 'etc'),
+    path.join(tree, 'bin'),
+    '::/',
+  ]);
+  // unblob 26.6.4 sizes an lz4 frame wrongly when a block is stored uncompressed, and an lzip member
+  // wrongly when it is tiny: the lz4 stream carries text, the others random bytes.
+  const payload = path.join(work, 'payload.bin');
+  const text = path.join(work, 'payload.txt');
+  writeFileSync(payload, streamPayload.noise);
+  writeFileSync(text, streamPayload.text);
+  run('zstd', ['-q', '-f', payload, '-o', path.join(work, 'payload.zst')]);
+  run('lz4', ['-q', '-f', text, path.join(work, 'payload.lz4')]);
+  run('lzip', ['-k', '-f', '-o', path.join(work, 'payload.lz'), payload]);
+  run('lzop', ['-f', '-o', path.join(work, 'payload.lzo'), payload]);
+  const kernel = execFileSync('gzip', ['-9c'], { input: Buffer.alloc(20_000, 'kernel ') });
+  writeFileSync(path.join(work, 'kernel.gz'), kernel);
+  writeFileSync(path.join(work, 'vendor.trx'), trx([kernel, readFileSync(path.join(work, 'fs.erofs'))]));
+  t = await startTestStack({ env: { DOSSIER_ALLOWED_ROOTS: `/usr/bin:${work}` } });
+  client = await t.connect();
+}, 120_000);
+afterAll(async () => {
+  await t?.stop(true);
+});
+
+async function register(file: string): Promise<string> {
+  const registered = await call(client, 'register_artifact', { path: file });
+  expect(registered.error).toBeUndefined();
+  return registered.artifact.digest;
+}
+
+const extract = async (file: string, extra: Record<string, unknown> = {}, tool = 'extract_artifact') =>
+  call(client, tool, {
+    artifact: await register(file),
+    detail: 'summary',
+    idempotency_key: `breadth-${++n}`,
+    ...extra,
+  });
+
+const writtenFiles = (rows: Reply[]) => rows.filter((r) => r.status === 'written' && r.type === 'file');
+const bySha = (rows: Reply[], data: Buffer) => writtenFiles(rows).filter((r) => r.sha256 === sha(data));
+
+function nothingOutside() {
+  expect(readdirSync(outside)).toEqual([]);
+}
+
+describe('the format list', () => {
+  it('lists exactly the handlers of the provisioned unblob', () => {
+    const env = cachedUnblob(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3')!;
+    const generated = execFileSync(env.python, ['scripts/unblob-handlers.py']).toString();
+    const committed = readFileSync('src/tools/unblobHandlers.ts', 'utf8');
+    const handlers = (text: string) =>
+      [...text.matchAll(/handler: '([^']+)'|"handler": "([^"]+)"/g)].map((m) => m[1] ?? m[2]);
+    expect(handlers(committed)).toEqual(handlers(generated));
+    expect(handlers(committed).length).toBeGreaterThan(80);
+  });
+});
+
+describe('formats only unblob reads, each unpacked with its contents', () => {
+  it.each([
+    ['fs.erofs', 'erofs'],
+    ['fs.fat', 'fat'],
+  ])('%s (%s): every file of the tree, by digest', async (name, handler) => {
+    const reply = await extract(path.join(work, name));
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    expect(reply.summary.format).toBe('unblob');
+    expect(reply.summary.unblob.handlers).toEqual({ [handler]: 1 });
+    const rows = await allRows(client, reply.evidence_id);
+    for (const [rel, data] of Object.entries(files)) {
+      const row = bySha(rows, data)[0];
+      expect(row?.path.toLowerCase(), rel).toMatch(new RegExp(`${rel}$`, 'i'));
+      expect(readFileSync(path.join(reply.summary.output, row!.path)).equals(data)).toBe(true);
+    }
+    const chunks = await allRows(client, reply.evidence_id, 'chunks');
+    expect(chunks[0]).toMatchObject({
+      path: '',
+      depth: 0,
+      start: 0,
+      handler,
+      unknown: false,
+      extracted: true,
+    });
+  });
+
+  it.each([
+    ['payload.zst', 'zstd', 'noise'],
+    ['payload.lz4', 'lz4_default', 'text'],
+    ['payload.lz', 'lzip', 'noise'],
+    ['payload.lzo', 'lzo', 'noise'],
+  ] as const)('%s (%s): the stream decompressed to the exact bytes', async (name, handler, data) => {
+    const reply = await extract(path.join(work, name));
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    expect(Object.keys(reply.summary.unblob.handlers)).toEqual([handler]);
+    expect(bySha(await allRows(client, reply.evidence_id), streamPayload[data])).toHaveLength(1);
+  });
+
+  it('a TRX image built to its layout: its partitions carved and unpacked, each entry at its depth', async () => {
+    const reply = await extract(path.join(work, 'vendor.trx'), { recursive: true });
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    expect(reply.summary.unblob.handlers).toMatchObject({ trx_v1: 1, erofs: 1, gzip: 1 });
+    const rows = await allRows(client, reply.evidence_id);
+    const motd = bySha(rows, files['etc/motd']!)[0];
+    expect(motd!.path).toBe('part1_extract/etc/motd');
+    expect(motd!.depth).toBe(1);
+    expect(rows.find((r) => r.path === 'part1')).toMatchObject({ extracted_to: 'part1_extract' });
+    const tree = await allRows(client, reply.evidence_id, 'archives');
+    expect(tree.find((a) => a.path === 'part1')).toMatchObject({
+      reader: 'unblob',
+      format: 'erofs',
+      depth: 1,
+    });
+  });
+
+  it('bytes no reader knows are refused as unsupported, after unblob looked', async () => {
+    writeFileSync(path.join(work, 'noise.bin'), randomBytes(64 * 1024));
+    const reply = await extract(path.join(work, 'noise.bin'));
+    expect(reply.status).toBe('failed');
+    expect(reply.error.code).toBe('unsupported_target');
+    expect(reply.error.message).toMatch(/Neither dossier nor unblob/);
+  });
+});
+
+describe('extract_firmware carves with unblob', () => {
+  it('a vendor header, a kernel, an erofs and a random blob: all carved and unpacked, the blob an unknown chunk with its entropy', async () => {
+    const blob = randomBytes(48 * 1024);
+    const image = path.join(work, 'router-fw.bin');
+    const vendor = readFileSync(path.join(work, 'vendor.trx'));
+    writeFileSync(image, Buffer.concat([vendor, blob]));
+    const reply = await extract(image, {}, 'extract_firmware');
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    expect(reply.summary.handlers).toMatchObject({ trx_v1: 1, erofs: 1, gzip: 1 });
+
+    const chunks = await allRows(client, reply.evidence_id, 'chunks');
+    const top = chunks.filter((c) => c.depth === 0);
+    expect(top.map((c) => [c.start, c.end, c.handler])).toEqual([
+      [0, vendor.length, 'trx_v1'],
+      [vendor.length, vendor.length + blob.length, 'unknown'],
+    ]);
+    expect(top[1]!.entropy).toBeGreaterThan(7.9);
+    expect(top[1]!.carved_to).toBe(`carved/0x${vendor.length.toString(16)}.unknown`);
+
+    const rows = await allRows(client, reply.evidence_id);
+    const byPath = Object.fromEntries(writtenFiles(rows).map((r) => [r.path, r]));
+    expect(byPath['carved/0x0.trx']?.sha256).toBe(sha(vendor));
+    expect(byPath[`carved/0x${vendor.length.toString(16)}.unknown`]?.sha256).toBe(sha(blob));
+    expect(byPath['trx-0x0/part1_extract/etc/motd']?.sha256).toBe(sha(files['etc/motd']!));
+    expect(byPath['trx-0x0/part1_extract/bin/httpd']?.sha256).toBe(sha(files['bin/httpd']!));
+    const kernel = readFileSync(path.join(work, 'kernel.gz'));
+    expect(
+      writtenFiles(rows).some((r) => r.sha256 === sha(execFileSync('gunzip', ['-c'], { input: kernel }))),
+    ).toBe(true);
+
+    // The high-entropy blob is a residual unknown of the Evidence.
+    const unknowns = await call(client, 'list_unknowns', {});
+    expect(JSON.stringify(unknowns)).toMatch(/encrypted or compressed with an unknown scheme\?/);
+  });
+});
+
+describe('hostile input through unblob is contained', () => {
+  it('traversal names inside a zstd stream are refused by the writer, nothing lands outside', async () => {
+    execFileSync('python3', [
+      '-c',
+      `import io,sys,tarfile
+with tarfile.open(sys.argv[1], 'w') as t:
+  for name in ['good.txt', '../../escape.txt', '/etc/evil', ${JSON.stringify(`../../../../../../..${outside}/slipped.txt`)}]:
+    data = b'x'
+    info = tarfile.TarInfo(name); info.size = 1
+    t.addfile(info, io.BytesIO(data))`,
+      path.join(work, 'slip.tar'),
+    ]);
+    run('zstd', ['-q', '-f', 'slip.tar', '-o', 'slip.tar.zst']);
+    const reply = await extract(path.join(work, 'slip.tar.zst'), { recursive: true });
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    const rows = await allRows(client, reply.evidence_id);
+    expect(rows.filter((r) => r.status === 'written').every((r) => !r.path.includes('..'))).toBe(true);
+    nothingOutside();
+    expect(existsSync(path.join(t.home, 'extractions', 'escape.txt'))).toBe(false);
+  });
+
+  it('a link out of an erofs is recorded or dropped, never created', async () => {
+    const tree = path.join(work, 'linktree');
+    mkdirSync(tree);
+    writeFileSync(path.join(tree, 'ok.txt'), 'ok\n');
+    symlinkSync('/etc/shadow', path.join(tree, 'shadow'));
+    symlinkSync(`../../../..${outside}`, path.join(tree, 'out'));
+    run('mkfs.erofs', ['--quiet', path.join(work, 'links.erofs'), tree]);
+    const reply = await extract(path.join(work, 'links.erofs'));
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    const rows = await allRows(client, reply.evidence_id);
+    for (const r of rows.filter((r) => r.type === 'symlink')) expect(r.status).toBe('recorded');
+    const output = reply.summary.output as string;
+    expect(existsSync(path.join(output, 'shadow'))).toBe(false);
+    expect(existsSync(path.join(output, 'out'))).toBe(false);
+    nothingOutside();
+  });
+
+  it('a zstd bomb stops at the ratio bound: rolled back, no output', async () => {
+    const zeros = path.join(work, 'zeros.bin');
+    writeFileSync(zeros, Buffer.alloc(256 * 1024 * 1024));
+    run('zstd', ['-q', '-19', '-f', zeros, '-o', 'bomb.zst']);
+    const reply = await extract(path.join(work, 'bomb.zst'));
+    expect(reply.status).toBe('failed');
+    expect(reply.error.code).toBe('resource_constraint');
+    expect(reply.summary.cleanup.output).toBeNull();
+  });
+
+  it('more entries than max_entries stop unblob: rolled back', async () => {
+    const reply = await extract(path.join(work, 'fs.erofs'), { limits: { max_entries: 2 } });
+    expect(reply.status).toBe('failed');
+    expect(reply.error.code).toBe('resource_constraint');
+    expect(reply.summary.cleanup.output).toBeNull();
+  });
+});
