@@ -44,6 +44,7 @@ export function buildGateway(
     namespace: config.namespace,
     uiUrl,
     databaseMaxRunMs: config.analysis.timeBudgetS * 1000 + 5 * 60_000,
+    evidence: store.evidence,
   });
   const ledger = new Ledger(store, {
     replyBudgetBytes: config.replyBudgetBytes,
@@ -55,6 +56,7 @@ export function buildGateway(
     uploadLimit: config.maxUploadBytes,
     maxJsonDepth: config.maxJsonDepth,
     sandbox: new Sandbox(config.sandbox),
+    python: config.analysis.python,
   });
   const devices = new DeviceRegistry({
     store,

@@ -36,6 +36,8 @@ import {
   listFunctions as listFunctionsContract,
   traceFeature as traceFeatureContract,
 } from '../tools/analysis.ts';
+import { scanWithRules as scanWithRulesContract } from '../tools/rules.ts';
+import { runRuleScan, type ScanContext } from './ruleScan.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isAnalysisTool, type ToolContract } from '../tools/contract.ts';
 import { bindAll } from '../tools/registry.ts';
@@ -50,7 +52,7 @@ import {
   type QueryResult,
 } from './analysisQueries.ts';
 
-interface AnalysisContext extends QueryContext {
+interface AnalysisContext extends QueryContext, ScanContext {
   /** The verified artifact file, for the queries that run the provider again (decompilation). */
   artifactFile(): Promise<string>;
   provider(): Promise<AnalysisProvider>;
@@ -120,6 +122,7 @@ export const ANALYSIS_BINDINGS: readonly AnalysisBinding[] = [
   analysis(getCallGraphContract, getCallGraph),
   analysis(decompileContract, decompile),
   analysis(traceFeatureContract, traceFeature),
+  analysis(scanWithRulesContract, runRuleScan),
 ];
 
 const HEARTBEAT_MS = 10_000;
@@ -336,10 +339,10 @@ export function createAnalysisActivities(deps: {
     });
   }
 
-  async function runAnalysis(req: AnalysisRequest, built: DatabaseRef): Promise<AnalysisOutcome> {
+  async function runAnalysis(req: AnalysisRequest, built: DatabaseRef | null): Promise<AnalysisOutcome> {
     await vouchForAnalysis(store, req);
     // The database is the one the store holds for this team, whatever the argument says.
-    const database = await teamDatabase(req.team, req.database.key, built);
+    const database = req.database && built ? await teamDatabase(req.team, req.database.key, built) : null;
     const done = await store.analyses.get(req.team, req.key);
     if (done?.status === 'succeeded') {
       return { status: 'succeeded', evidenceId: done.evidenceId, summary: done.result, error: null };
@@ -348,14 +351,18 @@ export function createAnalysisActivities(deps: {
     if (!binding) throw ApplicationFailure.nonRetryable(`no analysis bound for ${req.tool}`, 'UnknownTool');
     await store.analyses.started(req.workflowId);
     try {
-      const artifact = req.input.artifact as string;
-      const db = await openDatabase(config.home, database.digest, store.blobs);
-      const result = await beating(async () =>
+      const artifact = (req.input.artifact ?? req.input.evidence_id) as string;
+      // An analysis without a database (a rule scan) never reads one.
+      const db = database ? await openDatabase(config.home, database.digest, store.blobs) : (null as never);
+      const result: QueryResult & { provider?: DatabaseRef['provider'] } = await beating(async () =>
         binding.run(req.input as never, {
           db,
-          database,
+          database: database ?? (null as never),
           artifact,
           sandbox,
+          team: req.team,
+          store,
+          config,
           provider,
           artifactFile: () => artifactFile(req.team, artifact),
         }),
@@ -363,7 +370,7 @@ export function createAnalysisActivities(deps: {
       const evidence = await store.evidence.put({
         record: {
           tool: req.tool,
-          provider: database.provider,
+          provider: database?.provider ?? result.provider ?? { name: 'unknown', version: 'unknown' },
           parameters: req.input,
           parameters_digest: req.key,
           target: { digest: artifact },
@@ -376,13 +383,21 @@ export function createAnalysisActivities(deps: {
           },
           created_at: new Date().toISOString(),
           summary: result.summary,
-          truncated: Boolean(result.truncated) || database.truncated,
-          limitations: [...(result.limitations ?? []), ...database.limitations],
+          truncated: Boolean(result.truncated) || Boolean(database?.truncated),
+          limitations: [...(result.limitations ?? []), ...(database?.limitations ?? [])],
         },
         document: {
           ...result.document,
-          provider: { ...database.provider, profile: database.profile, parameters: database.parameters },
-          database: database.digest,
+          ...(database
+            ? {
+                provider: {
+                  ...database.provider,
+                  profile: database.profile,
+                  parameters: database.parameters,
+                },
+                database: database.digest,
+              }
+            : { provider: result.provider }),
         },
         collections: result.collections,
         filterable: filterableOf(req.tool),

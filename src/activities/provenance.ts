@@ -10,6 +10,7 @@
 // refused request ends its workflow without writing over the claim.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { providerKeyOf } from '../analysis/providers.ts';
 import { providerKey } from '../analysis/venv.ts';
 import { analysisKey, bodyDigest, databaseKey, databaseWorkflowId, workflowOwner } from '../launches/keys.ts';
 import {
@@ -112,10 +113,10 @@ export async function vouchForAnalysis(store: Store, req: AnalysisRequest): Prom
     claimed.key === req.key &&
     claimed.tool === req.tool &&
     claimed.requestedBy === req.requestedBy &&
-    claimed.databaseKey === req.database.key &&
-    analysisKey(req.tool, req.input, providerKey()) === req.key &&
-    req.input.artifact === req.database.artifact;
+    claimed.databaseKey === (req.database?.key ?? null) &&
+    analysisKey(req.tool, req.input, providerKeyOf(req.tool)) === req.key &&
+    (req.database === null || req.input.artifact === req.database.artifact);
   if (!same)
     refuse(`the request of workflow ${req.workflowId} is not the analysis claimed under it: nothing runs`);
-  await vouchForDatabase(store, req.database);
+  if (req.database) await vouchForDatabase(store, req.database);
 }

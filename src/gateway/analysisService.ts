@@ -5,7 +5,8 @@
 // attached to, so concurrent askers share one run, and every analysis of an
 // artifact shares one database build.
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { providerKey } from '../analysis/venv.ts';
+import { providerKeyOf } from '../analysis/providers.ts';
+import type { EvidenceStore } from '../store/evidence.ts';
 import { DossierError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import { analysisKey, analysisWorkflowId, databaseKey, databaseWorkflowId } from '../launches/keys.ts';
@@ -47,6 +48,8 @@ export class AnalysisService {
       uiUrl: string;
       /** Upper bound of one database build (the configured time budget plus its grace). */
       databaseMaxRunMs: number;
+      /** For analyses of an extraction (rule scans): the team's Evidence. */
+      evidence?: Pick<EvidenceStore, 'get'>;
     },
   ) {}
 
@@ -57,19 +60,30 @@ export class AnalysisService {
     wait: WaitOptions,
   ): Promise<AnalysisReply> {
     const { wait_ms: _wait, detail: _detail, ...input } = args;
-    const artifact = input.artifact as string;
-    if (!(await this.deps.artifacts.get(caller.team, artifact))) {
+    const artifact = input.artifact as string | undefined;
+    // Everything the analysis reads must be the team's: its target, and a rule scan's bundle.
+    for (const digest of [artifact, input.rules as string | undefined]) {
+      if (digest && !(await this.deps.artifacts.get(caller.team, digest)))
+        throw new DossierError(
+          'not_found',
+          `No artifact ${digest} is registered for your team.`,
+          'register_artifact (or POST /artifacts, or register_rules for a rule bundle) first, then pass the digest it returns.',
+          { artifact: digest },
+        );
+    }
+    const evidenceId = input.evidence_id as string | undefined;
+    if (evidenceId && !(await this.deps.evidence?.get(caller.team, evidenceId)))
       throw new DossierError(
         'not_found',
-        `No artifact ${artifact} is registered for your team.`,
-        'register_artifact (or POST /artifacts) first, then pass the digest it returns.',
-        { artifact },
+        `No Evidence ${evidenceId} is visible to your team.`,
+        "Pass the evidence_id of one of your team's extractions (list_evidence).",
+        { evidence_id: evidenceId },
       );
-    }
-    const provider = providerKey();
+    const needsDatabase = contract.needsDatabase !== false;
+    const provider = providerKeyOf(contract.name);
     const key = analysisKey(contract.name, input, provider);
     const profile = String(input.profile ?? 'default');
-    const dbKey = databaseKey(artifact, profile, provider);
+    const dbKey = needsDatabase && artifact ? databaseKey(artifact, profile, provider) : null;
     const workflowId = analysisWorkflowId(caller.team, key);
     const { created, record } = await this.deps.analyses.claim({
       team: caller.team,
@@ -95,15 +109,18 @@ export class AnalysisService {
       tool: contract.name,
       input,
       requestedBy: caller.principal,
-      database: {
-        workflowId: databaseWorkflowId(caller.team, artifact, profile, provider),
-        team: caller.team,
-        key: dbKey,
-        artifact,
-        profile,
-        requestedBy: caller.principal,
-        maxRunMs: this.deps.databaseMaxRunMs,
-      },
+      database:
+        dbKey && artifact
+          ? {
+              workflowId: databaseWorkflowId(caller.team, artifact, profile, provider),
+              team: caller.team,
+              key: dbKey,
+              artifact,
+              profile,
+              requestedBy: caller.principal,
+              maxRunMs: this.deps.databaseMaxRunMs,
+            }
+          : null,
       maxRunMs: contract.maxRunMs?.(input as never) ?? 10 * 60_000,
     };
     const runId = await this.ensureStarted(request, fresh);
@@ -125,7 +142,7 @@ export class AnalysisService {
           tool: req.tool,
           team: req.team,
           requested_by: record.requestedBy,
-          artifact: req.input.artifact,
+          artifact: req.input.artifact ?? req.input.evidence_id,
         },
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.tool, value: req.tool },

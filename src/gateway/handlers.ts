@@ -21,6 +21,8 @@ import type { ToolContract } from '../tools/contract.ts';
 import { getDevice, listDevices, registerDevice, retireDevice } from '../tools/devices.ts';
 import { enableToolsets, listToolsets } from '../tools/toolsets.ts';
 import { describeToolsets, enableToolsets as enable, type ToolsetChoice } from './toolsets.ts';
+import { registerRules } from '../tools/rules.ts';
+import { registerRuleBundle } from './rules.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
 import type { DeviceRegistry } from './devices.ts';
 import type { Detail, Ledger } from './ledger.ts';
@@ -97,6 +99,7 @@ export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
       : c.ledger.intake.registerExtracted(c.caller, i.evidence_id!, i.entry!, i.name),
   ),
   handler(listArtifacts, (i, c) => c.ledger.intake.listArtifacts(c.caller, i)),
+  handler(registerRules, (i, c) => registerRuleBundle(c.ledger.intake, c.caller, i)),
   handler(registerDevice, (i, c) => c.devices.register(c.caller, i)),
   handler(listDevices, async (i, c) =>
     fitList('devices', await c.devices.list(c.caller, i), c.ledger.replyBudgetBytes),

@@ -46,6 +46,8 @@ export interface IntakeOptions {
   maxJsonDepth?: number;
   /** Where helpers that read untrusted bytes (file) run. */
   sandbox?: Sandbox;
+  /** The interpreter dossier's Python environments are made with (the rule compiler's). */
+  python?: string;
 }
 
 export class Intake {
@@ -227,6 +229,11 @@ export class Intake {
       provenance,
     });
     return { created, artifact };
+  }
+
+  /** The sandbox and interpreter of helpers the gateway runs itself (the rule compiler). */
+  helpers(): { sandbox: Sandbox; python: string } {
+    return { sandbox: this.sandbox(), python: this.opts.python ?? '/usr/bin/python3' };
   }
 
   private sandbox(): Sandbox {

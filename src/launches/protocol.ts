@@ -62,7 +62,8 @@ export interface AnalysisRequest {
   tool: string;
   input: Record<string, unknown>;
   requestedBy: string;
-  database: DatabaseRequest;
+  /** The artifact database it reads; null for an analysis that reads none (a rule scan). */
+  database: DatabaseRequest | null;
   maxRunMs: number;
 }
 
@@ -75,7 +76,7 @@ export interface AnalysisOutcome {
 
 export interface AnalysisActivities {
   buildAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef>;
-  runAnalysis(req: AnalysisRequest, database: DatabaseRef): Promise<AnalysisOutcome>;
+  runAnalysis(req: AnalysisRequest, database: DatabaseRef | null): Promise<AnalysisOutcome>;
 }
 
 export interface AnalysisBookkeeping {

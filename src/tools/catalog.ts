@@ -22,6 +22,7 @@ import {
 } from './devices.ts';
 import { extractArtifact } from './extract.ts';
 import { extractFirmwareTool } from './firmware.ts';
+import { registerRules, scanWithRules } from './rules.ts';
 import type { ToolContract } from './contract.ts';
 import { catalogOf } from './registry.ts';
 import { awaitLaunch, cancelLaunch, getLaunch, listLaunches, whoami } from './launches.ts';
@@ -58,6 +59,7 @@ export const CATALOG: readonly ToolContract[] = catalogOf([
   getCallGraph,
   decompileFunction,
   traceFeature,
+  scanWithRules,
   getLaunch,
   awaitLaunch,
   cancelLaunch,
@@ -72,6 +74,7 @@ export const CATALOG: readonly ToolContract[] = catalogOf([
   importEvidenceBundle,
   registerArtifact,
   listArtifacts,
+  registerRules,
   registerDevice,
   listDevices,
   getDevice,

@@ -52,6 +52,8 @@ export interface ToolContract<Input extends z.ZodObject = z.ZodObject> {
   approval?: 'process';
   /** Upper bound of the effect's run time for these inputs, so the activity's timeout can be derived. */
   maxRunMs?: (input: z.infer<Input>) => number;
+  /** For an analysis: false when it reads no analysis database (a rule scan); default true. */
+  needsDatabase?: boolean;
 }
 
 /** A tool with effects: a keyed launch, run at most once per key. */

@@ -1,4 +1,5 @@
 // Renders docs/tools.md from the contracts, so the reference cannot drift from the code.
+import { renderFormatsTable } from './formats.ts';
 import { z } from 'zod';
 import { CATALOG } from './catalog.ts';
 import { callSchema, isLaunchTool } from './contract.ts';
@@ -96,5 +97,13 @@ export function renderToolsDoc(): string {
         );
     }
   }
+  out.push(
+    '',
+    '## Formats',
+    '',
+    'What `extract_artifact` and `extract_firmware` read, and who reads each.',
+    '',
+    renderFormatsTable(),
+  );
   return `${out.join('\n')}\n`;
 }

@@ -10,7 +10,7 @@ export const TOOLSETS = {
   core: 'whoami, artifacts, launches, Evidence, residual unknowns and toolsets (always listed)',
   analysis: 'static analysis of a registered binary (angr)',
   capture: 'run a program in the sandbox and retain its output, files, system or library calls',
-  extraction: 'unpack archives, filesystem images and firmware',
+  extraction: 'unpack archives, filesystem images and firmware, and scan them with YARA rules',
   devices: 'register shared devices (SSH, adb, emulated) and act on them',
   bundles: 'export and import Evidence bundles',
 } as const;

@@ -57,12 +57,12 @@ export async function analysisWorkflow(req: AnalysisRequest): Promise<AnalysisOu
   const bookkeeping = proxyActivities<AnalysisBookkeeping>({
     taskQueue: WORKFLOW_TASK_QUEUE,
     // Waiting for the database may take as long as its build, and a retry re-attaches to it.
-    startToCloseTimeout: req.database.maxRunMs + 15 * 60_000,
+    startToCloseTimeout: (req.database?.maxRunMs ?? 0) + 15 * 60_000,
     heartbeatTimeout: '60 seconds',
     retry: { maximumAttempts: 5, nonRetryableErrorTypes: NON_RETRYABLE },
   });
   try {
-    const database = await bookkeeping.awaitAnalysisDatabase(req.database);
+    const database = req.database ? await bookkeeping.awaitAnalysisDatabase(req.database) : null;
     return ended('succeeded', await work(req.maxRunMs).runAnalysis(req, database));
   } catch (err) {
     // Not the analysis claimed under this ID (a forged start): nothing is written over the claim.

@@ -1,0 +1,215 @@
+// scan_with_rules: a registered YARA bundle over a registered artifact or over
+// every written file of an extraction, with YARA-X in the sandbox. Every
+// input is verified first: the bundle and an artifact by their digests, an
+// extraction's files against its manifest's sha256 (and only inside the
+// team's own extraction folder). The scanner sees them read-only and answers
+// on stdout, one JSON object a line.
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Config } from '../config.ts';
+import { DossierError } from '../domain/errors.ts';
+import { verifyArtifact } from '../evidence/artifacts.ts';
+import { rulesEnv } from '../python/rules.ts';
+import { isUnder } from '../sandbox/paths.ts';
+import { streamHelper } from '../sandbox/helpers.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { Store } from '../store/store.ts';
+import type { QueryResult } from './analysisQueries.ts';
+
+export interface ScanInput {
+  rules: string;
+  artifact?: string;
+  evidence_id?: string;
+  timeout_s: number;
+  max_matches: number;
+  max_match_bytes: number;
+}
+
+export interface ScanContext {
+  team: string;
+  store: Store;
+  config: Config;
+  sandbox: Sandbox;
+}
+
+interface Target {
+  path: string;
+  file: string;
+  sha256: string;
+  size: number;
+}
+
+async function sha256Of(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/** Every written file of a team's extraction, each still holding the bytes its manifest names. */
+async function extractionTargets(
+  ctx: ScanContext,
+  evidenceId: string,
+): Promise<{ root: string; targets: Target[] }> {
+  const record = await ctx.store.evidence.get(ctx.team, evidenceId);
+  const output = record?.summary?.output;
+  if (
+    !record ||
+    !['extract_artifact', 'extract_firmware'].includes(record.tool) ||
+    typeof output !== 'string'
+  )
+    throw new DossierError(
+      'invalid_params',
+      `Evidence ${evidenceId} is not a succeeded extraction of your team.`,
+      'Pass the evidence_id of a succeeded extract_artifact or extract_firmware launch, or an artifact.',
+      { evidence_id: evidenceId },
+    );
+  if (!isUnder(output, path.join(ctx.config.home, 'extractions', ctx.team)))
+    throw new DossierError(
+      'invalid_params',
+      `Evidence ${evidenceId} names an output outside your team's extractions.`,
+      'Scan an extraction made on this cluster.',
+      { evidence_id: evidenceId },
+    );
+  const rows = (await ctx.store.evidence.allRows(evidenceId, 'entries')) as {
+    path: string;
+    type: string;
+    status: string;
+    sha256: string | null;
+    size: number | null;
+  }[];
+  const targets: Target[] = [];
+  for (const row of rows) {
+    if (row.type !== 'file' || row.status !== 'written' || !row.sha256) continue;
+    const parts = row.path.split('/').filter((p) => p !== '' && p !== '.');
+    if (parts.includes('..')) continue;
+    const file = path.join(output, ...parts);
+    const actual = await sha256Of(file).catch(() => null);
+    if (actual !== row.sha256)
+      throw new DossierError(
+        'not_found',
+        `${row.path} of ${evidenceId} is ${actual ? 'no longer the file its manifest names' : 'no longer on this worker'}.`,
+        'Extract the archive again (with a new idempotency_key) and scan the new Evidence.',
+        { evidence_id: evidenceId, entry: row.path },
+      );
+    targets.push({
+      path: row.path,
+      file: path.join('/input/tree', ...parts),
+      sha256: row.sha256,
+      size: row.size ?? 0,
+    });
+  }
+  return { root: output, targets };
+}
+
+export async function runRuleScan(
+  input: ScanInput,
+  ctx: ScanContext,
+): Promise<QueryResult & { provider: { name: string; version: string } }> {
+  const env = await rulesEnv(ctx.config.analysis.python);
+  const bundle = await verifyArtifact(ctx.config.home, input.rules, undefined, ctx.store.blobs);
+  const mounts: { host: string; inside: string }[] = [{ host: bundle, inside: '/input/bundle.json' }];
+  let targets: Target[];
+  if (input.artifact) {
+    const file = await verifyArtifact(ctx.config.home, input.artifact, undefined, ctx.store.blobs);
+    const meta = await ctx.store.artifacts.get(ctx.team, input.artifact);
+    mounts.push({ host: file, inside: '/input/target' });
+    targets = [
+      {
+        path: meta?.name ?? input.artifact,
+        file: '/input/target',
+        sha256: input.artifact.slice(7),
+        size: meta?.size ?? 0,
+      },
+    ];
+  } else {
+    const tree = await extractionTargets(ctx, input.evidence_id!);
+    mounts.push({ host: tree.root, inside: '/input/tree' });
+    targets = tree.targets;
+  }
+  const scratch = await mkdtemp(path.join(os.tmpdir(), 'dossier-scan-'));
+  try {
+    const listing = path.join(scratch, 'list.jsonl');
+    await writeFile(listing, targets.map((t) => JSON.stringify({ path: t.path, file: t.file })).join('\n'));
+    mounts.push({ host: listing, inside: '/input/list.jsonl' });
+    const helper = streamHelper(ctx.sandbox, {
+      program: env.python,
+      pkg: 'python3 (the rules venv: npm run provision:unpackers)',
+      args: [
+        path.join(env.scripts, 'scan_rules.py'),
+        'scan',
+        '/input/bundle.json',
+        '/input/list.jsonl',
+        String(input.timeout_s),
+        String(input.max_matches),
+        String(input.max_match_bytes),
+      ],
+      mounts: [{ host: env.venv }, { host: env.scripts }, ...mounts],
+      // The scanner keeps its own clock per file; this is the hard stop behind it.
+      timeoutMs: input.timeout_s * 1000 + 30_000,
+      limits: { addressSpaceBytes: 8 * 1024 ** 3 },
+      env: { PYTHONDONTWRITEBYTECODE: '1' },
+    });
+    const matches: Record<string, unknown>[] = [];
+    const scanned = new Map<string, Record<string, unknown>>();
+    type Done = { status: string; files: number; matches: number; error?: { error: string } };
+    let done = null as Done | null;
+    for await (const line of createInterface({ input: helper.stdout })) {
+      if (!line.trim()) continue;
+      const msg = JSON.parse(line) as Record<string, Record<string, unknown>>;
+      if (msg.match) matches.push(msg.match);
+      else if (msg.file) scanned.set(String(msg.file.path), msg.file);
+      else if (msg.done) done = msg.done as unknown as Done;
+    }
+    await helper.done;
+    if (!done || done.status === 'error')
+      throw new DossierError(
+        'internal',
+        `The rule scan ended without a result: ${done?.error?.error ?? 'no message'}.`,
+        'Ask again; if it fails again, check the bundle with register_rules.',
+      );
+    const files = targets.map((t) => ({
+      path: t.path,
+      sha256: t.sha256,
+      size: t.size,
+      status: 'not_scanned',
+      matches: 0,
+      seconds: null,
+      reason: null,
+      ...(scanned.get(t.path) ?? {}),
+    }));
+    const limitations: string[] = [];
+    if (done.status === 'timeout')
+      limitations.push(
+        `the scan ran past timeout_s=${input.timeout_s}: files after the one that timed out were not scanned (see files with status "timeout" and "not_scanned")`,
+      );
+    if (done.status === 'capped') limitations.push(`matches were capped at max_matches=${input.max_matches}`);
+    const rules = [...new Set(matches.map((m) => `${String(m.namespace)}:${String(m.rule)}`))];
+    const summary = {
+      status: done.status,
+      files: targets.length,
+      scanned: done.files,
+      matches: matches.length,
+      rules_matched: rules.length,
+      files_matched: files.filter((f) => f.matches > 0).length,
+    };
+    return {
+      summary,
+      document: {
+        rules: input.rules,
+        target: input.artifact ?? input.evidence_id,
+        ...summary,
+        matched: rules.slice(0, 1_000),
+      },
+      collections: { matches, files },
+      truncated: done.status !== 'complete',
+      limitations,
+      provider: { name: 'yara-x', version: env.version.replace(/^yara-x /, '') },
+    };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}

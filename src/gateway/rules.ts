@@ -1,0 +1,78 @@
+// register_rules: a bundle of YARA sources is compiled by YARA-X in the
+// sandbox before anything is stored (a bad rule is refused with the
+// compiler's message), then stored content-addressed as an artifact of the
+// team, so scan_with_rules names it by digest and the same bundle is the same
+// digest. The bundle is the canonical JSON of its sources.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { canonicalJson } from '../domain/canonical.ts';
+import { DossierError } from '../domain/errors.ts';
+import type { Principal } from '../domain/types.ts';
+import { rulesEnv } from '../python/rules.ts';
+import { runHelper } from '../sandbox/helpers.ts';
+import type { Intake } from './intake.ts';
+
+interface Compiled {
+  ok: boolean;
+  rules?: { name: string; namespace: string; tags: string[] }[];
+  source?: string;
+  error?: string;
+}
+
+export async function registerRuleBundle(
+  intake: Intake,
+  caller: Principal,
+  input: { name: string; sources: { name: string; text: string }[] },
+): Promise<Record<string, unknown>> {
+  const names = input.sources.map((s) => s.name);
+  if (new Set(names).size !== names.length)
+    throw new DossierError(
+      'invalid_params',
+      'Two sources of the bundle have the same name.',
+      'Give every rule file its own name (it is also its namespace).',
+      { sources: names },
+    );
+  const bytes = Buffer.from(canonicalJson({ sources: input.sources }));
+  const { sandbox, python } = intake.helpers();
+  const env = await rulesEnv(python);
+  const scratch = await mkdtemp(path.join(os.tmpdir(), 'dossier-rules-'));
+  let compiled: Compiled;
+  try {
+    const file = path.join(scratch, 'bundle.json');
+    await writeFile(file, bytes);
+    const out = await runHelper(sandbox, {
+      program: env.python,
+      pkg: 'python3 (the rules venv: npm run provision:unpackers)',
+      args: [path.join(env.scripts, 'scan_rules.py'), 'compile', '/input/bundle.json'],
+      mounts: [{ host: env.venv }, { host: env.scripts }, { host: file, inside: '/input/bundle.json' }],
+      timeoutMs: 60_000,
+      limits: { addressSpaceBytes: 4 * 1024 ** 3 },
+      env: { PYTHONDONTWRITEBYTECODE: '1' },
+    });
+    compiled = JSON.parse(out) as Compiled;
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  if (!compiled.ok)
+    throw new DossierError(
+      'invalid_params',
+      `The rules of ${compiled.source} do not compile: ${compiled.error}`,
+      'Fix the rule at the line and column the compiler names, then register the bundle again; nothing was stored.',
+      { source: compiled.source, compiler: `YARA-X ${env.version.replace(/^yara-x /, '')}` },
+    );
+  const { created, artifact } = await intake.uploadArtifact(
+    caller,
+    Readable.from([bytes]),
+    `rules:${input.name}`,
+  );
+  return {
+    created,
+    rules: artifact.digest,
+    rule_count: compiled.rules!.length,
+    rule_names: compiled.rules!.slice(0, 256).map((r) => `${r.namespace}:${r.name}`),
+    engine: env.version,
+    artifact,
+  };
+}

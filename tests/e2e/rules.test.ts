@@ -1,0 +1,159 @@
+// Rule scans as a shared analysis: a YARA bundle registered (and refused when a
+// rule does not compile), scanned over an extraction tree with exact matches
+// (a string, a hex pattern with wildcards, a condition), the same scan by a
+// second principal attached to the first, and a rule made slow bounded by the
+// scan's time limit.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allRows, call } from '../helpers/mcp.ts';
+import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { scratchDir } from '../helpers/scratch.ts';
+
+const work = scratchDir('rules');
+let t: TestStack;
+let alice: Client;
+let bob: Client;
+
+const RULES = `
+rule secret_string : credentials { meta: family = "backdoor" severity = 3
+  strings: $s = "s3cr3t-backdoor" condition: $s }
+rule crypto_hex : crypto {
+  strings: $h = { DE AD ?? EF [2-4] CA FE } condition: $h }
+rule two_markers { strings: $a = "MARKER-A" $b = "MARKER-B" condition: $a and #b >= 2 }
+`;
+
+// Where each pattern sits, so the offsets can be checked exactly.
+const prefix = randomBytes(100).map((b) => (b === 0xde || b === 0x4d ? 0 : b));
+const fileA = Buffer.concat([
+  prefix,
+  Buffer.from('s3cr3t-backdoor'),
+  Buffer.from([0xde, 0xad, 0x42, 0xef, 1, 2, 3, 0xca, 0xfe]),
+]);
+const fileB = Buffer.from('MARKER-A ... MARKER-B ... MARKER-B\n');
+const fileC = Buffer.from('MARKER-A only one MARKER-B\n');
+
+beforeAll(async () => {
+  const tree = path.join(work, 'tree');
+  mkdirSync(path.join(tree, 'bin'), { recursive: true });
+  writeFileSync(path.join(tree, 'bin/a.bin'), fileA);
+  writeFileSync(path.join(tree, 'b.txt'), fileB);
+  writeFileSync(path.join(tree, 'c.txt'), fileC);
+  execFileSync('tar', ['-cf', path.join(work, 'tree.tar'), '-C', tree, '.']);
+  writeFileSync(path.join(work, 'big.bin'), randomBytes(2 * 1024 * 1024));
+  t = await startTestStack({ env: { DOSSIER_ALLOWED_ROOTS: `/usr/bin:${work}` } });
+  alice = await t.connect();
+  bob = await t.connect(await t.tokenFor('bob', 'local'));
+}, 120_000);
+afterAll(async () => {
+  await t?.stop(true);
+});
+
+describe('register_rules', () => {
+  it('a rule that does not compile is refused with where and why; nothing is stored', async () => {
+    const reply = await call(alice, 'register_rules', {
+      name: 'broken',
+      sources: [{ name: 'bad', text: 'rule broken { condition: undeclared_thing }' }],
+    });
+    expect(reply.error.code).toBe('invalid_params');
+    expect(reply.error.message).toMatch(/bad.*do not compile.*undeclared_thing/s);
+    expect(reply.error.message).toMatch(/bad:1:/);
+    const listed = await call(alice, 'list_artifacts', {});
+    expect(JSON.stringify(listed)).not.toContain('rules:broken');
+  });
+});
+
+describe('scan_with_rules over an extraction', () => {
+  it('matches exactly, and the same scan by a second principal attaches', async () => {
+    const rules = await call(alice, 'register_rules', {
+      name: 'team-rules',
+      sources: [{ name: 'main', text: RULES }],
+    });
+    expect(rules.error).toBeUndefined();
+    expect(rules.rule_count).toBe(3);
+    const registered = await call(alice, 'register_artifact', { path: path.join(work, 'tree.tar') });
+    const extracted = await call(alice, 'extract_artifact', {
+      artifact: registered.artifact.digest,
+      idempotency_key: 'tree-1',
+      detail: 'summary',
+    });
+    expect(extracted.status).toBe('succeeded');
+
+    const args = {
+      rules: rules.rules,
+      evidence_id: extracted.evidence_id,
+      wait_ms: 100_000,
+      detail: 'summary',
+    };
+    const first = await call(alice, 'scan_with_rules', args);
+    expect(first.status, JSON.stringify(first.error)).toBe('succeeded');
+    expect(first.summary).toMatchObject({ status: 'complete', files: 3, scanned: 3, rules_matched: 3 });
+
+    const matches = await allRows(alice, first.evidence_id, 'matches');
+    const of = (rule: string) => matches.filter((m) => m.rule === rule);
+    expect(of('secret_string')).toEqual([
+      expect.objectContaining({
+        path: './bin/a.bin',
+        namespace: 'main',
+        tags: ['credentials'],
+        metadata: { family: 'backdoor', severity: 3 },
+        pattern: '$s',
+        offset: 100,
+        length: 15,
+        data_hex: Buffer.from('s3cr3t-backdoor').toString('hex'),
+      }),
+    ]);
+    expect(of('crypto_hex')).toEqual([
+      expect.objectContaining({
+        path: './bin/a.bin',
+        pattern: '$h',
+        offset: 115,
+        length: 9,
+        data_hex: 'dead42ef010203cafe',
+      }),
+    ]);
+    const markers = of('two_markers');
+    expect(markers.every((m) => m.path === './b.txt')).toBe(true);
+    expect(markers.map((m) => [m.pattern, m.offset])).toEqual([
+      ['$a', 0],
+      ['$b', 13],
+      ['$b', 26],
+    ]);
+
+    const second = await call(bob, 'scan_with_rules', args);
+    expect(second.evidence_id).toBe(first.evidence_id);
+    expect(second.analysis.attached).toBe(true);
+    expect(second.analysis.requested_by).toBe(first.analysis.requested_by);
+    expect(second.analysis.requested_by).not.toBe('bob');
+  });
+
+  it('a rule made slow is bounded by the scan time limit, and says so', async () => {
+    const slow = await call(alice, 'register_rules', {
+      name: 'slow',
+      sources: [
+        {
+          name: 'slow',
+          text: 'rule quadratic { condition: for all i in (0..filesize - 1) : ( for all j in (0..filesize - 1) : ( uint8(i) ^ uint8(j) != 0x100 ) ) }',
+        },
+      ],
+    });
+    expect(slow.error).toBeUndefined();
+    const big = await call(alice, 'register_artifact', { path: path.join(work, 'big.bin') });
+    const started = Date.now();
+    const scan = await call(alice, 'scan_with_rules', {
+      rules: slow.rules,
+      artifact: big.artifact.digest,
+      timeout_s: 3,
+      wait_ms: 100_000,
+      detail: 'summary',
+    });
+    expect(scan.status, JSON.stringify(scan.error)).toBe('succeeded');
+    expect(scan.summary.status).toBe('timeout');
+    expect(Date.now() - started).toBeLessThan(60_000);
+    const files = await allRows(alice, scan.evidence_id, 'files');
+    expect(files[0]).toMatchObject({ status: 'timeout' });
+  });
+});
