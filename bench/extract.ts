@@ -68,7 +68,7 @@ export async function benchExtract(): Promise<string[]> {
         if (r.status !== 'succeeded')
           throw new Error(`extraction ${name} ended ${r.status}: ${JSON.stringify(r.error)}`);
         ours.push(t);
-        rmSync(r.summary.output, { recursive: true, force: true });
+        rmSync(path.join(stack.config.home, r.summary.output), { recursive: true, force: true });
       }
       const mb = 200;
       lines.push(

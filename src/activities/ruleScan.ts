@@ -12,9 +12,10 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Config } from '../config.ts';
 import { DossierError } from '../domain/errors.ts';
-import { verifyArtifact } from '../evidence/artifacts.ts';
+import { outputFolder, verifyArtifact } from '../evidence/artifacts.ts';
 import { rulesEnv } from '../python/rules.ts';
 import { isUnder } from '../sandbox/paths.ts';
+import { sandboxedEnv } from '../python/venv.ts';
 import { streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { Store } from '../store/store.ts';
@@ -55,11 +56,11 @@ async function extractionTargets(
   evidenceId: string,
 ): Promise<{ root: string; targets: Target[] }> {
   const record = await ctx.store.evidence.get(ctx.team, evidenceId);
-  const output = record?.summary?.output;
+  const named = record?.summary?.output;
   if (
     !record ||
     !['extract_artifact', 'extract_firmware'].includes(record.tool) ||
-    typeof output !== 'string'
+    typeof named !== 'string'
   )
     throw new DossierError(
       'invalid_params',
@@ -67,6 +68,7 @@ async function extractionTargets(
       'Pass the evidence_id of a succeeded extract_artifact or extract_firmware launch, or an artifact.',
       { evidence_id: evidenceId },
     );
+  const output = outputFolder(ctx.config.home, named);
   if (!isUnder(output, path.join(ctx.config.home, 'extractions', ctx.team)))
     throw new DossierError(
       'invalid_params',
@@ -109,7 +111,8 @@ export async function runRuleScan(
   input: ScanInput,
   ctx: ScanContext,
 ): Promise<QueryResult & { provider: { name: string; version: string } }> {
-  const env = await rulesEnv(ctx.config.analysis.python);
+  const engine = await rulesEnv(ctx.config.analysis.python);
+  const env = sandboxedEnv(engine);
   const bundle = await verifyArtifact(ctx.config.home, input.rules, undefined, ctx.store.blobs);
   const mounts: { host: string; inside: string }[] = [{ host: bundle, inside: '/input/bundle.json' }];
   let targets: Target[];
@@ -139,7 +142,7 @@ export async function runRuleScan(
       program: env.python,
       pkg: 'python3 (the rules venv: npm run provision:unpackers)',
       args: [
-        path.join(env.scripts, 'scan_rules.py'),
+        env.script('scan_rules.py'),
         'scan',
         '/input/bundle.json',
         '/input/list.jsonl',
@@ -147,7 +150,7 @@ export async function runRuleScan(
         String(input.max_matches),
         String(input.max_match_bytes),
       ],
-      mounts: [{ host: env.venv }, { host: env.scripts }, ...mounts],
+      mounts: [...env.mounts, ...mounts],
       // The scanner keeps its own clock per file; this is the hard stop behind it.
       timeoutMs: input.timeout_s * 1000 + 30_000,
       limits: { addressSpaceBytes: 8 * 1024 ** 3 },
@@ -207,7 +210,7 @@ export async function runRuleScan(
       collections: { matches, files },
       truncated: done.status !== 'complete',
       limitations,
-      provider: { name: 'yara-x', version: env.version.replace(/^yara-x /, '') },
+      provider: { name: 'yara-x', version: engine.version.replace(/^yara-x /, '') },
     };
   } finally {
     await rm(scratch, { recursive: true, force: true });

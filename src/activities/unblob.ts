@@ -6,9 +6,9 @@
 // tar, which goes through the same tar reader and checked writer as every
 // other format. unblob's own file creation is never trusted: names, links,
 // special files and every byte are checked again as they are written.
-import path from 'node:path';
 import { DossierError } from '../domain/errors.ts';
 import { unblobEnv } from '../python/unblob.ts';
+import { sandboxedEnv } from '../python/venv.ts';
 import { checkedOutput, streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { corrupt, readTar, type OnEntry } from './archives.ts';
@@ -69,20 +69,21 @@ export interface UnblobRead {
 /** Reads a file through unblob into the writer; returns unblob's chunks, handlers, tree and errors. */
 export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<UnblobFacts> {
   read.progress?.({ phase: 'preparing unblob' });
-  const env = await unblobEnv(read.python);
+  const engine = await unblobEnv(read.python);
+  const env = sandboxedEnv(engine);
   const scratch = Math.max(16 * 1024 * 1024, Math.min(read.scratchBytes, UNBLOB_SCRATCH_MAX));
   read.progress?.({ phase: 'unblob: carving and extracting' });
   const helper = streamHelper(read.sandbox, {
     program: env.python,
     pkg: 'python3 (the unblob venv: npm run provision:unpackers)',
     args: [
-      path.join(env.scripts, 'unpack_unblob.py'),
+      env.script('unpack_unblob.py'),
       read.mode,
       String(Math.max(1, read.depth)),
       String(read.maxEntries),
       '/input/image',
     ],
-    mounts: [{ host: env.venv }, { host: env.scripts }, { host: read.file, inside: '/input/image' }],
+    mounts: [...env.mounts, { host: read.file, inside: '/input/image' }],
     tmpBytes: scratch,
     // unblob's pool of two processes shares its queues through POSIX semaphores.
     shmBytes: 1024 * 1024,
@@ -124,7 +125,7 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
   await stderrEnded;
   const facts = lastLine('dossier-facts ');
   if (!facts) throw corrupt('unblob', new Error('it reported nothing'), 'run');
-  return { ...(JSON.parse(facts) as Omit<UnblobFacts, 'version'>), version: env.version };
+  return { ...(JSON.parse(facts) as Omit<UnblobFacts, 'version'>), version: engine.version };
 }
 
 /** The chunks a reader should know of: unknown ones with their entropy, the residual unknowns among them. */

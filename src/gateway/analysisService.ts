@@ -150,7 +150,11 @@ export class AnalysisService {
           { key: SEARCH_ATTRIBUTES.team, value: req.team },
           { key: SEARCH_ATTRIBUTES.key, value: req.key },
           { key: SEARCH_ATTRIBUTES.bodyDigest, value: req.key },
-          { key: SEARCH_ATTRIBUTES.artifact, value: [req.database.artifact] },
+          {
+            key: SEARCH_ATTRIBUTES.artifact,
+            // What the analysis reads: its artifact and, for a rule scan, the bundle.
+            value: [req.input.artifact, req.input.rules].filter((d): d is string => typeof d === 'string'),
+          },
         ],
       });
       runId = handle.firstExecutionRunId;

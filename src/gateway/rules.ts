@@ -11,6 +11,7 @@ import { canonicalJson } from '../domain/canonical.ts';
 import { DossierError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import { rulesEnv } from '../python/rules.ts';
+import { sandboxedEnv } from '../python/venv.ts';
 import { runHelper } from '../sandbox/helpers.ts';
 import type { Intake } from './intake.ts';
 
@@ -36,7 +37,8 @@ export async function registerRuleBundle(
     );
   const bytes = Buffer.from(canonicalJson({ sources: input.sources }));
   const { sandbox, python } = intake.helpers();
-  const env = await rulesEnv(python);
+  const engine = await rulesEnv(python);
+  const env = sandboxedEnv(engine);
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'dossier-rules-'));
   let compiled: Compiled;
   try {
@@ -45,8 +47,8 @@ export async function registerRuleBundle(
     const out = await runHelper(sandbox, {
       program: env.python,
       pkg: 'python3 (the rules venv: npm run provision:unpackers)',
-      args: [path.join(env.scripts, 'scan_rules.py'), 'compile', '/input/bundle.json'],
-      mounts: [{ host: env.venv }, { host: env.scripts }, { host: file, inside: '/input/bundle.json' }],
+      args: [env.script('scan_rules.py'), 'compile', '/input/bundle.json'],
+      mounts: [...env.mounts, { host: file, inside: '/input/bundle.json' }],
       timeoutMs: 60_000,
       limits: { addressSpaceBytes: 4 * 1024 ** 3 },
       env: { PYTHONDONTWRITEBYTECODE: '1' },
@@ -60,7 +62,7 @@ export async function registerRuleBundle(
       'invalid_params',
       `The rules of ${compiled.source} do not compile: ${compiled.error}`,
       'Fix the rule at the line and column the compiler names, then register the bundle again; nothing was stored.',
-      { source: compiled.source, compiler: `YARA-X ${env.version.replace(/^yara-x /, '')}` },
+      { source: compiled.source, compiler: `YARA-X ${engine.version.replace(/^yara-x /, '')}` },
     );
   const { created, artifact } = await intake.uploadArtifact(
     caller,
@@ -72,7 +74,7 @@ export async function registerRuleBundle(
     rules: artifact.digest,
     rule_count: compiled.rules!.length,
     rule_names: compiled.rules!.slice(0, 256).map((r) => `${r.namespace}:${r.name}`),
-    engine: env.version,
+    engine: engine.version,
     artifact,
   };
 }

@@ -82,11 +82,34 @@ def count_entries(root, limit):
     return seen
 
 
+def python_shims(venv_bin, shims):
+    """The venv's console scripts name the interpreter by the path the venv was made at, which the
+    sandbox does not show: each gets a shim that runs it with this interpreter (unblob calls
+    jefferson and ubireader_extract_images by name)."""
+    os.makedirs(shims, exist_ok=True)
+    for name in os.listdir(venv_bin):
+        script = os.path.join(venv_bin, name)
+        try:
+            with open(script, "rb") as f:
+                head = f.readline()
+        except OSError:
+            continue
+        if not head.startswith(b"#!") or b"python" not in head:
+            continue
+        shim = os.path.join(shims, name)
+        with open(shim, "w") as f:
+            f.write(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+        os.chmod(shim, 0o755)
+    return shims
+
+
 def run_unblob(image, out, depth, max_entries, keep_chunks):
     work = os.path.dirname(out)
     venv_bin = os.path.dirname(sys.executable)
-    env = dict(os.environ, PATH=f"{venv_bin}:/usr/bin:/bin")
-    argv = [os.path.join(venv_bin, "unblob"), "-e", out, "--report", os.path.join(work, "report.json")]
+    shims = python_shims(venv_bin, os.path.join(work, "bin"))
+    env = dict(os.environ, PATH=f"{shims}:{venv_bin}:/usr/bin:/bin")
+    argv = [sys.executable, os.path.join(venv_bin, "unblob"), "-e", out]
+    argv += ["--report", os.path.join(work, "report.json")]
     argv += ["--log", os.path.join(work, "unblob.log"), "-d", str(depth), "-n", "0"]
     if keep_chunks:
         argv.append("-k")
