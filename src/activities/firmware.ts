@@ -58,24 +58,22 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
   const { artifact: image, file } = await verifiedArtifact(ctx, input.artifact);
   const imageBytes = (await stat(file)).size;
   const left = deadline(input.timeout_ms);
-  const table = await runHelper(ctx.sandbox, {
+  await ctx.begin();
+  // binwalk lists signatures while unblob carves: both only read the image.
+  let binwalkFailed: string | null = null;
+  const listing = runHelper(ctx.sandbox, {
     program: 'binwalk',
     pkg: 'binwalk',
     args: ['--signature', '/input/image'],
     mounts: [{ host: file, inside: '/input/image' }],
     timeoutMs: left(),
-  }).catch((err) => {
-    throw new DossierError(
-      'provider_unavailable',
-      `binwalk could not scan the image: ${(err as Error).message}`,
-      'Check that binwalk runs on the worker host.',
-    );
+  }).catch((err: Error) => {
+    binwalkFailed = err.message;
+    return '';
   });
-  const signatures = parseSignatures(table, imageBytes, input.max_signatures);
-
-  await ctx.begin();
   const out = await startExtraction(ctx, input.limits, imageBytes, input.timeout_ms);
   let unblob: UnblobFacts | null = null;
+  let signatures: Signature[] = [];
   let failure: unknown;
   try {
     unblob = await readUnblob(
@@ -102,6 +100,7 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
         parts.slice(1, -1).filter((p) => p.endsWith('_extract')).length +
         (parts.length > 1 && parts[0] !== 'carved' ? 1 : 0);
     }
+    signatures = parseSignatures(await listing, imageBytes, input.max_signatures);
     const taken = new Set(out.rows.map((r) => normalized(r.path)));
     const known = new Set(unblob.chunks.filter((c) => c.depth === 0 && !c.unknown).map((c) => c.start));
     for (const sig of signatures) {
@@ -178,6 +177,7 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     limitations.push(`signatures were capped at max_signatures=${input.max_signatures}`);
   if (refused) limitations.push(`${refused} entries were refused (see status "refused" in entries)`);
   if (unblob) limitations.push(...unblobLimitations(unblob, 'the image'));
+  if (binwalkFailed) limitations.push(`binwalk could not list signatures: ${binwalkFailed}`);
   if (failure)
     limitations.push(
       'the extraction failed and was rolled back; entries lists what was read before the failure',
