@@ -4,7 +4,7 @@
 // team's folder or an HTTP body, listed and served from its exports).
 import { lstatSync, mkdirSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { copyFile, lstat, mkdir, readdir, rename, stat } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, readdir, readFile, rename, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { DossierError } from '../domain/errors.ts';
@@ -229,6 +229,26 @@ export class Intake {
       provenance,
     });
     return { created, artifact };
+  }
+
+  /** The bytes of one of the team's artifacts, re-hashed, when it is at most `maxBytes` (a rule file). */
+  async artifactBytes(caller: Principal, digest: string, maxBytes: number, what: string): Promise<Buffer> {
+    const record = await this.store.artifacts.get(caller.team, digest);
+    if (!record)
+      throw new DossierError(
+        'not_found',
+        `No artifact ${digest} is registered for your team.`,
+        'register_artifact (or POST /artifacts) first, then pass the digest it returns.',
+        { artifact: digest },
+      );
+    if (record.size > maxBytes)
+      throw new DossierError(
+        'resource_constraint',
+        `The artifact is ${record.size} bytes, over the ${maxBytes} bytes ${what} may be.`,
+        `Split it into files of at most ${maxBytes} bytes.`,
+        { artifact: digest, size: record.size, limit: maxBytes },
+      );
+    return readFile(await verifyArtifact(this.home(), digest, undefined, this.store.blobs));
   }
 
   /** The sandbox and interpreter of helpers the gateway runs itself (the rule compiler). */

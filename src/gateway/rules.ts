@@ -14,6 +14,7 @@ import { rulesEnv } from '../python/rules.ts';
 import { sandboxedEnv } from '../python/venv.ts';
 import { runHelper } from '../sandbox/helpers.ts';
 import type { Intake } from './intake.ts';
+import { RULES_LIMITS } from '../tools/rules.ts';
 
 interface Compiled {
   ok: boolean;
@@ -22,12 +23,37 @@ interface Compiled {
   error?: string;
 }
 
+/** One rule file registered as an artifact, as a source named after the bundle. */
+async function fromArtifact(intake: Intake, caller: Principal, name: string, digest: string) {
+  const limit = RULES_LIMITS.artifact_bytes.max;
+  const bytes = await intake.artifactBytes(caller, digest, limit, 'a rule file');
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new DossierError(
+      'invalid_params',
+      `The artifact ${digest} is not UTF-8 text: not a YARA rule file.`,
+      'Pass the digest of a YARA source file (a .yar).',
+      { artifact: digest },
+    );
+  }
+  return {
+    name: name
+      .replace(/[^A-Za-z0-9_.-]/g, '_')
+      .replace(/^[^A-Za-z_]/, '_')
+      .slice(0, 64),
+    text,
+  };
+}
+
 export async function registerRuleBundle(
   intake: Intake,
   caller: Principal,
-  input: { name: string; sources: { name: string; text: string }[] },
+  input: { name: string; sources?: { name: string; text: string }[]; artifact?: string },
 ): Promise<Record<string, unknown>> {
-  const names = input.sources.map((s) => s.name);
+  const sources = input.sources ?? [await fromArtifact(intake, caller, input.name, input.artifact!)];
+  const names = sources.map((s) => s.name);
   if (new Set(names).size !== names.length)
     throw new DossierError(
       'invalid_params',
@@ -35,7 +61,7 @@ export async function registerRuleBundle(
       'Give every rule file its own name (it is also its namespace).',
       { sources: names },
     );
-  const bytes = Buffer.from(canonicalJson({ sources: input.sources }));
+  const bytes = Buffer.from(canonicalJson({ sources }));
   const { sandbox, python } = intake.helpers();
   const engine = await rulesEnv(python);
   const env = sandboxedEnv(engine);
@@ -73,7 +99,8 @@ export async function registerRuleBundle(
     created,
     rules: artifact.digest,
     rule_count: compiled.rules!.length,
-    rule_names: compiled.rules!.slice(0, 256).map((r) => `${r.namespace}:${r.name}`),
+    // The first 64: a reply stays small whatever the bundle holds (rule_count says how many).
+    rule_names: compiled.rules!.slice(0, 64).map((r) => `${r.namespace}:${r.name}`),
     engine: engine.version,
     artifact,
   };

@@ -8,7 +8,12 @@ import { bounded, defineTool, detailSchema } from './contract.ts';
 
 export const RULES_LIMITS = {
   sources: { default: 1, min: 1, max: 64, unit: 'rule files in one bundle' },
-  source_bytes: { default: 1024 * 1024, max: 1024 * 1024, unit: 'bytes of one rule file' },
+  source_bytes: { default: 1024 * 1024, max: 1024 * 1024, unit: 'bytes of one rule file given inline' },
+  artifact_bytes: {
+    default: 16 * 1024 * 1024,
+    max: 16 * 1024 * 1024,
+    unit: 'bytes of a rule file given as an artifact',
+  },
   timeout_s: { default: 60, min: 1, max: 1_800, unit: 's for the whole scan' },
   max_matches: { default: 10_000, max: 1_000_000, unit: 'matches kept' },
   max_match_bytes: { default: 64, max: 1_024, unit: 'bytes kept of each match' },
@@ -22,23 +27,33 @@ export const registerRules = defineTool({
   name: 'register_rules',
   title: 'Register a YARA rule bundle',
   description:
-    "Compile a bundle of YARA rule files (YARA-X, each file in its own namespace) and, when every rule compiles, store it content-addressed as an artifact of your team: the returned digest is what scan_with_rules takes. A rule that does not compile is refused with the compiler's message (file, line, column); nothing is stored. The same bundle registered again returns the same digest.",
-  input: z.strictObject({
-    name: z.string().min(1).max(256).describe('A human name for the bundle (e.g. "crypto-constants").'),
-    sources: z
-      .array(
-        z.strictObject({
-          name: z
-            .string()
-            .regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/, { error: 'a source name is 1-64 of A-Z a-z 0-9 _ . -' })
-            .describe("The rule file's name, also its namespace."),
-          text: z.string().min(1).max(RULES_LIMITS.source_bytes.max).describe('The YARA source.'),
-        }),
-      )
-      .min(1)
-      .max(RULES_LIMITS.sources.max)
-      .describe('The rule files of the bundle, in order.'),
-  }),
+    "Compile a bundle of YARA rule files (YARA-X, each file in its own namespace) and, when every rule compiles, store it content-addressed as an artifact of your team: the returned digest is what scan_with_rules takes. Give the files inline (`sources`, within the request's size bound) or name a registered artifact holding one rule file (`artifact`, up to 16 MiB: upload a large rule set with POST /artifacts first). A rule that does not compile is refused with the compiler's message (file, line, column); nothing is stored. The same bundle registered again returns the same digest.",
+  input: z
+    .strictObject({
+      name: z.string().min(1).max(256).describe('A human name for the bundle (e.g. "crypto-constants").'),
+      sources: z
+        .array(
+          z.strictObject({
+            name: z
+              .string()
+              .regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/, {
+                error: 'a source name is 1-64 of A-Z a-z 0-9 _ . -',
+              })
+              .describe("The rule file's name, also its namespace."),
+            text: z.string().min(1).max(RULES_LIMITS.source_bytes.max).describe('The YARA source.'),
+          }),
+        )
+        .min(1)
+        .max(RULES_LIMITS.sources.max)
+        .optional()
+        .describe('The rule files of the bundle, in order.'),
+      artifact: digest
+        .optional()
+        .describe('Instead of sources: a registered artifact holding one YARA rule file (UTF-8).'),
+    })
+    .refine((i) => (i.sources === undefined) !== (i.artifact === undefined), {
+      error: 'pass either sources or artifact',
+    }),
   effect: {
     idempotent: true,
     readOnly: false,
@@ -48,7 +63,11 @@ export const registerRules = defineTool({
   },
   runsOn: 'gateway',
   toolset: 'extraction',
-  limits: { sources: RULES_LIMITS.sources, source_bytes: RULES_LIMITS.source_bytes },
+  limits: {
+    sources: RULES_LIMITS.sources,
+    source_bytes: RULES_LIMITS.source_bytes,
+    artifact_bytes: RULES_LIMITS.artifact_bytes,
+  },
   collections: {},
 });
 

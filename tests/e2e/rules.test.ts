@@ -2,10 +2,11 @@
 // rule does not compile), scanned over an extraction tree with exact matches
 // (a string, a hex pattern with wildcards, a condition), the same scan by a
 // second principal attached to the first, and a rule made slow bounded by the
-// scan's time limit.
+// scan's time limit; another team sees neither bundle nor scan; every input
+// and output bounded, with errors that say which bound.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +18,7 @@ const work = scratchDir('rules');
 let t: TestStack;
 let alice: Client;
 let bob: Client;
+let carol: Client;
 
 const RULES = `
 rule secret_string : credentials { meta: family = "backdoor" severity = 3
@@ -47,6 +49,7 @@ beforeAll(async () => {
   t = await startTestStack({ env: { DOSSIER_ALLOWED_ROOTS: `/usr/bin:${work}` } });
   alice = await t.connect();
   bob = await t.connect(await t.tokenFor('bob', 'local'));
+  carol = await t.connect(await t.tokenFor('carol', 'other'));
 }, 120_000);
 afterAll(async () => {
   await t?.stop(true);
@@ -155,5 +158,161 @@ describe('scan_with_rules over an extraction', () => {
     expect(Date.now() - started).toBeLessThan(60_000);
     const files = await allRows(alice, scan.evidence_id, 'files');
     expect(files[0]).toMatchObject({ status: 'timeout' });
+  });
+});
+
+describe('teams and bounds', () => {
+  const markers = {
+    name: 'markers',
+    sources: [{ name: 'm', text: 'rule marker { strings: $m = "MARK" condition: $m }' }],
+  };
+
+  it("another team can use neither a team's bundle nor its extraction, and its own same scan is its own", async () => {
+    const rules = await call(alice, 'register_rules', markers);
+    const target = path.join(work, 'marks.bin');
+    writeFileSync(target, Buffer.from('MARK MARK MARK'));
+    const mine = await call(alice, 'register_artifact', { path: target });
+    const extracted = await call(alice, 'extract_artifact', {
+      artifact: (await call(alice, 'register_artifact', { path: path.join(work, 'tree.tar') })).artifact
+        .digest,
+      idempotency_key: 'tree-teams',
+      detail: 'summary',
+    });
+    const scan = await call(alice, 'scan_with_rules', {
+      rules: rules.rules,
+      artifact: mine.artifact.digest,
+      wait_ms: 100_000,
+      detail: 'summary',
+    });
+    expect(scan.status, JSON.stringify(scan.error)).toBe('succeeded');
+    expect(scan.summary.matches).toBe(3);
+
+    // carol knows every digest and id, but they are not her team's.
+    const theirs = await call(carol, 'register_artifact', { path: target });
+    const withAlicesRules = await call(carol, 'scan_with_rules', {
+      rules: rules.rules,
+      artifact: theirs.artifact.digest,
+      wait_ms: 100_000,
+    });
+    expect(withAlicesRules.error?.code).toBe('not_found');
+    expect(withAlicesRules.error.message).toContain(rules.rules);
+    const ownRules = await call(carol, 'register_rules', markers);
+    expect(ownRules.rules).toBe(rules.rules);
+    const onAlicesTree = await call(carol, 'scan_with_rules', {
+      rules: ownRules.rules,
+      evidence_id: extracted.evidence_id,
+      wait_ms: 100_000,
+    });
+    expect(onAlicesTree.error?.code).toBe('not_found');
+    expect(await call(carol, 'get_evidence', { evidence_id: scan.evidence_id })).toMatchObject({
+      error: { code: 'not_found' },
+    });
+    // The same (rules, target) in her team runs for her team: not attached to alice's.
+    const own = await call(carol, 'scan_with_rules', {
+      rules: ownRules.rules,
+      artifact: theirs.artifact.digest,
+      wait_ms: 100_000,
+      detail: 'summary',
+    });
+    expect(own.status, JSON.stringify(own.error)).toBe('succeeded');
+    expect(own.analysis.attached).toBe(false);
+    expect(own.analysis.requested_by).toBe('carol');
+    expect(own.summary.matches).toBe(3);
+  });
+
+  it('matches stop at max_matches and the match bytes at max_match_bytes, and the scan says so', async () => {
+    const many = path.join(work, 'many.bin');
+    writeFileSync(many, Buffer.from('MARK'.repeat(500)));
+    const target = (await call(alice, 'register_artifact', { path: many })).artifact.digest;
+    const scan = async (text: string, extra: Record<string, unknown>) => {
+      const rules = await call(alice, 'register_rules', { name: 'bounds', sources: [{ name: 'b', text }] });
+      expect(rules.error).toBeUndefined();
+      const reply = await call(alice, 'scan_with_rules', {
+        rules: rules.rules,
+        artifact: target,
+        wait_ms: 100_000,
+        detail: 'summary',
+        ...extra,
+      });
+      expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+      return { reply, rows: await allRows(alice, reply.evidence_id, 'matches') };
+    };
+    const capped = await scan('rule marker { strings: $m = "MARK" condition: $m }', { max_matches: 25 });
+    expect(capped.reply.summary).toMatchObject({ status: 'capped', matches: 25 });
+    expect(capped.reply.limitations.join(' ')).toMatch(/max_matches=25/);
+    expect(capped.rows.map((r) => r.offset)).toEqual(Array.from({ length: 25 }, (_, i) => i * 4));
+
+    const cut = await scan('rule long { strings: $l = { 4D 41 52 4B [396] 4D 41 52 4B } condition: $l }', {
+      max_match_bytes: 8,
+    });
+    expect(cut.reply.summary.status).toBe('complete');
+    expect(cut.rows[0]).toMatchObject({
+      offset: 0,
+      length: 404,
+      data_truncated: true,
+      data_hex: Buffer.from('MARKMARK').toString('hex'),
+    });
+  });
+
+  it('a large rule set comes as an artifact; every bound refuses with its name before anything runs', async () => {
+    // 12,000 rules (about 1.4 MB): over what a request may carry, so registered from an artifact.
+    const big = path.join(work, 'big.yar');
+    writeFileSync(
+      big,
+      Array.from(
+        { length: 12_000 },
+        (_, i) =>
+          `rule r${i} : generated { meta: n = ${i} strings: $a = "needle-${i}-x" $h = { ${(i % 256).toString(16).padStart(2, '0')} ?? 5A 5A } condition: $a and $h }`,
+      ).join('\n'),
+    );
+    const file = await call(alice, 'register_artifact', { path: big });
+    const large = await call(alice, 'register_rules', { name: 'large set', artifact: file.artifact.digest });
+    expect(large.error, JSON.stringify(large.error)).toBeUndefined();
+    expect(large.rule_count).toBe(12_000);
+    expect(large.rule_names[0]).toBe('large_set:r0');
+    const inline = await call(alice, 'register_rules', {
+      name: 'inline',
+      sources: [{ name: 'big', text: readFileSync(big, 'utf8') }],
+    }).catch((err: Error) => ({ thrown: err.message }));
+    expect(JSON.stringify(inline)).toMatch(/DOSSIER_MAX_REQUEST_BYTES/);
+
+    const huge = path.join(work, 'huge.yar');
+    writeFileSync(huge, `// ${'x'.repeat(16 * 1024 * 1024)}\nrule r { condition: true }\n`);
+    const over = await call(alice, 'register_rules', {
+      name: 'huge',
+      artifact: (await call(alice, 'register_artifact', { path: huge })).artifact.digest,
+    });
+    expect(over.error?.code).toBe('resource_constraint');
+    expect(over.error.message).toMatch(/16777216 bytes a rule file may be/);
+    const binary = await call(alice, 'register_rules', {
+      name: 'binary',
+      artifact: (await call(alice, 'register_artifact', { path: path.join(work, 'big.bin') })).artifact
+        .digest,
+    });
+    expect(binary.error?.code).toBe('invalid_params');
+    expect(binary.error.message).toMatch(/not UTF-8/);
+    const otherTeams = await call(carol, 'register_rules', {
+      name: 'theirs',
+      artifact: file.artifact.digest,
+    });
+    expect(otherTeams.error?.code).toBe('not_found');
+
+    const tooMany = await call(alice, 'register_rules', {
+      name: 'many',
+      sources: Array.from({ length: 65 }, (_, i) => ({
+        name: `s${i}`,
+        text: `rule r${i} { condition: true }`,
+      })),
+    });
+    expect(tooMany.error?.code).toBe('invalid_params');
+    expect(JSON.stringify(tooMany.error)).toMatch(/64/);
+    const rules = await call(alice, 'register_rules', markers);
+    const bad = await call(alice, 'scan_with_rules', {
+      rules: rules.rules,
+      artifact: rules.rules,
+      timeout_s: 100_000,
+    });
+    expect(bad.error?.code).toBe('invalid_params');
+    expect(JSON.stringify(bad.error)).toMatch(/timeout_s/);
   });
 });
