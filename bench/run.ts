@@ -15,6 +15,7 @@ import { benchStart } from './start.ts';
 import { benchSideBySide } from './sideBySide.ts';
 import { benchFloor } from './floor.ts';
 import { benchSurface } from './surface.ts';
+import { benchBreadth } from './breadth.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
   launches: benchLaunches,
@@ -31,6 +32,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   sidebyside: benchSideBySide,
   floor: benchFloor,
   surface: benchSurface,
+  breadth: benchBreadth,
 };
 const only = process.argv.slice(2);
 
