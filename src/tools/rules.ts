@@ -27,7 +27,7 @@ export const registerRules = defineTool({
   name: 'register_rules',
   title: 'Register a YARA rule bundle',
   description:
-    "Compile a bundle of YARA rule files (YARA-X, each file in its own namespace) and, when every rule compiles, store it content-addressed as an artifact of your team: the returned digest is what scan_with_rules takes. Give the files inline (`sources`, within the request's size bound) or name a registered artifact holding one rule file (`artifact`, up to 16 MiB: upload a large rule set with POST /artifacts first). A rule that does not compile is refused with the compiler's message (file, line, column); nothing is stored. The same bundle registered again returns the same digest.",
+    "Compile YARA rule files (YARA-X, one namespace per file) and store them as your team's bundle; returns the digest scan_with_rules takes. Give sources inline, or artifact: one registered rule file (up to 16 MiB). A rule that does not compile is refused with file, line and column; nothing is stored.",
   input: z
     .strictObject({
       name: z.string().min(1).max(256).describe('A human name for the bundle (e.g. "crypto-constants").'),
@@ -75,7 +75,7 @@ export const scanWithRules = defineTool({
   name: 'scan_with_rules',
   title: 'Scan with YARA rules',
   description:
-    "Scan a registered artifact, or every written file of an extraction (extract_artifact or extract_firmware Evidence), with a registered rule bundle (YARA-X, in the sandbox). A scan is keyed by the bundle's digest and the target's, so the same scan asked by anyone in your team runs once and is shared. One row per match: the rule, its namespace, tags and metadata, the file, the pattern, its offset and length, and the matched bytes (at most max_match_bytes). The time limit bounds the whole scan: a rule slow enough to exceed it ends the scan, which says so.",
+    'Scan a registered artifact, or every file an extraction wrote (evidence_id), with a register_rules bundle (YARA-X, in the sandbox). One scan per (rules, target) for your team: asking again attaches. One row per match (rule, tags, metadata, file, offset, length, bytes); timeout_s bounds the whole scan.',
   input: z
     .strictObject({
       rules: digest.describe('Digest of a bundle register_rules returned.'),
