@@ -1,12 +1,11 @@
 // scan_with_rules: a registered YARA bundle over a registered artifact or over
-// every written file of an extraction, with YARA-X in the sandbox. Every
-// input is verified first: the bundle and an artifact by their digests, an
-// extraction's files against its manifest's sha256 (and only inside the
-// team's own extraction folder). The scanner sees them read-only and answers
-// on stdout, one JSON object a line.
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+// every written file of an extraction, with YARA-X in the sandbox. Every input
+// is verified: the bundle and an artifact by their digests before the scan, an
+// extraction's files (only inside the team's own extraction folder) against
+// its manifest's sha256 by the scanner, which hashes the very bytes it scans,
+// so each file is read once and no answer is kept about other bytes. The
+// scanner sees them read-only and answers on stdout, one JSON object a line.
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -44,12 +43,6 @@ interface Target {
   size: number;
 }
 
-async function sha256Of(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
-
 /** Every written file of a team's extraction, each still holding the bytes its manifest names. */
 async function extractionTargets(
   ctx: ScanContext,
@@ -57,11 +50,7 @@ async function extractionTargets(
 ): Promise<{ root: string; targets: Target[] }> {
   const record = await ctx.store.evidence.get(ctx.team, evidenceId);
   const named = record?.summary?.output;
-  if (
-    !record ||
-    !['extract_artifact', 'extract_firmware'].includes(record.tool) ||
-    typeof named !== 'string'
-  )
+  if (!record || !['extract_artifact', 'extract_firmware'].includes(record.tool) || typeof named !== 'string')
     throw new DossierError(
       'invalid_params',
       `Evidence ${evidenceId} is not a succeeded extraction of your team.`,
@@ -88,12 +77,16 @@ async function extractionTargets(
     if (row.type !== 'file' || row.status !== 'written' || !row.sha256) continue;
     const parts = row.path.split('/').filter((p) => p !== '' && p !== '.');
     if (parts.includes('..')) continue;
-    const file = path.join(output, ...parts);
-    const actual = await sha256Of(file).catch(() => null);
-    if (actual !== row.sha256)
+    // Its bytes are checked against the row by the scanner, which hashes what it scans (below).
+    if (
+      !(await stat(path.join(output, ...parts)).then(
+        (st) => st.isFile(),
+        () => false,
+      ))
+    )
       throw new DossierError(
         'not_found',
-        `${row.path} of ${evidenceId} is ${actual ? 'no longer the file its manifest names' : 'no longer on this worker'}.`,
+        `${row.path} of ${evidenceId} is no longer on this worker.`,
         'Extract the archive again (with a new idempotency_key) and scan the new Evidence.',
         { evidence_id: evidenceId, entry: row.path },
       );
@@ -168,6 +161,18 @@ export async function runRuleScan(
       else if (msg.done) done = msg.done as unknown as Done;
     }
     await helper.done;
+    if (input.evidence_id)
+      for (const t of targets) {
+        const seen = scanned.get(t.path)?.sha256;
+        // A file whose bytes are not those its manifest names: no answer about it is kept.
+        if (seen !== undefined && seen !== t.sha256)
+          throw new DossierError(
+            'not_found',
+            `${t.path} of ${input.evidence_id} is no longer the file its manifest names.`,
+            'Extract the archive again (with a new idempotency_key) and scan the new Evidence.',
+            { evidence_id: input.evidence_id, entry: t.path },
+          );
+      }
     if (!done || done.status === 'error')
       throw new DossierError(
         'internal',

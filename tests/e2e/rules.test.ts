@@ -6,7 +6,7 @@
 // and output bounded, with errors that say which bound.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -131,6 +131,31 @@ describe('scan_with_rules over an extraction', () => {
     expect(second.analysis.attached).toBe(true);
     expect(second.analysis.requested_by).toBe(first.analysis.requested_by);
     expect(second.analysis.requested_by).not.toBe('bob');
+  });
+
+  it('a file changed since its extraction is refused: no answer is kept about bytes the manifest does not name', async () => {
+    const rules = await call(alice, 'register_rules', {
+      name: 'team-rules',
+      sources: [{ name: 'main', text: RULES }],
+    });
+    const registered = await call(alice, 'register_artifact', { path: path.join(work, 'tree.tar') });
+    const extracted = await call(alice, 'extract_artifact', {
+      artifact: registered.artifact.digest,
+      idempotency_key: 'tree-tampered',
+      detail: 'summary',
+    });
+    expect(extracted.status).toBe('succeeded');
+    const file = path.join(t.home, extracted.summary.output, 'b.txt');
+    chmodSync(file, 0o644);
+    writeFileSync(file, 'MARKER-A MARKER-B MARKER-B, and more since');
+    const scan = await call(alice, 'scan_with_rules', {
+      rules: rules.rules,
+      evidence_id: extracted.evidence_id,
+      wait_ms: 100_000,
+    });
+    expect(scan.status).toBe('failed');
+    expect(scan.error).toMatchObject({ code: 'not_found', details: { entry: './b.txt' } });
+    expect(scan.error.message).toMatch(/no longer the file its manifest names/);
   });
 
   it('a rule made slow is bounded by the scan time limit, and says so', async () => {

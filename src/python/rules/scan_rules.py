@@ -11,16 +11,23 @@ read-only. LIST names the files to scan, one JSON object a line
 compile prints one JSON object: {"ok": true, "rules": [...]} or
 {"ok": false, "source": name, "error": the compiler's message}.
 scan prints one JSON object a line: {"match": {...}} per pattern match,
-{"file": {...}} per file scanned, then {"done": {...}}. The time limit is the
+{"file": {...}} per file scanned (with the SHA-256 of the bytes scanned, for
+the caller to check against what it expects), then {"done": {...}}. The time limit is the
 whole scan's: each file gets what is left, and a file whose scan runs out of
 it ends the scan ({"file": {..., "status": "timeout"}}).
 """
 
+import hashlib
 import json
+import os
 import sys
 import time
 
 import yara_x
+
+# Files up to this size are read once, hashed and scanned from memory; larger ones are hashed, then
+# scanned from the file (YARA-X maps it).
+IN_MEMORY = 64 * 1024 * 1024
 
 
 def build(bundle_path):
@@ -40,6 +47,20 @@ def out(obj):
     sys.stdout.write(json.dumps(obj, default=str) + "\n")
 
 
+def read_and_hash(path):
+    """The file's bytes (when small enough to hold) and its SHA-256, from one read."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size <= IN_MEMORY:
+            data = f.read()
+            digest.update(data)
+            return data, digest.hexdigest()
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return None, digest.hexdigest()
+
+
 def scan(rules, listing, timeout_s, max_matches, max_bytes):
     scanner = yara_x.Scanner(rules)
     deadline = time.monotonic() + timeout_s
@@ -54,18 +75,22 @@ def scan(rules, listing, timeout_s, max_matches, max_bytes):
             break
         scanner.set_timeout(max(1, int(left)))
         started = time.monotonic()
+        record = {"path": target["path"]}
         try:
-            result = scanner.scan_file(target["file"])
+            # The digest is of the bytes scanned (a small file is scanned from this very read).
+            data, record["sha256"] = read_and_hash(target["file"])
+            result = scanner.scan(data) if data is not None else scanner.scan_file(target["file"])
         except yara_x.TimeoutError:
-            out({"file": {"path": target["path"], "status": "timeout", "matches": 0, "seconds": round(time.monotonic() - started, 3)}})
+            out({"file": {**record, "status": "timeout", "matches": 0, "seconds": round(time.monotonic() - started, 3)}})
             status = "timeout"
             break
-        except yara_x.ScanError as err:
-            out({"file": {"path": target["path"], "status": "error", "matches": 0, "reason": str(err)[:500]}})
+        except (yara_x.ScanError, OSError) as err:
+            out({"file": {**record, "status": "error", "matches": 0, "reason": str(err)[:500]}})
             continue
         files += 1
         found = 0
-        with open(target["file"], "rb") as data:
+        source = open(target["file"], "rb") if data is None else None
+        try:
             for rule in result.matching_rules:
                 rows = [(p.identifier, m) for p in rule.patterns for m in p.matches] or [(None, None)]
                 for pattern, m in rows:
@@ -74,8 +99,11 @@ def scan(rules, listing, timeout_s, max_matches, max_bytes):
                         break
                     taken = b""
                     if m is not None:
-                        data.seek(m.offset)
-                        taken = data.read(min(m.length, max_bytes))
+                        if data is not None:
+                            taken = data[m.offset : m.offset + min(m.length, max_bytes)]
+                        else:
+                            source.seek(m.offset)
+                            taken = source.read(min(m.length, max_bytes))
                     out(
                         {
                             "match": {
@@ -94,7 +122,10 @@ def scan(rules, listing, timeout_s, max_matches, max_bytes):
                     )
                     matches += 1
                     found += 1
-        out({"file": {"path": target["path"], "status": "scanned", "matches": found, "seconds": round(time.monotonic() - started, 3)}})
+        finally:
+            if source is not None:
+                source.close()
+        out({"file": {**record, "status": "scanned", "matches": found, "seconds": round(time.monotonic() - started, 3)}})
         if status == "capped":
             break
     out({"done": {"status": status, "files": files, "matches": matches}})
