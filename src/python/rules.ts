@@ -1,6 +1,6 @@
 // The rule engine of scan_with_rules: YARA-X (the Rust rewrite of YARA,
-// chosen for its memory safety on hostile input and its speed: see
-// docs/benchmarks.md) and dossier's script that compiles bundles and scans
+// chosen for its memory safety on hostile input; as fast as libyara's yara
+// command here: docs/benchmarks.md) and dossier's script that compiles bundles and scans
 // with them, in a hash-locked venv of wheels only, made once per host.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
