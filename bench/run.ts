@@ -16,6 +16,7 @@ import { benchSideBySide } from './sideBySide.ts';
 import { benchFloor } from './floor.ts';
 import { benchSurface } from './surface.ts';
 import { benchBreadth } from './breadth.ts';
+import { benchBoundaries } from './boundaries.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
   launches: benchLaunches,
@@ -33,6 +34,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   floor: benchFloor,
   surface: benchSurface,
   breadth: benchBreadth,
+  boundaries: benchBoundaries,
 };
 const only = process.argv.slice(2);
 

@@ -131,15 +131,27 @@ export function findStrings(
 }
 
 export function listFunctions(_input: unknown, { db }: QueryContext): QueryResult {
-  const functions = db.functions().map((f) => ({ ...f, address: hex(f.address) }));
+  const functions = db.functions().map((f) => ({
+    ...f,
+    address: hex(f.address),
+    end_address: hex(f.end_address),
+    part_of: hex(f.part_of),
+  }));
+  const foundBy: Record<string, number> = { symbol: 0, eh_frame: 0, plt: 0, cfg: 0 };
+  for (const f of functions) foundBy[f.found_by] = (foundBy[f.found_by] ?? 0) + 1;
   return {
     summary: {
       functions: functions.length,
       named: functions.filter((f) => f.named).length,
       plt: functions.filter((f) => f.is_plt).length,
+      found_by: foundBy,
+      parts: functions.filter((f) => f.part_of !== null).length,
     },
     document: {},
     collections: { functions },
+    limitations: [
+      'functions: found_by says where each came from: "symbol" and "eh_frame" (the compiler’s call-frame records) give exact starts and extents; "cfg" is angr’s control-flow recovery alone (code no record covers), the least certain; angr’s splits inside a recorded extent are merged into that function',
+    ],
   };
 }
 

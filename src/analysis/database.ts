@@ -6,7 +6,8 @@
 // only answers on stdout, so nothing it parsed can reach dossier as a file.
 import Database from 'better-sqlite3';
 
-export const SCHEMA_VERSION = 1;
+// 2: functions gained end_address, found_by and part_of (issue 36).
+export const SCHEMA_VERSION = 2;
 
 /** Columns of each table, in the order the provider sends them. */
 export const TABLES = {
@@ -26,7 +27,19 @@ export const TABLES = {
   ],
   imports: ['name', 'library', 'address', 'plt_address', 'version'],
   exports: ['name', 'address', 'type'],
-  functions: ['address', 'name', 'named', 'size', 'blocks', 'is_plt', 'callers', 'callees'],
+  functions: [
+    'address',
+    'name',
+    'named',
+    'size',
+    'blocks',
+    'is_plt',
+    'callers',
+    'callees',
+    'end_address',
+    'found_by',
+    'part_of',
+  ],
   call_edges: ['src', 'dst', 'call_site'],
   strings: ['id', 'address', 'section', 'encoding', 'text', 'length'],
   xrefs: ['id', 'src', 'dst', 'kind', 'owner_outcome', 'owner_address', 'owner_name', 'string_id'],
@@ -41,7 +54,8 @@ CREATE TABLE symbols(idx INTEGER, name TEXT, address INTEGER, size INTEGER, type
 CREATE TABLE imports(name TEXT, library TEXT, address INTEGER, plt_address INTEGER, version TEXT);
 CREATE TABLE exports(name TEXT, address INTEGER, type TEXT);
 CREATE TABLE functions(address INTEGER PRIMARY KEY, name TEXT, named INTEGER, size INTEGER, blocks INTEGER,
-                       is_plt INTEGER, callers INTEGER, callees INTEGER);
+                       is_plt INTEGER, callers INTEGER, callees INTEGER, end_address INTEGER, found_by TEXT,
+                       part_of INTEGER);
 CREATE TABLE call_edges(src INTEGER, dst INTEGER, call_site INTEGER);
 CREATE TABLE strings(id INTEGER PRIMARY KEY, address INTEGER, section TEXT, encoding TEXT, text TEXT, length INTEGER);
 CREATE TABLE xrefs(id INTEGER PRIMARY KEY, src INTEGER, dst INTEGER, kind TEXT, owner_outcome TEXT,
@@ -130,6 +144,12 @@ export interface FunctionRow {
   is_plt: boolean;
   callers: number;
   callees: number;
+  /** Where the function's code ends (exclusive): its call-frame record's or symbol's extent, else its blocks'. */
+  end_address: number;
+  /** How it was found: the binary's symbols, its call-frame records (.eh_frame), the PLT, or angr's CFG alone. */
+  found_by: 'symbol' | 'eh_frame' | 'plt' | 'cfg';
+  /** For a split-off part (gcc's `.cold`), the function it belongs to. */
+  part_of: number | null;
 }
 
 export interface XrefRow {

@@ -15,7 +15,7 @@ const ANGR: PythonEnvSpec = {
     // No build isolation: the three sdist-only packages build with the hash-locked setuptools above.
     { lock: 'requirements.lock', flags: ['--no-build-isolation'] },
   ],
-  scripts: ['angr_db.py', 'angr_decompile.py'],
+  scripts: ['angr_db.py', 'angr_decompile.py', 'boundaries.py'],
   versionProbe: 'import angr; print(angr.__version__)',
   cost: 'about a minute and 440 MB',
 };

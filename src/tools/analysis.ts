@@ -106,7 +106,7 @@ export const listFunctions = defineTool({
   name: 'list_functions',
   title: 'List the functions of a binary',
   description:
-    'Every function the provider recovered: address, name (angr’s sub_… when no symbol names it), size, basic blocks, callers and callees.',
+    'Every function the provider recovered: address, name (angr’s sub_… when no symbol names it), size, basic blocks, callers and callees, its extent (end_address), and how it was found (found_by: symbol, eh_frame call-frame record, plt, or cfg for angr’s control-flow recovery alone; trust them in that order). A split-off part (gcc’s .cold code) names its function in part_of.',
   input: z.object(target),
   effect: ANALYSIS,
   runsOn: 'analysis',
@@ -114,8 +114,8 @@ export const listFunctions = defineTool({
   limits: {},
   collections: collectionsOf({
     functions: [
-      'Functions: {address, name, named, size, blocks, is_plt, callers, callees}',
-      ['name', 'address', 'named', 'is_plt'],
+      'Functions: {address, name, named, size, blocks, is_plt, callers, callees, end_address, found_by, part_of}',
+      ['name', 'address', 'named', 'is_plt', 'found_by', 'part_of'],
     ],
   }),
 });

@@ -4,7 +4,7 @@
 // references and owners; one database build however many ask; real Debian
 // binaries as smoke targets; bad input.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { databaseKey } from '../../src/launches/keys.ts';
 import { call, type Reply } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 import { scratchDir } from '../helpers/scratch.ts';
+import { CPU_FEATURES, cpuFeaturesArgs, groundTruth, scoreFunctions } from '../helpers/boundaries.ts';
 
 const work = scratchDir('analysis');
 const FEATURE = 'FEATURE_FLAG_TELEMETRY';
@@ -316,6 +317,47 @@ describe('the other analysis tools', () => {
       }
     }
   }, 600_000);
+});
+
+describe('function boundaries against the compiler’s truth', () => {
+  // A real program nobody here wrote: Google's cpu_features (list_cpu_features), which the npm
+  // package cpu-features ships; ~120 functions, among them tiny ones and a noreturn helper.
+  const absent = !existsSync(CPU_FEATURES);
+  it.skipIf(absent)(
+    `list_functions on a stripped gcc -O2 build scores F1 ≥ 0.98 on starts and extents against its symbols, and says how each was found${absent ? ' (skipped: node_modules/cpu-features, an optional dependency, is not installed)' : ''}`,
+    async () => {
+      const out = path.join(work, 'roots', 'list_cpu_features');
+      execFileSync('gcc', ['-O2', '-w', '-o', out, ...cpuFeaturesArgs('x86-64')]);
+      execFileSync('strip', ['-o', `${out}.stripped`, out]);
+      const digest = await register(alice, `${out}.stripped`);
+      const reply = await analyse(alice, 'list_functions', { artifact: digest, detail: 'summary' });
+      expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+      const rows = await all(alice, reply.evidence_id, 'functions');
+      const binary = (await analyse(alice, 'inspect_binary', { artifact: digest, detail: 'summary' }))
+        .summary;
+      const score = scoreFunctions(
+        groundTruth(out),
+        rows
+          .filter((f) => !f.is_plt)
+          .map((f) => ({ address: Number(f.address), end: Number(f.end_address) })),
+        Number(binary.load_base) - binary.link_base,
+      );
+      const why = JSON.stringify({ missed: score.missed, spurious: score.spurious });
+      expect(score.truth).toBeGreaterThan(100);
+      expect(score.starts.precision, why).toBeGreaterThanOrEqual(0.98);
+      expect(score.starts.f1, why).toBeGreaterThanOrEqual(0.98);
+      expect(score.extents.f1, why).toBeGreaterThanOrEqual(0.98);
+
+      // Each function says how it was found, the summary counts them, and a view filters on it.
+      const counts: Record<string, number> = {};
+      for (const f of rows) counts[f.found_by] = (counts[f.found_by] ?? 0) + 1;
+      expect(reply.summary.found_by).toEqual({ symbol: 0, eh_frame: 0, plt: 0, cfg: 0, ...counts });
+      expect(counts.eh_frame).toBeGreaterThan(100);
+      const cfgOnly = await all(alice, reply.evidence_id, 'functions', { found_by: ['cfg'] });
+      expect(cfgOnly).toHaveLength(counts.cfg ?? 0);
+    },
+    240_000,
+  );
 });
 
 describe('shared by the team', () => {

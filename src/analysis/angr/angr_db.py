@@ -27,8 +27,10 @@ import time
 from array import array
 from collections import Counter
 
+import boundaries
+
 T0 = time.monotonic()
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: functions gained end_address, found_by and part_of
 MIN_STRING = 4
 HEARTBEAT_S = 15.0
 NO_SPILL_MAX_BYTES = 16 << 20
@@ -311,31 +313,68 @@ def scan_data_pointers(proj, obj, starts, ends):
 # --------------------------------------------------------------------------- CFG-derived facts
 
 class Owners:
-    """Maps an instruction address to the recovered function whose block contains it."""
+    """Maps an instruction address to the listed function that contains it.
 
-    def __init__(self, funcs):
+    Inside an extent the binary records (FDE or sized symbol) that function owns it, or the
+    parent of a split part; elsewhere the angr block that contains it, through the merge.
+    """
+
+    def __init__(self, funcs, listed, owner, arm):
+        self.arm = arm
+        self.extents = sorted((f.start & ~1 if arm else f.start, f.end, f) for f in listed.values()
+                              if f.found_by in ("eh_frame", "symbol"))
+        self.lows = [e[0] for e in self.extents]
+        self.by_lo = listed
         spans = []
         for f in funcs:
             for b, size in f._block_sizes.items():  # no public accessor that avoids re-lifting
-                if size and b in f.block_addrs_set:
-                    spans.append((b, b + size, f.addr))
+                if size and b in f.block_addrs_set and f.addr in owner:
+                    spans.append((b, b + size, owner[f.addr]))
         spans.sort()
         self.starts = [s[0] for s in spans]
         self.spans = spans
 
+    def _listed(self, lo):
+        f = self.by_lo[lo]
+        return f.part_of if f.part_of is not None else f.start
+
     def find(self, addr):
+        i = bisect.bisect_right(self.lows, addr) - 1
+        if i >= 0 and addr < self.extents[i][1]:
+            f = self.extents[i][2]
+            return f.part_of if f.part_of is not None else f.start
         i = bisect.bisect_right(self.starts, addr) - 1
         # normalized blocks do not overlap, but a block may be shared by functions: look back a little
         for j in range(i, max(i - 4, -1), -1):
-            start, end, faddr = self.spans[j]
+            start, end, lo = self.spans[j]
             if start <= addr < end:
-                return faddr
+                return self._listed(lo)
         return None
 
 
-def function_facts(proj, obj, cfg, func_names):
-    # Not rows: alignment padding angr models as functions, and the SimProcedure stand-ins
-    # for imports that live in cle's extern object (the PLT stubs are kept, under import names).
+def is_padding(proj, addr, spans):
+    """Nothing but no-op instructions (nop, int3, `xchg ax,ax`, `mov r,r`, `lea r,[r]`) or zero bytes."""
+    for b, size in spans:
+        if not size:
+            continue
+        data = proj.loader.memory.load(b & ~1 if b & 1 and proj.arch.name.startswith("ARM") else b, size)
+        if not data.strip(b"\0"):
+            continue
+        try:
+            insns = proj.factory.block(b, size).capstone.insns
+        except Exception:  # noqa: BLE001 - undecodable: not something to drop
+            return False
+        for ins in insns:
+            ops = [o.strip() for o in ins.op_str.split(",")]
+            same = len(ops) == 2 and (ops[0] == ops[1] or ops[1] == f"[{ops[0]}]")
+            if not (ins.mnemonic in ("nop", "int3", "hlt") or (ins.mnemonic in ("xchg", "mov", "lea") and same)):
+                return False
+    return True
+
+
+def function_facts(proj, obj, cfg, func_names, frames, symbols, modes):
+    # angr's functions outside the binary (the SimProcedure stand-ins for imports in cle's
+    # extern object) and alignment padding are not rows; PLT stubs are, under import names.
     skipped = Counter()
     funcs = []
     for f in cfg.kb.functions.values():
@@ -345,23 +384,57 @@ def function_facts(proj, obj, cfg, func_names):
             skipped["alignment"] += 1
         else:
             funcs.append(f)
-    kept = {f.addr for f in funcs}
+    arm = modes.arm
+    plt = [(s.vaddr, s.vaddr + s.memsize) for s in obj.sections if s.name.startswith(".plt")]
+    known = boundaries.known_functions(frames, symbols, modes, plt)
+    angr_funcs = [(f.addr, [(b, n) for b, n in f._block_sizes.items() if b in f.block_addrs_set],
+                   f.is_plt, f.name) for f in funcs]
+    graph = cfg.model.graph
+
+    def predecessors(addr):
+        node = cfg.model.get_any_node(addr)
+        return [p.addr for p in graph.predecessors(node)] if node is not None else []
+
+    padding = []
+    listed, owner = boundaries.partition(
+        known, angr_funcs, arm,
+        lambda a, spans: is_padding(proj, a, spans) and not padding.append(a), predecessors, plt)
+    skipped["padding"] += len(padding)
+    skipped["merged"] += sum(1 for a, lo in owner.items() if (a & ~1 if arm else a) != lo)
+    by_addr = {f.addr: f for f in funcs}
+    start_of = {lo: f.start for lo, f in listed.items()}
     edges = set()
     for f in funcs:
+        if f.addr not in owner:
+            continue
         for src, dst, data in f.transition_graph.edges(data=True):
-            if data.get("type") == "call" and dst.addr in kept:
-                edges.add((f.addr, dst.addr, data.get("ins_addr")))
+            if data.get("type") != "call":
+                continue
+            d = dst.addr & ~1 if arm else dst.addr
+            if d in start_of:
+                edges.add((start_of[owner[f.addr]], start_of[d], data.get("ins_addr")))
+            elif dst.addr in owner:
+                edges.add((start_of[owner[f.addr]], start_of[owner[dst.addr]], data.get("ins_addr")))
     callers, callees = {}, {}
     for s, d, _ in edges:
         callees.setdefault(s, set()).add(d)
         callers.setdefault(d, set()).add(s)
+    blocks = {}
+    for a, lo in owner.items():
+        f = by_addr[a]
+        blocks.setdefault(lo, {}).update((b, n) for b, n in f._block_sizes.items() if b in f.block_addrs_set)
     rows = []
-    for f in sorted(funcs, key=lambda f: f.addr):
+    for lo in sorted(listed):
+        f = listed[lo]
+        mine = blocks.get(lo, {})
+        name = f.name or f"sub_{f.start:x}"
         # named: the name is a symbol (or PLT import) at this address, not angr's sub_xxx or a heuristic
-        named = int(f.name in func_names.get(f.addr, ()) or (f.is_plt and not f.is_default_name))
-        rows.append((f.addr, f.name, named, f.size, len(f.block_addrs_set), int(f.is_plt),
-                     len(callers.get(f.addr, ())), len(callees.get(f.addr, ()))))
-    return funcs, rows, sorted(edges), dict(skipped)
+        named = int(name in func_names.get(f.start, ()) or (f.found_by == "plt" and not name.startswith("sub_")))
+        rows.append((f.start, name, named, sum(mine.values()), len(mine), int(f.found_by == "plt"),
+                     len(callers.get(f.start, ())), len(callees.get(f.start, ())),
+                     f.end, f.found_by, f.part_of))
+    owners = Owners(funcs, listed, owner, arm)
+    return owners, rows, sorted(edges), dict(skipped)
 
 
 def code_xrefs(cfg):
@@ -422,12 +495,13 @@ def run(args):
     obj = proj.loader.main_object
     elf = open_elftools(args.binary)
     binary, verneed = binary_facts(proj, obj, elf)
+    frames, fsymbols, modes, seeds = boundaries.prepare(proj, elf)
     lap("load")
     emit("load", format=binary["format"], arch=binary["arch"])
 
     # ---- CFG, bounded by a soft deadline (abort) and a hard one (SIGALRM) in case the
     # post-analysis itself overruns; after the hard one only loader facts are written.
-    Budgeted = make_budgeted_cfg_class(angr.analyses.CFGFast)
+    Budgeted = make_budgeted_cfg_class(boundaries.seeded_cfg_class(angr.analyses.CFGFast, seeds))
     Budgeted.deadline = time.monotonic() + args.time_budget_s
     hard_s = max(1, int(args.time_budget_s + HARD_GRACE_S))
 
@@ -460,7 +534,8 @@ def run(args):
     # ---- functions and call edges
     symbols, exports, func_names = symbol_rows(obj, verneed)
     imports = import_rows(obj, verneed)
-    funcs, func_rows, edges, skipped = function_facts(proj, obj, cfg, func_names) if cfg else ([], [], [], {})
+    owners, func_rows, edges, skipped = (function_facts(proj, obj, cfg, func_names, frames, fsymbols, modes)
+                                         if cfg else (None, [], [], {}))
     names = {r[0]: r[1] for r in func_rows}
     lap("functions")
     emit("functions", functions=len(func_rows), call_edges=len(edges), skipped=skipped)
@@ -477,7 +552,6 @@ def run(args):
     # ---- xrefs: code references (kb.xrefs), calls (call graph), data-to-string pointers (memory scan)
     starts = [s[0] for s in strings]
     ends = [s[0] + s[4] * (2 if s[2] == "utf-16le" else 1) for s in strings]
-    owners = Owners(funcs)
     exec_regions = [(r.vaddr, r.vaddr + r.memsize) for _, r in loaded_regions(obj) if r.is_executable]
 
     def string_of(addr):
@@ -485,7 +559,7 @@ def run(args):
         return j + 1 if j >= 0 and addr < ends[j] else None  # strings.id is 1-based
 
     def owner(src):
-        f = owners.find(src)
+        f = owners.find(src) if owners else None
         if f is not None:
             return "found", f, names.get(f)
         if any(a <= src < b for a, b in exec_regions):

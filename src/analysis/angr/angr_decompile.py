@@ -15,6 +15,8 @@ import json
 import logging
 import sys
 
+import boundaries
+
 MAX_TEXT = 1 << 20  # characters of pseudo-C kept
 
 
@@ -35,9 +37,16 @@ def main(argv=None):
     except (cle.errors.CLEError, angr.errors.AngrError) as e:
         print(f"angr_decompile: not a binary angr can load: {e}", file=sys.stderr)
         return 2
-    # The whole-program CFG names callees and finds the function's extent as the database did.
-    cfg = proj.analyses.CFGFast(normalize=True, data_references=True,
-                                cross_references=args.profile == "thorough", show_progressbar=False)
+    # The whole-program CFG names callees and finds the function's extent as the database did:
+    # seeded with the same call-frame records.
+    try:
+        from elftools.elf.elffile import ELFFile
+        elf = ELFFile(open(args.binary, "rb"))  # noqa: SIM115 - closed at exit
+    except Exception:  # noqa: BLE001 - not ELF: angr's CFG alone, as for the database
+        elf = None
+    seeds = boundaries.prepare(proj, elf)[3]
+    cfg = proj.analyses[boundaries.seeded_cfg_class(angr.analyses.CFGFast, seeds)](
+        normalize=True, data_references=True, cross_references=args.profile == "thorough", show_progressbar=False)
     func = cfg.kb.functions.function(addr=addr)
     if func is None:
         print(f"angr_decompile: no function at {args.address}", file=sys.stderr)

@@ -1,0 +1,225 @@
+"""Function boundaries: call-frame records and symbols first, angr's CFG for the rest.
+
+Used by angr_db.py (the analysis database) and angr_decompile.py (so both see the
+same functions).  On ELF the compiler writes one call-frame record (FDE, in
+.eh_frame or .debug_frame) per function it emits, with the function's exact
+start and end; symbols, where present, say the same.  angr's CFGFast alone
+splits functions after calls it wrongly believes return, at jump-table targets
+and in padding, and misses small functions reached only through pointers.  So:
+
+1. seed CFGFast with every FDE that starts a function, as it treats symbols
+   (each is a function start, a fall-through into it starts a new function);
+2. list functions from those records and symbols, each with its extent;
+3. merge every function angr made inside a recorded extent into the function
+   of that extent (its blocks count there, its calls are that function's);
+4. an FDE whose first row is not a function's entry state (the CFA already
+   moved, registers already saved: gcc's `.cold` parts) is a part of the
+   function that jumps into it, and is listed with `part_of` naming it;
+5. keep angr's other functions (code no record covers), found_by "cfg",
+   except padding (nothing but no-op instructions or zero bytes).
+
+Addresses are angr's load addresses; on 32-bit ARM a Thumb function's address
+has bit 0 set, as angr and the symbol table write it.
+"""
+import bisect
+from dataclasses import dataclass, field
+
+# DW_CFA opcodes that leave the CFA and the saved registers as the CIE set them.
+_NEUTRAL_CFA = {
+    0x00,  # nop
+    0x07,  # undefined (the outermost frame's return address, as _start's record says)
+    0x2E,  # GNU_args_size
+}
+_ADVANCE = {0x40, 0x02, 0x03, 0x04}  # advance_loc, advance_loc1/2/4
+
+
+
+@dataclass
+class Function:
+    start: int  # as angr writes it (bit 0 set for Thumb code)
+    end: int  # exclusive, even
+    found_by: str  # "symbol" | "eh_frame" | "cfg" | "plt"
+    name: str | None = None
+    entry: bool = True  # False: an FDE whose first row is no entry state (a split-off part)
+    part_of: int | None = None
+    members: set = field(default_factory=set)  # angr functions merged into this one
+
+
+def _is_entry(fde):
+    """Whether the FDE's first row is a function's entry state: no CFA move, no register saved yet."""
+    for ins in fde.instructions:
+        op = int(ins.opcode)
+        if op in _ADVANCE:
+            return True
+        if op not in _NEUTRAL_CFA:
+            return False
+    return True
+
+
+def read_frames(elf, base_delta, arm):
+    """{even start: (end, entry)} for each FDE of .eh_frame and .debug_frame, at load addresses."""
+    if elf is None or not elf.has_dwarf_info():
+        return {}
+    try:
+        dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False, follow_links=False)
+    except Exception:  # noqa: BLE001 - malformed DWARF: no records, angr's CFG alone
+        return {}
+    from elftools.dwarf.callframe import FDE
+
+    out = {}
+    readers = []
+    if dwarf.has_EH_CFI():
+        readers.append(dwarf.EH_CFI_entries)
+    if dwarf.has_CFI():
+        readers.append(dwarf.CFI_entries)
+    for read in readers:
+        try:
+            for e in read():
+                size = e.header.get("address_range", 0) if isinstance(e, FDE) else 0
+                if not size or e.header["initial_location"] == 0:  # none, or for discarded code
+                    continue
+                start = (e.header["initial_location"] & (~1 if arm else ~0)) + base_delta
+                out.setdefault(start, (start + size, _is_entry(e)))
+        except Exception:  # noqa: BLE001 - a damaged section: keep what parsed
+            continue
+    return out
+
+
+class Modes:
+    """Thumb or ARM for a 32-bit ARM code range; the identity elsewhere."""
+
+    def __init__(self, proj, symbol_addrs):
+        self.arm = proj.arch.name.startswith("ARM") and proj.arch.bits == 32
+        self.mem = proj.loader.memory
+        self.known = {a & ~1: a for a in symbol_addrs} if self.arm else {}
+
+    def addr(self, start, end):
+        if not self.arm:
+            return start
+        if start in self.known:
+            return self.known[start]
+        if start % 4:
+            return start | 1
+        # ARM-mode words nearly all carry the "always" condition (top nibble 0xE); Thumb read as ARM does not.
+        try:
+            data = self.mem.load(start, min(end - start, 256) & ~3)
+        except Exception:  # noqa: BLE001 - unmapped: let angr decide
+            return start
+        words = [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+        always = sum(1 for w in words if w >> 28 == 0xE)
+        return start if words and always * 2 >= len(words) else start | 1
+
+
+def seeded_cfg_class(base, extra_starts):
+    """CFGFast that treats `extra_starts` as it treats function symbols."""
+
+    class Seeded(base):
+        def _load_func_addrs_from_symbols(self):
+            return super()._load_func_addrs_from_symbols() | set(extra_starts)
+
+    return Seeded
+
+
+def known_functions(frames, symbols, modes, plt_ranges):
+    """Functions the binary itself records, by even start: symbols with a size win over FDEs.
+
+    `symbols`: (address, size, name) of defined function symbols.
+    """
+    known = {}
+    for lo, (end, entry) in frames.items():
+        if any(a <= lo < b for a, b in plt_ranges):
+            continue  # the PLT's records cover stubs angr already lists one by one
+        known[lo] = Function(modes.addr(lo, end), end, "eh_frame", entry=entry)
+    for addr, size, name in symbols:
+        lo = addr & ~1 if modes.arm else addr
+        f = known.get(lo)
+        if f is not None:
+            f.found_by, f.name, f.start = "symbol", f.name or name, addr
+            if size:
+                f.end = lo + size
+        elif size and not any(a <= lo < b for a, b in plt_ranges):
+            known[lo] = Function(addr, lo + size, "symbol", name=name)
+    return known
+
+
+def _even(a, arm):
+    return a & ~1 if arm else a
+
+
+def partition(known, angr_funcs, arm, is_padding, predecessors, plt_ranges=()):
+    """The function list: `known` (from known_functions) plus angr's functions outside every known extent.
+
+    `angr_funcs`: [(address, block spans [(addr, size)], is_plt, name)] for angr's functions in the
+    binary (not SimProcedures, not alignment); `is_padding(addr, spans)`; `predecessors(addr)`:
+    addresses of the blocks that jump or fall into `addr`.  Returns (functions by even start,
+    owner: angr function address -> even start of the listed function it belongs to).
+    """
+    funcs = dict(known)
+    los = sorted(funcs)
+    owner = {}
+
+    def containing(lo):
+        i = bisect.bisect_right(los, lo) - 1
+        if i >= 0 and lo < funcs[los[i]].end:
+            return los[i]
+        return None
+
+    extra = {}
+    for orig, spans, is_plt, name in angr_funcs:
+        addr, lo = orig, _even(orig, arm)
+        at = containing(lo)
+        if at is not None and not is_plt:
+            funcs[at].members.add(orig)
+            owner[orig] = at
+            if at == lo and funcs[at].name is None:
+                funcs[at].name = name
+            continue
+        if is_plt or any(a <= lo < b for a, b in plt_ranges):
+            f = Function(addr, max((_even(b, arm) + s for b, s in spans), default=lo + 1), "plt", name=name)
+        elif is_padding(addr, spans):
+            continue
+        else:
+            # padding angr decoded into the code after it: the function starts after the padding
+            first = dict(spans).get(addr)
+            if first and (addr + first) in dict(spans) and is_padding(addr, [(addr, first)]):
+                spans = [(b, n) for b, n in spans if b != addr]
+                addr, lo = addr + first, _even(addr + first, arm)
+                if lo in funcs or lo in extra or containing(lo) is not None:
+                    continue
+            # its extent: its own blocks up to the next recorded function
+            i = bisect.bisect_right(los, lo)
+            limit = funcs[los[i]].start if i < len(los) else float("inf")
+            limit = _even(limit, arm) if limit != float("inf") else limit
+            end = max((_even(b, arm) + s for b, s in spans if lo <= _even(b, arm) < limit), default=lo)
+            f = Function(addr, max(end, lo + 1), "cfg", name=name)
+        f.members.add(orig)
+        extra[lo] = f
+        owner[orig] = lo
+    funcs.update(extra)
+
+    # split parts: the function whose code jumps into the part is its parent
+    los = sorted(funcs)
+    for lo, f in funcs.items():
+        if f.entry or f.found_by == "plt":
+            continue
+        parents = set()
+        for src in predecessors(f.start):
+            p = containing(_even(src, arm))
+            if p is not None and p != lo:
+                parents.add(p)
+        if parents:
+            f.part_of = funcs[min(parents)].start
+    return funcs, owner
+
+
+def prepare(proj, elf):
+    """(frames, function symbols, modes, seeds) for a loaded project: what both provider scripts seed CFGFast with."""
+    obj = proj.loader.main_object
+    symbols = [(s.rebased_addr, s.size, s.name) for s in obj.symbols
+               if s.is_function and not s.is_import and s.rebased_addr and obj.contains_addr(s.rebased_addr)]
+    modes = Modes(proj, [a for a, _, _ in symbols])
+    frames = read_frames(elf, obj.mapped_base - obj.linked_base, modes.arm)
+    plt = [(s.vaddr, s.vaddr + s.memsize) for s in obj.sections if s.name.startswith(".plt")]
+    seeds = {modes.addr(lo, end) for lo, (end, entry) in frames.items()
+             if entry and obj.contains_addr(lo) and not any(a <= lo < b for a, b in plt)}
+    return frames, symbols, modes, seeds
