@@ -398,7 +398,8 @@ def function_facts(proj, obj, cfg, func_names, frames, symbols, modes):
     padding = []
     listed, owner = boundaries.partition(
         known, angr_funcs, arm,
-        lambda a, spans: is_padding(proj, a, spans) and not padding.append(a), predecessors, plt)
+        lambda a, spans: is_padding(proj, a, spans) and not padding.append(a), predecessors, plt,
+        data_size=(lambda a: getattr(cfg.model.memory_data.get(a), "size", None)) if arm else None)
     skipped["padding"] += len(padding)
     skipped["merged"] += sum(1 for a, lo in owner.items() if (a & ~1 if arm else a) != lo)
     by_addr = {f.addr: f for f in funcs}
@@ -501,7 +502,7 @@ def run(args):
 
     # ---- CFG, bounded by a soft deadline (abort) and a hard one (SIGALRM) in case the
     # post-analysis itself overruns; after the hard one only loader facts are written.
-    Budgeted = make_budgeted_cfg_class(boundaries.seeded_cfg_class(angr.analyses.CFGFast, seeds))
+    Budgeted = make_budgeted_cfg_class(boundaries.seeded_cfg_class(angr.analyses.CFGFast, seeds, modes))
     Budgeted.deadline = time.monotonic() + args.time_budget_s
     hard_s = max(1, int(args.time_budget_s + HARD_GRACE_S))
 

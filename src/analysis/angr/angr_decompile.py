@@ -44,8 +44,8 @@ def main(argv=None):
         elf = ELFFile(open(args.binary, "rb"))  # noqa: SIM115 - closed at exit
     except Exception:  # noqa: BLE001 - not ELF: angr's CFG alone, as for the database
         elf = None
-    seeds = boundaries.prepare(proj, elf)[3]
-    cfg = proj.analyses[boundaries.seeded_cfg_class(angr.analyses.CFGFast, seeds)](
+    _, _, modes, seeds = boundaries.prepare(proj, elf)
+    cfg = proj.analyses[boundaries.seeded_cfg_class(angr.analyses.CFGFast, seeds, modes)](
         normalize=True, data_references=True, cross_references=args.profile == "thorough", show_progressbar=False)
     func = cfg.kb.functions.function(addr=addr)
     if func is None:

@@ -110,12 +110,33 @@ class Modes:
         return start if words and always * 2 >= len(words) else start | 1
 
 
-def seeded_cfg_class(base, extra_starts):
-    """CFGFast that treats `extra_starts` as it treats function symbols."""
+def seeded_cfg_class(base, extra_starts, modes=None):
+    """CFGFast that treats `extra_starts` as it treats function symbols.
+
+    On 32-bit ARM, the code angr scans for in gaps (no call or jump reached it) is decoded in the
+    mode its bytes read as (see Modes): angr guesses Thumb from its neighbours, and one wrong guess
+    in ARM-mode code turns a function into a run of Thumb fragments.
+    """
 
     class Seeded(base):
         def _load_func_addrs_from_symbols(self):
             return super()._load_func_addrs_from_symbols() | set(extra_starts)
+
+        if modes is not None and modes.arm:
+
+            def _insert_job(self, job):
+                if getattr(getattr(job, "job_type", None), "name", None) == "COMPLETE_SCANNING":
+                    even = job.addr & ~1
+                    if even % 4 == 0:
+                        job.addr = job.func_addr = modes.addr(even, even + 64)
+                    elif modes.addr(even - 2, even + 62) == even - 2 and not self._seg_list.is_occupied(even - 2):
+                        job.addr = job.func_addr = even - 2  # half an ARM word: the word is code
+                return super()._insert_job(job)
+
+            def _register_analysis_job(self, func_addr, job):
+                if getattr(getattr(job, "job_type", None), "name", None) == "COMPLETE_SCANNING":
+                    func_addr = job.func_addr
+                return super()._register_analysis_job(func_addr, job)
 
     return Seeded
 
@@ -146,13 +167,15 @@ def _even(a, arm):
     return a & ~1 if arm else a
 
 
-def partition(known, angr_funcs, arm, is_padding, predecessors, plt_ranges=()):
+def partition(known, angr_funcs, arm, is_padding, predecessors, plt_ranges=(), data_size=None):
     """The function list: `known` (from known_functions) plus angr's functions outside every known extent.
 
     `angr_funcs`: [(address, block spans [(addr, size)], is_plt, name)] for angr's functions in the
     binary (not SimProcedures, not alignment); `is_padding(addr, spans)`; `predecessors(addr)`:
-    addresses of the blocks that jump or fall into `addr`.  Returns (functions by even start,
-    owner: angr function address -> even start of the listed function it belongs to).
+    addresses of the blocks that jump or fall into `addr`; `data_size(addr)`: the size of the data
+    angr found referenced at `addr` (32-bit ARM literal pools, which belong to the function before
+    them), or None.  Returns (functions by even start, owner: angr function address -> even start
+    of the listed function it belongs to).
     """
     funcs = dict(known)
     los = sorted(funcs)
@@ -164,7 +187,7 @@ def partition(known, angr_funcs, arm, is_padding, predecessors, plt_ranges=()):
             return los[i]
         return None
 
-    extra = {}
+    extra, pending = {}, {}
     for orig, spans, is_plt, name in angr_funcs:
         addr, lo = orig, _even(orig, arm)
         at = containing(lo)
@@ -176,25 +199,43 @@ def partition(known, angr_funcs, arm, is_padding, predecessors, plt_ranges=()):
             continue
         if is_plt or any(a <= lo < b for a, b in plt_ranges):
             f = Function(addr, max((_even(b, arm) + s for b, s in spans), default=lo + 1), "plt", name=name)
-        elif is_padding(addr, spans):
+            f.members.add(orig)
+            extra[lo] = f
+            owner[orig] = lo
             continue
+        if is_padding(addr, spans):
+            continue
+        # padding angr decoded into the code after it: the function starts after the padding
+        first = dict(spans).get(addr)
+        if first and (addr + first) in dict(spans) and is_padding(addr, [(addr, first)]):
+            spans = [(b, n) for b, n in spans if b != addr]
+            addr, lo = addr + first, _even(addr + first, arm)
+            if lo in funcs or containing(lo) is not None:
+                continue
+        if lo in pending:
+            pending[lo][1].append(orig)
         else:
-            # padding angr decoded into the code after it: the function starts after the padding
-            first = dict(spans).get(addr)
-            if first and (addr + first) in dict(spans) and is_padding(addr, [(addr, first)]):
-                spans = [(b, n) for b, n in spans if b != addr]
-                addr, lo = addr + first, _even(addr + first, arm)
-                if lo in funcs or lo in extra or containing(lo) is not None:
-                    continue
-            # its extent: its own blocks up to the next recorded function
-            i = bisect.bisect_right(los, lo)
-            limit = funcs[los[i]].start if i < len(los) else float("inf")
-            limit = _even(limit, arm) if limit != float("inf") else limit
-            end = max((_even(b, arm) + s for b, s in spans if lo <= _even(b, arm) < limit), default=lo)
-            f = Function(addr, max(end, lo + 1), "cfg", name=name)
-        f.members.add(orig)
+            pending[lo] = (addr, [orig], spans, name)
+
+    # extents of the rest: their own blocks up to the next function, then the literal pool after them
+    starts = sorted(set(los) | set(pending) | set(extra))
+    for lo, (addr, origs, spans, name) in pending.items():
+        i = bisect.bisect_right(starts, lo)
+        limit = starts[i] if i < len(starts) else float("inf")
+        end = max((_even(b, arm) + n for b, n in spans if lo <= _even(b, arm) < limit), default=lo)
+        while data_size is not None and end < limit:
+            at = (end + 3) & ~3  # pools are word-aligned
+            size = data_size(at)
+            if size is None:
+                break
+            size = max(size, 4)  # a literal is a word, whatever angr made of its bytes
+            if at + size > limit:
+                break
+            end = min(limit, (at + size + 3) & ~3)
+        f = Function(addr, max(end, lo + 1), "cfg", name=name)
+        f.members.update(origs)
         extra[lo] = f
-        owner[orig] = lo
+        owner.update((o, lo) for o in origs)
     funcs.update(extra)
 
     # split parts: the function whose code jumps into the part is its parent
@@ -222,4 +263,29 @@ def prepare(proj, elf):
     plt = [(s.vaddr, s.vaddr + s.memsize) for s in obj.sections if s.name.startswith(".plt")]
     seeds = {modes.addr(lo, end) for lo, (end, entry) in frames.items()
              if entry and obj.contains_addr(lo) and not any(a <= lo < b for a, b in plt)}
+    if modes.arm and not frames:
+        seeds |= code_pointers(proj, obj, plt)
     return frames, symbols, modes, seeds
+
+
+def code_pointers(proj, obj, plt):
+    """Words in the loaded non-executable sections that point into code (32-bit ARM, no call-frame records).
+
+    Tables of function pointers (.init_array, .data.rel.ro) name functions nothing calls directly;
+    the pointer's bit 0 says Thumb.  cle's memory has the relocations applied.
+    """
+    code = [(s.vaddr, s.vaddr + s.memsize) for s in obj.sections
+            if s.is_executable and s.memsize and not s.name.startswith(".plt")]
+    out = set()
+    for s in obj.sections:
+        if s.is_executable or not s.memsize or s.only_contains_uninitialized_data or not s.occupies_memory:
+            continue
+        first = (s.vaddr + 3) & ~3
+        data = proj.loader.memory.load(first, (s.vaddr + s.memsize - first) & ~3)
+        for i in range(0, len(data) - 3, 4):
+            v = int.from_bytes(data[i:i + 4], "little")
+            if v & 2 and not v & 1:
+                continue  # half an ARM word: not code
+            if any(a <= v < b for a, b in code):
+                out.add(v)
+    return out
