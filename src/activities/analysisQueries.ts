@@ -149,9 +149,6 @@ export function listFunctions(_input: unknown, { db }: QueryContext): QueryResul
     },
     document: {},
     collections: { functions },
-    limitations: [
-      'functions: found_by says where each came from: "symbol" and "eh_frame" (the compiler’s call-frame records) give exact starts and extents; "cfg" is angr’s control-flow recovery alone (code no record covers), the least certain; angr’s splits inside a recorded extent are merged into that function',
-    ],
   };
 }
 

@@ -355,6 +355,12 @@ describe('function boundaries against the compiler’s truth', () => {
       expect(counts.eh_frame).toBeGreaterThan(100);
       const cfgOnly = await all(alice, reply.evidence_id, 'functions', { found_by: ['cfg'] });
       expect(cfgOnly).toHaveLength(counts.cfg ?? 0);
+      // Every analysis of the artifact carries the same account in its Evidence.
+      const strings = await analyse(alice, 'find_strings', { artifact: digest, detail: 'summary' });
+      const evidence = await call(alice, 'get_evidence', { evidence_id: strings.evidence_id });
+      expect(evidence.evidence.limitations.join('\n')).toContain(
+        `${counts.eh_frame} from the compiler's call-frame records (.eh_frame)`,
+      );
     },
     240_000,
   );

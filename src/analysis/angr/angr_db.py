@@ -400,6 +400,10 @@ def function_facts(proj, obj, cfg, func_names, frames, symbols, modes):
         known, angr_funcs, arm,
         lambda a, spans: is_padding(proj, a, spans) and not padding.append(a), predecessors, plt,
         data_size=(lambda a: getattr(cfg.model.memory_data.get(a), "size", None)) if arm else None)
+    named_starts = {a for a, _, _ in symbols}
+    for f in listed.values():
+        if f.found_by == "cfg" and f.start in named_starts:
+            f.found_by = "symbol"  # a symbol without a size: its start is certain, its end is angr's
     skipped["padding"] += len(padding)
     skipped["merged"] += sum(1 for a, lo in owner.items() if (a & ~1 if arm else a) != lo)
     by_addr = {f.addr: f for f in funcs}
@@ -596,6 +600,17 @@ def run(args):
     ]
     if any(r[1] is None for r in imports):
         limitations.append("imports.library is NULL for imports without a symbol version (no library is named)")
+    found_by = Counter(r[9] for r in func_rows)
+    sources = {"symbol": found_by["symbol"], "eh_frame": found_by["eh_frame"], "plt": found_by["plt"],
+               "cfg": found_by["cfg"], "parts": sum(1 for r in func_rows if r[10] is not None),
+               "call_frame_records": len(frames), "merged_into_recorded": skipped.get("merged", 0),
+               "padding_dropped": skipped.get("padding", 0)}
+    limitations.append(
+        f"functions: {sources['symbol']} from symbols and {sources['eh_frame']} from the compiler's call-frame "
+        f"records (.eh_frame), with exact starts and ends; {sources['plt']} PLT stubs; {sources['cfg']} recovered "
+        "by angr's CFG alone (code no record covers: the least certain, see each function's found_by); "
+        f"{sources['parts']} split-off parts (.cold) name their function in part_of; "
+        f"{sources['merged_into_recorded']} of angr's splits were merged into the recorded function around them")
 
     # ---- write everything to stdout; dossier builds the database from it
     tables = {
@@ -618,7 +633,7 @@ def run(args):
         "parameters": {"time_budget_s": args.time_budget_s, "max_functions": args.max_functions,
                        "max_strings": args.max_strings, "max_xrefs": args.max_xrefs,
                        "min_string_length": MIN_STRING, "angr_spilling": not no_spill,
-                       "cfg": PROFILES[args.profile]},
+                       "cfg": PROFILES[args.profile], "function_sources": sources},
         "binary": binary,
         "truncated": truncated,
         "limitations": limitations,
