@@ -92,7 +92,7 @@ export function scoreFunctions(truth: Truth, predicted: Predicted[], delta: numb
   for (const p of predicted) {
     const start = even(p.address - delta, truth.arm);
     if (truth.sizeless.has(start) || inPlt(start)) continue;
-    pred.set(start, p.end - delta);
+    pred.set(start, even(p.end - delta, truth.arm));
     if (p.partOf != null) partOf.set(start, even(p.partOf - delta, truth.arm));
   }
   const byName = new Map([...truth.functions].map(([a, t]) => [t.name, a]));
