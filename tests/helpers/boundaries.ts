@@ -1,6 +1,6 @@
 // Function boundaries scored against the compiler's truth (issue 36): the
 // unstripped copy's FUNC symbols (readelf) against a function list recovered
-// from the stripped copy. Shared by tests/e2e/boundaries.test.ts and
+// from the stripped copy. Shared by tests/e2e/analysis.test.ts and
 // bench/boundaries.ts.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
