@@ -107,9 +107,19 @@ export function programs(work: string, log: (line: string) => void): Program[] {
   if (lua) {
     const src = path.join(lua, 'src');
     const files = readdirSync(src).filter((f) => f.endsWith('.c') && f !== 'luac.c');
+    // Debian's luaconf.h includes the header its rules write with the host's multiarch triplet.
+    const include = path.join(work, 'lua-include');
+    mkdirSync(include, { recursive: true });
+    writeFileSync(path.join(include, 'lua5.4-deb-multiarch.h'), '#define DEB_HOST_MULTIARCH "dossier"\n');
     list.push({
       name: 'lua',
-      args: () => ['-DLUA_USE_POSIX', `-I${src}`, ...files.map((f) => path.join(src, f)), '-lm'],
+      args: () => [
+        '-DLUA_USE_POSIX',
+        `-I${src}`,
+        `-I${include}`,
+        ...files.map((f) => path.join(src, f)),
+        '-lm',
+      ],
     });
   }
   const zlib = debianSource('zlib', log);
