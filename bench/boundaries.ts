@@ -153,6 +153,7 @@ export async function benchBoundaries(): Promise<string[]> {
             `${(buildMs / 1000).toFixed(1)} s build; missed ${after.missed.slice(0, 5).join(', ')}; ` +
             `spurious ${after.spurious.slice(0, 5).join(', ')}`,
         );
+        log(`${name}: row ${tableRow(row)}`); // a stopped run keeps its rows
       }
     }
   }
@@ -173,17 +174,19 @@ function tables(rows: Row[]): string[] {
       '| program | functions | starts P / R / F1 before | starts P / R / F1 after | extents P / R / F1 before | extents P / R / F1 after | .cold parts attached | found_by after | bare CFGFast | database build | ratio |',
       '|---|---|---|---|---|---|---|---|---|---|---|',
     );
-    for (const r of group) {
-      const fb = Object.entries(r.foundBy)
-        .map(([k, v]) => `${k} ${v}`)
-        .join(', ');
-      out.push(
-        `| ${r.build.program} | ${r.after.truth} | ${prf(r.before, 'starts')} | ${prf(r.after, 'starts')} | ` +
-          `${prf(r.before, 'extents')} | ${prf(r.after, 'extents')} | ${r.after.parts.attached} of ${r.after.parts.truth} | ${fb} | ${(r.bareMs / 1000).toFixed(1)} s | ` +
-          `${(r.buildMs / 1000).toFixed(1)} s | ${(r.buildMs / r.bareMs).toFixed(2)}× |`,
-      );
-    }
+    for (const r of group) out.push(tableRow(r));
     out.push('');
   }
   return out;
+}
+
+function tableRow(r: Row): string {
+  const fb = Object.entries(r.foundBy)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  return (
+    `| ${r.build.program} | ${r.after.truth} | ${prf(r.before, 'starts')} | ${prf(r.after, 'starts')} | ` +
+    `${prf(r.before, 'extents')} | ${prf(r.after, 'extents')} | ${r.after.parts.attached} of ${r.after.parts.truth} | ${fb} | ${(r.bareMs / 1000).toFixed(1)} s | ` +
+    `${(r.buildMs / 1000).toFixed(1)} s | ${(r.buildMs / r.bareMs).toFixed(2)}× |`
+  );
 }
