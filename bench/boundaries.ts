@@ -97,7 +97,10 @@ export async function benchBoundaries(): Promise<string[]> {
         try {
           b = build(work, t, level, p);
         } catch (err) {
-          lines.push(`- ${name}: did not build (${(err as Error).message.split('\n')[0]})`);
+          const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
+          lines.push(
+            `- ${name}: did not build (${stderr.split('\n').at(-1) || (err as Error).message.slice(0, 200)})`,
+          );
           continue;
         }
         log(`${name}: bare angr`);
