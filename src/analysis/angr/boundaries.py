@@ -210,6 +210,8 @@ def partition(known, angr_funcs, arm, is_padding, predecessors, plt_ranges=(), d
         if first and (addr + first) in dict(spans) and is_padding(addr, [(addr, first)]):
             spans = [(b, n) for b, n in spans if b != addr]
             addr, lo = addr + first, _even(addr + first, arm)
+            if name and name.startswith("sub_"):
+                name = None  # angr's name said where the padding began
             if lo in funcs or containing(lo) is not None:
                 continue
         if lo in pending:
