@@ -133,6 +133,18 @@ def seeded_cfg_class(base, extra_starts, modes=None):
                         job.addr = job.func_addr = even - 2  # half an ARM word: the word is code
                 return super()._insert_job(job)
 
+            def _scan_for_repeating_bytes(self, start_addr, repeating_byte, threshold=2):
+                # Zero bytes that begin an ARM word (`cmp r2, #0` is 00 00 52 e3) are code, not padding:
+                # angr would skip them and decode the rest of the word as Thumb.
+                n = super()._scan_for_repeating_bytes(start_addr, repeating_byte, threshold=threshold)
+                end = start_addr + n
+                if n and repeating_byte == 0 and end % 4 and (end & ~3) >= start_addr:
+                    word = end & ~3
+                    if modes.addr(word, word + 16) == word:
+                        n = word - start_addr
+                        return n if n >= threshold else 0
+                return n
+
             def _register_analysis_job(self, func_addr, job):
                 if getattr(getattr(job, "job_type", None), "name", None) == "COMPLETE_SCANNING":
                     func_addr = job.func_addr
