@@ -41,11 +41,19 @@ export function pendingNote(record: Pick<LaunchRecord, 'createdAt'>): { message:
   };
 }
 
+/**
+ * What a started, still running launch's caller does next: the launch goes on whatever the call
+ * does, and the same key attaches to it, so this is the one line a `running` reply adds.
+ */
+export const RUNNING_NEXT =
+  'It goes on without you: call again with the same idempotency_key and arguments, or await_launch {idempotency_key}, whenever you want its outcome (each call waits up to wait_ms, at most 110000, and attaches; nothing runs twice).';
+
 /** A launch record as every launch tool replies with it. */
 export function launchReply(
   record: LaunchRecord,
   attached: boolean,
   ui: { uiUrl: string; namespace: string },
+  follow = true,
 ): LaunchReply {
   const status: LaunchStatus = record.status === 'pending' ? 'running' : record.status;
   const phase = launchPhase(record);
@@ -72,6 +80,7 @@ export function launchReply(
   if (record.summary) reply.summary = record.summary;
   if (record.error) reply.error = record.error;
   if (status === 'running' && record.progress) reply.progress = record.progress;
+  if (phase === 'started' && follow) reply.next = RUNNING_NEXT;
   return reply;
 }
 

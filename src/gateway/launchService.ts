@@ -242,7 +242,7 @@ export class LaunchService {
 
   async list(caller: Principal, filter: LaunchFilter): Promise<Page<LaunchReply>> {
     const page = await this.deps.launches.list(caller.team, filter);
-    return { ...page, items: page.items.map((r) => this.reply(r, true)) };
+    return { ...page, items: page.items.map((r) => this.reply(r, true, false)) };
   }
 
   private async find(caller: Principal, key: string): Promise<LaunchRecord> {
@@ -392,8 +392,9 @@ export class LaunchService {
     );
   }
 
-  reply(record: LaunchRecord, attached: boolean): LaunchReply {
-    return launchReply(record, attached, this.deps);
+  /** `follow`: say how to follow a running launch (not in lists, where each row would repeat it). */
+  reply(record: LaunchRecord, attached: boolean, follow = true): LaunchReply {
+    return launchReply(record, attached, this.deps, follow);
   }
 }
 

@@ -34,7 +34,7 @@ export const launchReplySchema = z.looseObject({
   error: z.record(z.string(), z.unknown()).optional(),
   /** Pending only: what the launch is and what happens to it. */
   message: z.string().optional(),
-  /** Pending only: what to do meanwhile. */
+  /** While it runs (pending or started): what to do next to follow it. */
   next: z.string().optional(),
 });
 
