@@ -12,7 +12,7 @@ import { keepDatabase, openDatabase, scratchFile } from '../analysis/files.ts';
 import { provisionProvider, type AnalysisProvider } from '../analysis/venv.ts';
 import { sandboxedEnv } from '../python/venv.ts';
 import type { Config } from '../config.ts';
-import { DossierError, toToolError, type ToolError } from '../domain/errors.ts';
+import { artifactNotFound, toToolError, type ToolError } from '../domain/errors.ts';
 import { verifyArtifact } from '../evidence/artifacts.ts';
 import type {
   AnalysisBookkeeping,
@@ -174,11 +174,7 @@ export function createAnalysisActivities(deps: {
 
   async function artifactFile(team: string, digest: string): Promise<string> {
     if (!(await store.artifacts.get(team, digest))) {
-      throw new DossierError(
-        'not_found',
-        `No artifact ${digest} is registered for your team.`,
-        'register_artifact first.',
-      );
+      throw artifactNotFound(digest);
     }
     return verifyArtifact(config.home, digest, undefined, store.blobs);
   }

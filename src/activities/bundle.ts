@@ -1,12 +1,19 @@
 // The export_evidence_bundle effect: write a verified bundle file of the
-// team's Evidence into the exports folder, named by its digest.
+// team's Evidence and its unknowns (named, or a whole investigation) into the
+// exports folder, named by its digest.
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { buildBundle } from '../evidence/bundles.ts';
+import { BUNDLE_FORMAT, buildBundle } from '../evidence/bundles.ts';
 import type { Effect } from './effect.ts';
 
-export const exportEvidenceBundle: Effect<{ evidence_ids: string[] }> = async (input, ctx) => {
-  const bundle = await buildBundle(ctx.store.evidence, ctx.caller.team, input.evidence_ids);
+export const exportEvidenceBundle: Effect<{ evidence_ids?: string[]; investigation?: string }> = async (
+  input,
+  ctx,
+) => {
+  const bundle = await buildBundle(ctx.store, ctx.caller.team, {
+    evidenceIds: input.evidence_ids,
+    investigation: input.investigation,
+  });
   const dir = path.join(ctx.config.home, 'exports', ctx.caller.team);
   const file = path.join(dir, `bundle-${bundle.digest}.json`);
   await ctx.begin();
@@ -27,12 +34,20 @@ export const exportEvidenceBundle: Effect<{ evidence_ids: string[] }> = async (i
       bundle.bytes,
     );
   }
-  const entries = input.evidence_ids.map((id, i) => ({ index: i, evidence_id: id }));
+  const entries = bundle.evidenceIds.map((id, i) => ({ index: i, evidence_id: id }));
+  const summary = {
+    path: file,
+    bytes: bundle.bytes,
+    sha256: bundle.digest,
+    evidence: bundle.count,
+    unknowns: bundle.unknowns,
+    ...(bundle.investigation ? { investigation: bundle.investigation } : {}),
+  };
   return {
     status: 'succeeded',
-    document: { path: file, bytes: bundle.bytes, sha256: bundle.digest, format: 'dossier.evidence-bundle/1' },
+    document: { ...summary, format: BUNDLE_FORMAT },
     collections: { entries },
-    summary: { path: file, bytes: bundle.bytes, sha256: bundle.digest, evidence: bundle.count },
+    summary,
     truncated: false,
     limitations: [],
     target: { path: file, digest: `sha256:${bundle.digest}` },

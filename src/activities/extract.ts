@@ -13,7 +13,7 @@ import { formatOf, type ArchiveFormat } from './detect.ts';
 import { unblobLimitations, unknownChunkQuestions } from './unblob.ts';
 import { unpackInThread } from './unpackThread.ts';
 import { outputName, publishOutputs } from '../evidence/artifacts.ts';
-import { deadline, normalized } from './writer.ts';
+import { deadline, normalized, typeCounts } from './writer.ts';
 
 /** What sniff() names that is surely no archive: unblob is not asked about these. */
 const NOT_ARCHIVES = new Set(['text', 'elf', 'pe', 'pdf', 'png', 'jpeg', 'empty']);
@@ -74,6 +74,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
     written,
     refused,
     links_recorded: recorded,
+    ...typeCounts(rows),
     nested_archives: nested.length,
     ...(input.recursive
       ? {

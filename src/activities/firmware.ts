@@ -13,7 +13,7 @@ import { DossierError, toToolError } from '../domain/errors.ts';
 import { runHelper } from '../sandbox/helpers.ts';
 import type { FirmwareInput } from '../tools/firmware.ts';
 import type { Effect } from './effect.ts';
-import { deadline, normalized, startExtraction } from './writer.ts';
+import { deadline, normalized, startExtraction, typeCounts } from './writer.ts';
 import { readSquashfs } from './formats.ts';
 import { verifiedArtifact } from './policy.ts';
 import { readUnblob, unblobLimitations, unknownChunkQuestions, type UnblobFacts } from './unblob.ts';
@@ -164,6 +164,7 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     written,
     refused,
     links_recorded: out.rows.filter((r) => r.status === 'recorded').length,
+    ...typeCounts(out.rows),
     bytes_written: failure ? 0 : total,
     image_bytes: imageBytes,
     cleanup: { ...cleanup, output: shownOutput },

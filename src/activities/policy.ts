@@ -1,5 +1,5 @@
 // The artifacts effects work on: the caller's team's, and proven byte for byte.
-import { DossierError } from '../domain/errors.ts';
+import { artifactNotFound } from '../domain/errors.ts';
 import { verifyArtifact } from '../evidence/artifacts.ts';
 import type { EffectContext } from './effect.ts';
 
@@ -7,12 +7,7 @@ import type { EffectContext } from './effect.ts';
 export async function registeredArtifact(ctx: EffectContext, digest: string) {
   const artifact = await ctx.store.artifacts.get(ctx.caller.team, digest);
   if (!artifact) {
-    throw new DossierError(
-      'not_found',
-      `No artifact ${digest} is registered for your team.`,
-      'register_artifact (or POST /artifacts) first, then pass the digest it returns.',
-      { artifact: digest },
-    );
+    throw artifactNotFound(digest);
   }
   return artifact;
 }

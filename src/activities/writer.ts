@@ -64,6 +64,8 @@ export interface ManifestRow {
   type: ArchiveEntry['type'];
   size: number | null;
   sha256: string | null;
+  /** A written file's digest as tools take it ("sha256:…"): pass it as `artifact` to analyse the entry. */
+  artifact: string | null;
   detected_type: string | null;
   nested_archive: boolean;
   link_target: string | null;
@@ -179,6 +181,7 @@ export async function startExtraction(
       type: entry.type,
       size: null,
       sha256: null,
+      artifact: null,
       detected_type: null,
       nested_archive: false,
       link_target: entry.linkTarget,
@@ -264,9 +267,11 @@ export async function startExtraction(
     }
     await fd.close();
     const kind = sniff(Buffer.concat(heads));
+    const hex = hash.digest('hex');
     Object.assign(row, {
       size,
-      sha256: hash.digest('hex'),
+      sha256: hex,
+      artifact: `sha256:${hex}`,
       detected_type: kind,
       nested_archive: OPENABLE.has(kind) || UNBLOB_KINDS.has(kind),
       status: 'written',
@@ -318,4 +323,32 @@ function overTeamBound(bytes: number, max: number) {
 export function deadline(timeoutMs: number): () => number {
   const end = Date.now() + timeoutMs;
   return () => Math.max(1_000, end - Date.now());
+}
+
+/** The most detected types a summary counts one by one; the rest are counted together. */
+const MAX_SUMMARY_TYPES = 32;
+
+/**
+ * How many written files of each detected type (most first), and the inspect_analysis_view view
+ * that pages one type's entries, so a caller finds the ELF files without guessing a filter value.
+ */
+export function typeCounts(rows: readonly ManifestRow[]): {
+  detected_types: Record<string, number>;
+  view_by_type?: { kind: 'page'; collection: 'entries'; where: { detected_type: [string] } };
+} {
+  const counts = new Map<string, number>();
+  for (const r of rows)
+    if (r.status === 'written' && r.detected_type)
+      counts.set(r.detected_type, (counts.get(r.detected_type) ?? 0) + 1);
+  const sorted = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const detected_types = Object.fromEntries(sorted.slice(0, MAX_SUMMARY_TYPES));
+  const rest = sorted.slice(MAX_SUMMARY_TYPES).reduce((n, [, c]) => n + c, 0);
+  if (rest) detected_types['(other types)'] = rest;
+  const first = counts.has('elf') ? 'elf' : sorted[0]?.[0];
+  return first
+    ? {
+        detected_types,
+        view_by_type: { kind: 'page', collection: 'entries', where: { detected_type: [first] } },
+      }
+    : { detected_types };
 }

@@ -149,3 +149,13 @@ export function refuseNul(value: unknown): void {
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
 }
+
+/** A digest that is no artifact of the caller's team, nor a file one of its extractions wrote. */
+export function artifactNotFound(digest: string): DossierError {
+  return new DossierError(
+    'not_found',
+    `No artifact ${digest} is registered for your team, and none of your team's extractions wrote a file with that digest.`,
+    'Register it first: register_artifact {path}, or {evidence_id, entry} for an entry of an extraction, or POST /artifacts (npx dossier upload); then pass the digest it returns. An extraction entry row\'s artifact value ("sha256:…") can be passed as it is.',
+    { artifact: digest },
+  );
+}

@@ -1,16 +1,24 @@
 // Evidence bundles: a canonical JSON file that carries complete Evidence
-// (record, document, every row) from one store to another. Every entry's id is
-// recomputed on import, which checks its document and collection digests too;
-// one mismatch refuses the whole bundle.
+// (record, document, every row) from one store to another, with the residual
+// unknowns recorded against it (each with its revisions), so a team continues
+// the work elsewhere. Every entry's id is recomputed on import, which checks
+// its document and collection digests too, and the unknowns are checked
+// against their ids and the digest the bundle states; one mismatch refuses
+// the whole bundle.
 import { canonicalJson, sha256Hex } from '../domain/canonical.ts';
 import { DossierError } from '../domain/errors.ts';
 import { BUNDLE_LIMITS } from '../tools/ledger.ts';
 import { buildEvidence, RESIDUAL_UNKNOWNS, type BuiltEvidence } from '../domain/evidence.ts';
-import type { EvidenceStore } from '../store/evidence.ts';
+import type { Store } from '../store/store.ts';
+import type { BundledUnknown } from '../store/unknownBundles.ts';
 import type { EvidenceRecord, NewUnknown } from '../domain/types.ts';
 import { JSON_DEPTH, JsonTooDeep, parseBoundedJson } from '../domain/json.ts';
+import { checkUnknowns, unknownsDigest } from './bundleUnknowns.ts';
 
-export const BUNDLE_FORMAT = 'dossier.evidence-bundle/1';
+/** What export writes: /2 adds the team, the investigation and the unknowns to /1's Evidence. */
+export const BUNDLE_FORMAT = 'dossier.evidence-bundle/2';
+/** Every format import reads. */
+const READABLE = ['dossier.evidence-bundle/1', BUNDLE_FORMAT];
 
 interface BundleEntry {
   record: EvidenceRecord;
@@ -18,12 +26,58 @@ interface BundleEntry {
   collections: Record<string, unknown[]>;
 }
 
-export async function buildBundle(store: EvidenceStore, team: string, evidenceIds: string[]) {
+/** What goes into a bundle: these Evidence ids, or every Evidence of the team's investigation. */
+export interface BundleSelection {
+  evidenceIds?: string[];
+  investigation?: string;
+}
+
+const tooLarge = (what: string) =>
+  new DossierError(
+    'resource_constraint',
+    `The bundle would exceed ${what}.`,
+    'Export fewer Evidence records per bundle (evidence_ids).',
+  );
+
+/** The Evidence ids of the team's investigation, oldest first. */
+async function investigationIds(store: Pick<Store, 'evidence'>, team: string, investigation: string) {
+  const ids: string[] = [];
+  for (let cursor: string | undefined; ;) {
+    const page = await store.evidence.list(team, { investigation, cursor, limit: 256 });
+    ids.push(...page.items.map((e) => e.evidence_id));
+    if (ids.length > BUNDLE_LIMITS.records.max)
+      throw tooLarge(`${BUNDLE_LIMITS.records.max} Evidence records (investigation ${investigation})`);
+    if (!page.nextCursor) break;
+    cursor = page.nextCursor;
+  }
+  return ids.reverse();
+}
+
+export async function buildBundle(
+  store: Pick<Store, 'evidence' | 'unknowns'>,
+  team: string,
+  sel: BundleSelection,
+) {
+  const investigation = sel.evidenceIds ? null : (sel.investigation ?? null);
+  const unknownsOf = (ids: string[]) =>
+    store.unknowns.forBundle(team, new Set(ids), investigation, BUNDLE_LIMITS.unknowns.max, () =>
+      tooLarge(`${BUNDLE_LIMITS.unknowns.max} unknowns`),
+    );
+  let ids = sel.evidenceIds ?? [];
+  /** Evidence an investigation's unknowns name (an analysis, which belongs to no investigation): carried when the team has it. */
+  const named = new Set<string>();
+  if (investigation) {
+    ids = await investigationIds(store, team, investigation);
+    for (const u of await unknownsOf(ids))
+      for (const id of [...u.evidence_ids, ...(u.settled_by ?? [])]) if (!ids.includes(id)) named.add(id);
+    ids = [...ids, ...named];
+  }
   const evidence: BundleEntry[] = [];
   let bytes = 0;
-  for (const id of [...new Set(evidenceIds)]) {
-    const record = await store.get(team, id);
-    const document = await store.document(team, id);
+  for (const id of [...new Set(ids)]) {
+    const record = await store.evidence.get(team, id);
+    const document = await store.evidence.document(team, id);
+    if ((!record || !document) && named.has(id)) continue;
     if (!record || !document) {
       throw new DossierError(
         'not_found',
@@ -35,39 +89,72 @@ export async function buildBundle(store: EvidenceStore, team: string, evidenceId
       );
     }
     const collections: Record<string, unknown[]> = {};
-    for (const name of Object.keys(record.collections)) collections[name] = await store.allRows(id, name);
+    for (const name of Object.keys(record.collections))
+      collections[name] = await store.evidence.allRows(id, name);
     bytes += record.document.bytes + Object.values(record.collections).reduce((n, c) => n + c.bytes, 0);
-    if (bytes > BUNDLE_LIMITS.bytes.max) {
-      throw new DossierError(
-        'resource_constraint',
-        `The bundle would exceed ${BUNDLE_LIMITS.bytes.max} bytes.`,
-        'Export fewer Evidence records per bundle.',
-      );
-    }
+    if (bytes > BUNDLE_LIMITS.bytes.max) throw tooLarge(`${BUNDLE_LIMITS.bytes.max} bytes`);
     evidence.push({ record, document, collections });
   }
-  const text = canonicalJson({ format: BUNDLE_FORMAT, evidence });
-  return { text, digest: sha256Hex(text), bytes: Buffer.byteLength(text), count: evidence.length };
+  if (evidence.length > BUNDLE_LIMITS.records.max)
+    throw tooLarge(`${BUNDLE_LIMITS.records.max} Evidence records`);
+  const unknowns: BundledUnknown[] = await unknownsOf(evidence.map((e) => e.record.evidence_id));
+  if (evidence.length === 0 && unknowns.length === 0)
+    throw new DossierError(
+      'not_found',
+      `Your team has no Evidence and no unknowns in investigation ${investigation}.`,
+      'list_evidence {investigation} shows what an investigation holds; or name the Evidence (evidence_ids).',
+      { investigation },
+    );
+  const text = canonicalJson({
+    format: BUNDLE_FORMAT,
+    team,
+    investigation,
+    evidence,
+    unknowns,
+    unknowns_digest: unknownsDigest(unknowns),
+  });
+  return {
+    text,
+    digest: sha256Hex(text),
+    bytes: Buffer.byteLength(text),
+    count: evidence.length,
+    unknowns: unknowns.length,
+    investigation,
+    evidenceIds: evidence.map((e) => e.record.evidence_id),
+  };
+}
+
+/** A bundle read and checked whole: its Evidence ready to retain, its unknowns, the team it names (/2). */
+export interface ReadBundle {
+  evidence: BuiltEvidence[];
+  unknowns: BundledUnknown[];
+  team: string | null;
 }
 
 /** Parses and verifies a bundle; returns the entries ready to retain, or refuses it whole. */
 export function verifyBundle(text: string, maxDepth: number = JSON_DEPTH.default): BuiltEvidence[] {
-  let bundle: { format?: unknown; evidence?: unknown };
+  return readBundle(text, maxDepth).evidence;
+}
+
+/** Parses and verifies a bundle, Evidence and unknowns; refuses it whole at the first mismatch. */
+export function readBundle(text: string, maxDepth: number = JSON_DEPTH.default): ReadBundle {
+  let bundle: Record<string, unknown>;
   try {
     bundle = parseBoundedJson(text, maxDepth) as typeof bundle;
+    if (bundle === null || typeof bundle !== 'object') throw new Error('not an object');
   } catch (err) {
     if (err instanceof JsonTooDeep) throw refused(`${err.message} (DOSSIER_MAX_JSON_DEPTH)`);
     throw refused('the file is not JSON');
   }
-  if (bundle?.format !== BUNDLE_FORMAT || !Array.isArray(bundle.evidence)) {
-    throw refused(`the file is not a ${BUNDLE_FORMAT} bundle`);
+  if (!READABLE.includes(bundle?.format as string) || !Array.isArray(bundle.evidence)) {
+    throw refused(`the file is not a ${READABLE.join(' or ')} bundle`);
   }
-  if (bundle.evidence.length > BUNDLE_LIMITS.evidence.max) {
+  if (bundle.evidence.length > BUNDLE_LIMITS.records.max) {
     throw refused(
-      `it holds ${bundle.evidence.length} Evidence records (at most ${BUNDLE_LIMITS.evidence.max})`,
+      `it holds ${bundle.evidence.length} Evidence records (at most ${BUNDLE_LIMITS.records.max})`,
     );
   }
-  return bundle.evidence.map((raw, i) => {
+  const evidence = bundle.evidence.map((raw, i) => {
     const entry = raw as BundleEntry;
     try {
       const { evidence_id: claimed, collections: info, document: _doc, ...record } = entry.record;
@@ -94,6 +181,16 @@ export function verifyBundle(text: string, maxDepth: number = JSON_DEPTH.default
       );
     }
   });
+  if (bundle.format === READABLE[0]) return { evidence, unknowns: [], team: null };
+  const { team, investigation } = bundle;
+  if (typeof team !== 'string' || (investigation !== null && typeof investigation !== 'string'))
+    throw refused('it names no team or a malformed investigation');
+  const foreign = evidence.find((b) => b.record.team !== team);
+  if (foreign)
+    throw refused(`entry ${foreign.record.evidence_id} is not of the bundle's team`, 'integrity_error');
+  const ids = new Set(evidence.map((b) => b.record.evidence_id));
+  const unknowns = checkUnknowns(bundle.unknowns, bundle.unknowns_digest, ids, investigation, refused);
+  return { evidence, unknowns, team };
 }
 
 /** The bundle refused: `integrity_error` when its content is not what its digests say. */

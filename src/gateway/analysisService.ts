@@ -7,7 +7,7 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { providerKeyOf } from '../analysis/providers.ts';
 import type { EvidenceStore } from '../store/evidence.ts';
-import { DossierError } from '../domain/errors.ts';
+import { artifactNotFound, DossierError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import { analysisKey, analysisWorkflowId, databaseKey, databaseWorkflowId } from '../launches/keys.ts';
 import type { AnalysisRequest } from '../launches/protocol.ts';
@@ -64,12 +64,14 @@ export class AnalysisService {
     // Everything the analysis reads must be the team's: its target, and a rule scan's bundle.
     for (const digest of [artifact, input.rules as string | undefined]) {
       if (digest && !(await this.deps.artifacts.get(caller.team, digest)))
-        throw new DossierError(
-          'not_found',
-          `No artifact ${digest} is registered for your team.`,
-          'register_artifact (or POST /artifacts, or register_rules for a rule bundle) first, then pass the digest it returns.',
-          { artifact: digest },
-        );
+        throw digest === artifact
+          ? artifactNotFound(digest)
+          : new DossierError(
+              'not_found',
+              `No artifact ${digest} is registered for your team.`,
+              'register_artifact (or POST /artifacts, or register_rules for a rule bundle) first, then pass the digest it returns.',
+              { artifact: digest },
+            );
     }
     const evidenceId = input.evidence_id as string | undefined;
     if (evidenceId && !(await this.deps.evidence?.get(caller.team, evidenceId)))

@@ -4,7 +4,7 @@
 import { DossierError, refuseNul, toToolError, type ToolError } from '../domain/errors.ts';
 import { replyBytes, type Detail, type Ledger } from './ledger.ts';
 import type { Intake } from './intake.ts';
-import type { Principal } from '../domain/types.ts';
+import { ARTIFACT_DIGEST, type Principal } from '../domain/types.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
 import { START_RETRY_EVERY_MS } from './launchReplies.ts';
 import { RateLimiter } from './rateLimit.ts';
@@ -235,6 +235,19 @@ export class Gateway {
     return this.deps.ledger.deliver(caller, value, detail);
   }
 
+  /**
+   * A digest the caller names that is a file one of its team's extractions wrote becomes the
+   * team's artifact before the tool runs (a viewer registers nothing: it gets not_found).
+   */
+  private async adoptArtifacts(caller: Principal, input: Record<string, unknown>) {
+    if (caller.role === 'viewer') return;
+    for (const field of ARTIFACT_FIELDS) {
+      const value = input[field];
+      if (typeof value === 'string' && ARTIFACT_DIGEST.test(value))
+        await this.deps.ledger.intake.adoptExtracted(caller, value);
+    }
+  }
+
   private async dispatch(caller: Principal, name: string, args: unknown, opts: CallOptions) {
     const contract = TOOLS_BY_NAME.get(name);
     if (!contract) {
@@ -248,6 +261,7 @@ export class Gateway {
     refuseNul(args);
     const input = parseInput(contract, args);
     authorize(caller, contract);
+    await this.adoptArtifacts(caller, input);
     const wait = (waitMs: number): WaitOptions => ({
       waitMs,
       onProgress: opts.onProgress,
@@ -284,6 +298,9 @@ export class Gateway {
     return this.handlers.get(name)!.handle(input as never, ctx);
   }
 }
+
+/** The inputs that name an artifact by digest (`executable` only when it is one). */
+const ARTIFACT_FIELDS = ['artifact', 'executable'];
 
 function parseInput(contract: ToolContract, args: unknown): Record<string, unknown> {
   const parsed = callSchema(contract).safeParse(args);

@@ -17,7 +17,7 @@ import {
   verifyArtifact,
   outputFolder,
 } from '../evidence/artifacts.ts';
-import { verifyBundle } from '../evidence/bundles.ts';
+import { readBundle } from '../evidence/bundles.ts';
 import { findEvidence } from '../evidence/views.ts';
 import { isUnder, openUnder } from '../sandbox/paths.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
@@ -55,7 +55,7 @@ export class Intake {
   private readonly inboxes = new Set<string>();
 
   constructor(
-    private readonly store: Pick<Store, 'evidence' | 'artifacts' | 'blobs' | 'retained'>,
+    private readonly store: Pick<Store, 'evidence' | 'unknowns' | 'artifacts' | 'blobs' | 'retained'>,
     private readonly opts: IntakeOptions,
   ) {
     this.bundleRoots = opts.bundleRoots ?? [];
@@ -175,6 +175,37 @@ export class Intake {
     } finally {
       await opened.handle.close();
     }
+  }
+
+  /**
+   * An entry of one of the team's extractions is usable by the digest its row shows: a digest
+   * not registered for the team is registered here from the newest extraction that wrote it
+   * (as register_artifact {evidence_id, entry} would). Whether the team has it now.
+   */
+  async adoptExtracted(caller: Principal, digest: string): Promise<boolean> {
+    if (await this.store.artifacts.get(caller.team, digest)) return true;
+    const found = await this.store.evidence.withRowKey(caller.team, EXTRACTING_TOOLS, {
+      collection: 'entries',
+      field: 'artifact',
+      value: digest,
+      limit: 4,
+    });
+    for (const evidenceId of found) {
+      const { rows } = await this.store.evidence.page({
+        evidenceId,
+        collection: 'entries',
+        total: Number.MAX_SAFE_INTEGER,
+        where: { artifact: [digest], status: ['written'] },
+        offset: 0,
+        limit: 1,
+      });
+      const entry = (rows[0]?.row as { path?: string } | undefined)?.path;
+      if (!entry) continue;
+      // An output reclaimed or gone on this host: the next extraction that wrote it may still have it.
+      const adopted = await this.registerExtracted(caller, evidenceId, entry).catch(() => undefined);
+      if (adopted) return true;
+    }
+    return false;
   }
 
   /** The caller's team's intake folder (created on first ask, 0700), or undefined when none is configured. */
@@ -315,18 +346,26 @@ export class Intake {
 
   /** Verifies a bundle's text and retains its Evidence for the caller's team, atomically (POST /bundles, import_evidence_bundle). */
   async importBundleText(caller: Principal, text: string) {
-    const built = verifyBundle(text, this.opts.maxJsonDepth);
+    const bundle = readBundle(text, this.opts.maxJsonDepth);
+    const built = bundle.evidence;
     const foreign = built.find((b) => b.record.team !== caller.team);
-    if (foreign) {
+    if (foreign || (bundle.team !== null && bundle.team !== caller.team)) {
       throw new DossierError(
         'policy_denied',
-        `The bundle holds Evidence of another team (${foreign.record.evidence_id}); it was refused whole and nothing was imported.`,
+        `The bundle holds ${foreign ? `Evidence of another team (${foreign.record.evidence_id})` : "another team's work"}; it was refused whole and nothing was imported.`,
         "Import only bundles of your team's Evidence.",
-        { evidence_id: foreign.record.evidence_id },
+        foreign ? { evidence_id: foreign.record.evidence_id } : {},
       );
     }
-    const { imported, present } = await this.store.evidence.importAll(caller.team, built);
-    return { imported, already_present: present, evidence_ids: built.map((b) => b.record.evidence_id) };
+    const { imported, present, then } = await this.store.evidence.importAll(caller.team, built, (tx) =>
+      this.store.unknowns.importIn(tx, caller.team, bundle.unknowns),
+    );
+    return {
+      imported,
+      already_present: present,
+      evidence_ids: built.map((b) => b.record.evidence_id),
+      unknowns: then,
+    };
   }
 
   /** The caller's team's exported bundles, newest first (GET /bundles). */

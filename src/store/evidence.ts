@@ -130,12 +130,18 @@ export class EvidenceStore {
   }
 
   /** Retains several Evidence records in one transaction: all of them, or none. */
-  async importAll(team: string, items: BuiltEvidence[]): Promise<{ imported: number; present: number }> {
+  /** Retains every item, or none; `then` runs in the same transaction (a bundle's unknowns). */
+  async importAll<T = undefined>(
+    team: string,
+    items: BuiltEvidence[],
+    then?: (tx: SqlExecutor) => Promise<T>,
+  ): Promise<{ imported: number; present: number; then?: T }> {
     let imported = 0;
-    await this.db.transaction(async (tx) => {
+    const after = await this.db.transaction(async (tx) => {
       for (const built of items) if (await this.retain(tx, built, team)) imported++;
+      return then?.(tx);
     });
-    return { imported, present: items.length - imported };
+    return { imported, present: items.length - imported, then: after };
   }
 
   private async retain(
@@ -267,6 +273,26 @@ export class EvidenceStore {
       (r) => JSON.parse(r.record as string) as EvidenceRecord,
       (e) => [e.created_at, e.evidence_id],
     );
+  }
+
+  /**
+   * The team's Evidence of `tools`, newest first, with a row whose filterable `field` in
+   * `collection` holds `value` (the extraction an entry's artifact digest came from, say): each
+   * candidate is one primary-key read of the value's count.
+   */
+  async withRowKey(
+    team: string,
+    tools: string[],
+    q: { collection: string; field: string; value: unknown; limit: number },
+  ): Promise<string[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT e.evidence_id FROM evidence e JOIN evidence_key_counts k
+         ON k.evidence_id = e.evidence_id AND k.collection = ? AND k.field = ? AND k.value = ?
+       WHERE e.team = ? AND e.tool IN (${tools.map(() => '?').join(', ')}) AND k.rows > 0
+       ORDER BY e.created_at DESC, e.evidence_id DESC LIMIT ?`,
+      [q.collection, q.field, keyOf(q.value)!, team, ...tools, q.limit],
+    );
+    return rows.map((r) => r.evidence_id as string);
   }
 
   /**

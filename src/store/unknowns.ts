@@ -2,6 +2,12 @@
 // their own and compare-and-swap updates.
 import type { NewUnknown, Page, UnknownRecord, UnknownRevision, UnknownStatus } from '../domain/types.ts';
 import { addCandidates, type Candidate } from './candidates.ts';
+import {
+  importUnknowns,
+  unknownsForBundle,
+  type BundledUnknown,
+  type UnknownMerge,
+} from './unknownBundles.ts';
 import { json, now, pageBy, parse, teamFilter, type Row } from './rows.ts';
 import type { SqlDriver, SqlExecutor } from './sql.ts';
 
@@ -171,6 +177,22 @@ export class UnknownStore {
       changed_by: r.changed_by as string,
       changed_at: r.changed_at as string,
     }));
+  }
+
+  /** What a bundle carries: the unknowns naming `evidenceIds` or of `investigation`, with their revisions. */
+  forBundle(
+    team: string,
+    evidenceIds: ReadonlySet<string>,
+    investigation: string | null,
+    max: number,
+    tooMany: () => Error,
+  ): Promise<BundledUnknown[]> {
+    return unknownsForBundle(this.db, team, evidenceIds, investigation, max, toUnknown, tooMany);
+  }
+
+  /** Merges a bundle's unknowns within the import's transaction `tx` (see unknownBundles.ts). */
+  importIn(tx: SqlExecutor, team: string, unknowns: BundledUnknown[]): Promise<UnknownMerge> {
+    return importUnknowns(tx, team, unknowns, toUnknown);
   }
 
   async list(team: string, f: UnknownFilter): Promise<Page<UnknownRecord>> {

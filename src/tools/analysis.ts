@@ -32,7 +32,9 @@ const target = {
     .regex(ARTIFACT_DIGEST, {
       error: 'artifact is "sha256:" followed by 64 hex digits (register_artifact returns it)',
     })
-    .describe('A registered binary (register_artifact).'),
+    .describe(
+      "A registered binary (register_artifact), or an entries row's artifact from your team's extraction.",
+    ),
   profile: z
     .enum(PROFILES)
     .default('default')

@@ -22,13 +22,22 @@ export const EXTRACT_LIMITS = {
 
 export { ARCHIVE_FORMATS };
 
+/**
+ * The values of an entry's detected_type (sniffed from its first bytes), as the summary counts
+ * them; the collection descriptions name them so a filter is never guessed.
+ */
+export const DETECTED_TYPES_NOTE =
+  'detected_type is one of elf, pe, text, data, empty, png, jpeg, pdf, or an archive format (zip, tar, gzip, xz, squashfs, …); the summary counts written files by it (detected_types) and view_by_type pages one type: where {detected_type: ["elf"]}.';
+
 export const extractInput = z.object({
   artifact: z
     .string()
     .regex(ARTIFACT_DIGEST, {
       error: 'artifact is "sha256:" followed by 64 hex digits (register_artifact returns it)',
     })
-    .describe('Digest of a registered artifact (register_artifact or POST /artifacts).'),
+    .describe(
+      "Digest of a registered artifact (register_artifact, POST /artifacts), or an entry's artifact value from your team's extraction.",
+    ),
   format: z
     .enum(['auto', ...ARCHIVE_FORMATS])
     .default('auto')
@@ -79,9 +88,8 @@ export const extractArtifact = defineTool({
   limits: EXTRACT_LIMITS,
   collections: {
     entries: {
-      description:
-        "One row per archive entry: {occurrence, path, type, size, sha256, detected_type, nested_archive, link_target, executable, status, reason, depth, parent, inner_path, extracted_to}. path is where it was written in the output; for an entry of a nested archive, parent is that archive's path and inner_path its name inside it.",
-      filterable: ['type', 'status', 'detected_type', 'path', 'depth', 'parent'],
+      description: `One row per archive entry: {occurrence, path, type, size, sha256, artifact, detected_type, nested_archive, link_target, executable, status, reason, depth, parent, inner_path, extracted_to}. path is where it was written in the output; for an entry of a nested archive, parent is that archive's path and inner_path its name inside it. artifact ("sha256:…") is what analysis tools take for a written file. ${DETECTED_TYPES_NOTE}`,
+      filterable: ['type', 'status', 'detected_type', 'path', 'depth', 'parent', 'artifact'],
     },
     archives: {
       description:

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { ARTIFACT_DIGEST } from '../domain/types.ts';
 import { bounded, defineTool } from './contract.ts';
-import { EXTRACT_LIMITS, extractArtifact, extractInput } from './extract.ts';
+import { DETECTED_TYPES_NOTE, EXTRACT_LIMITS, extractArtifact, extractInput } from './extract.ts';
 import { formatsSentence } from './formats.ts';
 
 export const FIRMWARE_LIMITS = {
@@ -48,9 +48,8 @@ export const extractFirmwareTool = defineTool({
   limits: FIRMWARE_LIMITS,
   collections: {
     entries: {
-      description:
-        'Carved chunks and everything unpacked from them: {occurrence, path, type, size, sha256, detected_type, nested_archive, link_target, executable, status, reason, depth, parent, inner_path, extracted_to}',
-      filterable: ['type', 'status', 'detected_type', 'path', 'depth'],
+      description: `Carved chunks and everything unpacked from them: {occurrence, path, type, size, sha256, artifact, detected_type, nested_archive, link_target, executable, status, reason, depth, parent, inner_path, extracted_to}. ${DETECTED_TYPES_NOTE}`,
+      filterable: ['type', 'status', 'detected_type', 'path', 'depth', 'artifact'],
     },
     signatures: {
       description: 'binwalk signatures: {index, offset, offset_hex, kind, length, description}',

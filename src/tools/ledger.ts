@@ -15,6 +15,9 @@ export const PAGE_LIMIT = { default: 64, max: 256, unit: 'rows' };
 export const WHERE_LIMITS = { fields: 8, values: 64, valueChars: 4_096 };
 export const BUNDLE_LIMITS = {
   evidence: { default: 16, max: 64, unit: 'Evidence records' },
+  /** A bundle of a whole investigation may hold more than one call names. */
+  records: { default: 1_000, max: 1_000, unit: 'Evidence records in one bundle' },
+  unknowns: { default: 100_000, max: 100_000, unit: 'residual unknowns in one bundle' },
   bytes: { default: 256 * 1024 * 1024, max: 256 * 1024 * 1024, unit: 'bytes' },
 };
 export const UPLOAD_LIMIT = { default: 256 * 1024 * 1024, max: 4 * 1024 * 1024 * 1024, unit: 'bytes' };
@@ -200,12 +203,25 @@ export const exportEvidenceBundle = defineTool({
   name: 'export_evidence_bundle',
   title: 'Export Evidence as a bundle',
   description:
-    'Write your team’s Evidence (records, documents, every row) into one canonical JSON bundle file with digests, in the exports folder; the reply names the file.',
-  input: z.strictObject({
-    evidence_ids: z.array(evidenceIdSchema).min(1).max(BUNDLE_LIMITS.evidence.max),
-    investigation: investigation.optional(),
-    detail: detailSchema,
-  }),
+    'Write your team’s Evidence (records, documents, every row) and the residual unknowns recorded against it (with their revisions) into one canonical JSON bundle file with digests, in the exports folder; the reply names the file. Name the Evidence, or give only investigation to export all of it.',
+  input: z
+    .strictObject({
+      evidence_ids: z
+        .array(evidenceIdSchema)
+        .min(1)
+        .max(BUNDLE_LIMITS.evidence.max)
+        .optional()
+        .describe('The Evidence to export; without it, every Evidence of investigation.'),
+      investigation: investigation
+        .optional()
+        .describe(
+          'The investigation this export belongs to; without evidence_ids, the one exported whole (its Evidence and unknowns).',
+        ),
+      detail: detailSchema,
+    })
+    .refine((i) => i.evidence_ids !== undefined || i.investigation !== undefined, {
+      error: 'name the Evidence (evidence_ids), or an investigation to export whole',
+    }),
   effect: {
     idempotent: false,
     readOnly: false,
@@ -215,7 +231,7 @@ export const exportEvidenceBundle = defineTool({
   },
   runsOn: 'analysis',
   toolset: 'bundles',
-  limits: { evidence: BUNDLE_LIMITS.evidence, bytes: BUNDLE_LIMITS.bytes },
+  limits: BUNDLE_LIMITS,
   collections: {
     entries: { description: 'The exported Evidence ids in order', filterable: ['evidence_id'] },
   },
@@ -226,7 +242,7 @@ export const importEvidenceBundle = defineTool({
   name: 'import_evidence_bundle',
   title: 'Import an Evidence bundle',
   description:
-    'Verify a bundle file and retain its Evidence for your team, atomically: if any digest does not match, the whole bundle is refused and nothing changes. Importing again changes nothing.',
+    'Verify a bundle file and retain its Evidence and unknowns for your team, atomically: if any digest does not match, the whole bundle is refused and nothing changes. An unknown already here moves forward only along its own history; one changed here since is left as it is and listed in conflicts. Importing again changes nothing.',
   input: z.strictObject({
     path: z
       .string()
