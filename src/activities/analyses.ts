@@ -316,6 +316,7 @@ export function createAnalysisActivities(deps: {
             { key: SEARCH_ATTRIBUTES.principal, value: req.requestedBy },
             { key: SEARCH_ATTRIBUTES.key, value: req.key },
             { key: SEARCH_ATTRIBUTES.artifact, value: [req.artifact] },
+            { key: SEARCH_ATTRIBUTES.target, value: [req.artifact] },
           ],
         });
         await store.analyses.markRunning(req.workflowId, handle.firstExecutionRunId);

@@ -5,6 +5,8 @@
 //   browser holds in an HttpOnly cookie; or an Authorization header),
 //   and it sees its own team's workflows only: every API read is checked and
 //   rewritten by uiScope.ts, and workflow lists are filtered on the way back;
+// - its front page is the audit view (uiAuditView.ts): the list with each
+//   workflow's tool, principal, target and outcome;
 // - the UI's codec endpoint is here too (/codec/decode, uiCodec.ts): the guard
 //   forwards a viewer's payloads to the gateway with the session's token;
 // - only reads pass (GET and HEAD). The UI server's own write switch
@@ -19,6 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { bearerToken } from '../mcp/requests.ts';
 import { ownExecutions, pageTokens, scopeUiRequest, type PageTokens } from './uiScope.ts';
 import { DECODE_PATH, forwardDecode } from './uiCodec.ts';
+import { AUDIT_LANDING, AUDIT_VIEW_PATH, auditViewPage } from './uiAuditView.ts';
 import {
   cookieValue,
   fromOwnPages,
@@ -166,6 +169,12 @@ export async function startUiGuard(opts: {
       // Back to the page asked for once signed in (a launch's ui_url, say).
       const location = `${SIGN_IN_PATH}?${new URLSearchParams({ next: nextPage(req.url) })}`;
       res.writeHead(303, { location, 'content-length': '0' });
+      return void res.end();
+    }
+    // The UI's front page and the audit link open the list with the audit columns (uiAuditView.ts).
+    if (pathname === AUDIT_VIEW_PATH) return auditViewPage(req, res, opts.namespace);
+    if (pathname === '/') {
+      res.writeHead(303, { location: AUDIT_LANDING, 'content-length': '0' });
       return void res.end();
     }
     const scoped = scopeUiRequest(req.url ?? '/', viewer.team, opts.namespace, tokens);

@@ -13,7 +13,7 @@ import { analysisKey, analysisWorkflowId, databaseKey, databaseWorkflowId } from
 import type { AnalysisRequest } from '../launches/protocol.ts';
 import type { AnalysisRecord, AnalysisStore } from '../store/analyses.ts';
 import type { ArtifactStore } from '../store/artifacts.ts';
-import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
+import { analysisTargets, SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import type { ToolContract } from '../tools/contract.ts';
 import { waitForWorkflow, type WaitOptions } from './waiting.ts';
@@ -62,8 +62,12 @@ export class AnalysisService {
     const { wait_ms: _wait, detail: _detail, ...input } = args;
     const artifact = input.artifact as string | undefined;
     // Everything the analysis reads must be the team's: its target, and a rule scan's bundle.
+    let name: string | null | undefined;
     for (const digest of [artifact, input.rules as string | undefined]) {
-      if (digest && !(await this.deps.artifacts.get(caller.team, digest)))
+      if (!digest) continue;
+      const registered = await this.deps.artifacts.get(caller.team, digest);
+      if (digest === artifact) name = registered?.name;
+      if (!registered)
         throw digest === artifact
           ? artifactNotFound(digest)
           : new DossierError(
@@ -125,11 +129,15 @@ export class AnalysisService {
           : null,
       maxRunMs: contract.maxRunMs?.(input as never) ?? 10 * 60_000,
     };
-    const runId = await this.ensureStarted(request, fresh);
+    const runId = await this.ensureStarted(request, fresh, name);
     return this.wait({ ...fresh, runId }, !created, wait);
   }
 
-  private async ensureStarted(req: AnalysisRequest, record: AnalysisRecord): Promise<string> {
+  private async ensureStarted(
+    req: AnalysisRequest,
+    record: AnalysisRecord,
+    name: string | null | undefined,
+  ): Promise<string> {
     const { client } = this.deps;
     let runId: string;
     try {
@@ -157,6 +165,7 @@ export class AnalysisService {
             // What the analysis reads: its artifact and, for a rule scan, the bundle.
             value: [req.input.artifact, req.input.rules].filter((d): d is string => typeof d === 'string'),
           },
+          { key: SEARCH_ATTRIBUTES.target, value: analysisTargets(req.input, name) },
         ],
       });
       runId = handle.firstExecutionRunId;

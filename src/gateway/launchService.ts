@@ -9,7 +9,7 @@ import type { DeviceStore } from '../store/devices.ts';
 import type { LaunchFilter, LaunchStore } from '../store/launches.ts';
 import { isFinished, type LaunchRecord, type Page, type Principal } from '../domain/types.ts';
 import type { LaunchRequest } from '../launches/protocol.ts';
-import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
+import { launchTargets, SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import { DEFAULT_MAX_RUN_MS, type ToolContract } from '../tools/contract.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
@@ -281,6 +281,7 @@ export class LaunchService {
     try {
       const { client } = this.deps;
       const device = await this.deviceAttributes(record);
+      const targets = launchTargets(input);
       const handle = await client.connection.withDeadline(deadline, () =>
         client.workflow.start('launchWorkflow', {
           // On its capability's queue, which every worker polls for workflows: the worker that serves
@@ -308,6 +309,7 @@ export class LaunchService {
               ? [{ key: SEARCH_ATTRIBUTES.investigation, value: record.investigation }]
               : []),
             ...device,
+            ...(targets.length ? [{ key: SEARCH_ATTRIBUTES.target, value: targets }] : []),
           ],
         }),
       );

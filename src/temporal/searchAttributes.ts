@@ -19,4 +19,33 @@ export const SEARCH_ATTRIBUTES = {
   evidence: defineSearchAttributeKey('DossierEvidence', SearchAttributeType.KEYWORD),
   /** The artifacts (sha256:…) a workflow works on: an analysis and its database build (`DossierArtifact = 'sha256:…'`). */
   artifact: defineSearchAttributeKey('DossierArtifact', SearchAttributeType.KEYWORD_LIST),
+  /**
+   * What a workflow acts on, as its caller named it, for the audit list: a launch's executable,
+   * artifact or device; an analysis's artifact and the artifact's name.
+   */
+  target: defineSearchAttributeKey('DossierTarget', SearchAttributeType.KEYWORD_LIST),
 } as const;
+
+/** The longest value kept of a target (an executable path may run to 4 KiB): the audit list shows its head. */
+const TARGET_CHARS = 200;
+
+/** The target attribute of a launch's input: its executable, artifact and device, where it names them. */
+export function launchTargets(input: Record<string, unknown>): string[] {
+  return ['executable', 'artifact', 'device']
+    .map((k) => input[k])
+    .filter((v): v is string => typeof v === 'string' && v.length > 0)
+    .map((v) => v.slice(0, TARGET_CHARS));
+}
+
+/**
+ * The target attribute of an analysis: the artifact's digest and its name when it has one, or the
+ * Evidence it reads (a rule scan of an extraction).
+ */
+export function analysisTargets(input: Record<string, unknown>, name: string | null | undefined): string[] {
+  const artifact = typeof input.artifact === 'string' ? [input.artifact] : [];
+  return [
+    ...artifact,
+    ...(artifact.length && name ? [name.slice(0, TARGET_CHARS)] : []),
+    ...(typeof input.evidence_id === 'string' ? [input.evidence_id] : []),
+  ];
+}
