@@ -11,6 +11,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, type Config } from '../config.ts';
 import { clusterJsonPath, devJsonPath, type ClusterJson, type DevJson } from '../dev/devJson.ts';
+import { liveStacks } from './stacks.ts';
 
 type Reply = Record<string, unknown> & { status?: string; launch?: Record<string, unknown>; error?: unknown };
 
@@ -44,8 +45,16 @@ function endpoint(config: Config): { url: string; token: string; from: string } 
     token ??= cluster.token;
   }
   if (!url || !token) {
+    // Stacks of this user that run elsewhere: say how to reach them rather than leave a guess.
+    const elsewhere = liveStacks().map(
+      (e) => `a stack runs with DOSSIER_HOME=${e.home} (started in ${e.cwd}): export DOSSIER_HOME=${e.home}`,
+    );
     throw new ConfigError(
       [
+        process.env.DOSSIER_HOME
+          ? `DOSSIER_HOME=${config.home} holds no dev.json or cluster.json`
+          : `no stack was found for ${process.cwd()}: none runs that was started from it or a folder above it, nor is there a .dossier/ with connection details`,
+        ...elsewhere,
         `set DOSSIER_URL and DOSSIER_TOKEN, or run \`npm start\` (or \`dossier cluster up\`) with this DOSSIER_HOME`,
       ],
       'No gateway to talk to',

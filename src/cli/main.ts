@@ -1,7 +1,7 @@
 // `dossier <command>`: start (the embedded stack), worker, gateway, token, provision-temporal.
 // Each command loads only what it runs (a `call` never loads the worker or
 // Temporal's native bridge), so the short commands start at once.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -9,6 +9,7 @@ import { ConfigError, loadConfig, type Config } from '../config.ts';
 import type { Role } from '../domain/types.ts';
 import type { StackParts } from '../dev/stack.ts';
 import { writeDevJson, type DevJson } from '../dev/devJson.ts';
+import { clientConfig, recordStack } from './stacks.ts';
 
 /** From package.json, two folders up from both src/cli and dist/cli. */
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
@@ -74,11 +75,11 @@ async function main(argv: string[]) {
     case 'token':
       return token(rest);
     case 'call':
-      return (await import('./client.ts')).callCommand(loadConfig(), rest);
+      return (await import('./client.ts')).callCommand(clientConfig(), rest);
     case 'launches':
-      return (await import('./client.ts')).launchesCommand(loadConfig(), rest);
+      return (await import('./client.ts')).launchesCommand(clientConfig(), rest);
     case 'upload':
-      return (await import('./client.ts')).uploadCommand(loadConfig(), rest);
+      return (await import('./client.ts')).uploadCommand(clientConfig(), rest);
     case 'ui-guard':
       return (await import('./uiGuard.ts')).uiGuardCommand(rest);
     case 'temporal-certs':
@@ -89,7 +90,7 @@ async function main(argv: string[]) {
           ['dossier mcp needs --stdio (HTTP is served by `dossier start` and `dossier gateway`)'],
           'Invalid arguments',
         );
-      return (await import('./stdio.ts')).stdioCommand(loadConfig(), process.env.DOSSIER_TOKEN);
+      return (await import('./stdio.ts')).stdioCommand(clientConfig(), process.env.DOSSIER_TOKEN);
     case 'provision-temporal': {
       const config = loadConfig();
       const { resolveTemporalCli } = await import('../dev/temporalCli.ts');
@@ -154,12 +155,19 @@ async function runStack(config: Config, parts: StackParts, embedded: boolean) {
   closeInheritedDescriptors();
   const { startStack } = await import('../dev/stack.ts');
   const stack = await startStack(config, parts);
-  stopOnSignal(() => stack.stop(), 'everything this command started');
+  // The CLI finds this stack from the folder it was started in (`dossier call` with no DOSSIER_HOME).
+  const forget = embedded ? recordStack(config.home) : () => undefined;
+  stopOnSignal(() => {
+    forget();
+    return stack.stop();
+  }, 'everything this command started');
   const seconds = ((performance.now() - t0) / 1000).toFixed(1);
   if (parts.gateway !== false) {
     if (embedded) writeDevJson(config, stack.devJson);
+    const { AUDIT_VIEW_PATH } = await import('../dev/uiAuditView.ts');
     printReady(
       stack.devJson,
+      AUDIT_VIEW_PATH,
       seconds,
       embedded ? config.home : undefined,
       path.join(config.inbox, config.team),
@@ -221,6 +229,9 @@ async function cluster(args: string[]) {
     separateHomes: values['separate-homes'],
   }));
   const { info } = running;
+  const { AUDIT_VIEW_PATH } = await import('../dev/uiAuditView.ts');
+  const forget = recordStack(config.home);
+  process.once('exit', forget);
   console.log(`dossier cluster is ready (${((performance.now() - t0) / 1000).toFixed(1)}s)
 
   MCP endpoints  ${info.mcp_urls.join('  ')}
@@ -228,6 +239,7 @@ async function cluster(args: string[]) {
   Temporal       ${info.temporal_address} (namespace ${info.namespace}; server metrics ${info.temporal_metrics_url})
                  mutual TLS: it serves only clients with a certificate from ${path.dirname(path.dirname(info.temporal_tls.ca))}
   Temporal UI    ${info.ui_url} (sign in with a token; each team sees its own)
+  audit view     ${info.ui_url}${AUDIT_VIEW_PATH} (who ran what, on which target, and how it ended)
   workers        ${running.workers.length} (logs in ${path.join(config.home, 'cluster', 'logs')})
   details        ${path.join(config.home, 'cluster.json')}
 
@@ -269,7 +281,13 @@ function stopOnSignal(stop: () => Promise<void> | undefined, what: string) {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 }
 
-function printReady(dev: DevJson, seconds: string, home: string | undefined, inbox: string) {
+function printReady(
+  dev: DevJson,
+  auditView: string,
+  seconds: string,
+  home: string | undefined,
+  inbox: string,
+) {
   mkdirSync(inbox, { recursive: true, mode: 0o700 });
   const connect = dev.token
     ? `Connect a client:
@@ -282,15 +300,26 @@ function printReady(dev: DevJson, seconds: string, home: string | undefined, inb
 
   MCP endpoint   ${dev.mcp_url}${dev.token ? `\n  token          ${dev.token}` : ''}
   Temporal       ${dev.temporal_address} (namespace ${dev.namespace})
-  Temporal UI    ${dev.ui_url} (sign in with a token; each team sees its own)${home ? `\n  state          ${home} (connection details in ${home}/dev.json)` : ''}
+  Temporal UI    ${dev.ui_url} (sign in with a token; each team sees its own)
+  audit view     ${dev.ui_url}${auditView} (who ran what, on which target, and how it ended)${home ? `\n  state          ${home} (connection details in ${home}/dev.json)` : ''}
   inbox          ${inbox} (files here can be registered: register_artifact {path}; or \`npx dossier upload FILE\`)
+  CLI            npx dossier call whoami (in ${process.cwd()} or a folder in it: it finds this stack)
+                 alias dossier='node ${cliScript()}' is as good and a second faster (npx starts npm first)
 
 ${connect}
 
 Press Ctrl-C to stop.`);
 }
 
-/** `dossier ui-guard`: the audit UI's read-only front door for a UI server run elsewhere (compose). */
+/** The script this command runs as (bin/dossier.js, through npx's link too). */
+function cliScript(): string {
+  try {
+    return realpathSync(process.argv[1] ?? 'bin/dossier.js');
+  } catch {
+    return path.resolve('bin/dossier.js');
+  }
+}
+
 async function token(args: string[]) {
   const [sub, ...rest] = args;
   const { openStore } = await import('../store/store.ts');
@@ -305,7 +334,7 @@ async function token(args: string[]) {
       options: { team: { type: 'string' } },
       allowPositionals: true,
     });
-    const store = await openStore(loadConfig().store);
+    const store = await openStore(clientConfig().store);
     try {
       if (sub === 'list') {
         for (const t of await store.tokens.list(values.team)) {
@@ -373,7 +402,7 @@ async function token(args: string[]) {
     problems.push(`--toolsets: ${(err as Error).message}`);
   }
   if (problems.length) throw new ConfigError(problems, 'Invalid arguments to `dossier token create`');
-  const config = loadConfig();
+  const config = clientConfig();
   const store = await openStore(config.store);
   try {
     const created = await store.tokens.create(
