@@ -52,7 +52,8 @@ const LAYERS = [
       'gateway',
     ],
   ],
-  ['mcp', ['domain', 'metrics', 'tools', 'temporal', 'store', 'gateway', 'mcp']],
+  ['views', ['domain', 'tools', 'gateway', 'views']],
+  ['mcp', ['domain', 'metrics', 'tools', 'temporal', 'store', 'gateway', 'views', 'mcp']],
 ];
 const ALL = [
   'domain',
@@ -69,6 +70,7 @@ const ALL = [
   'workflows',
   'activities',
   'gateway',
+  'views',
   'mcp',
   'dev',
   'cli',
@@ -136,6 +138,21 @@ export default tseslint.config(
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', exports: 'writable' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // The Views' scripts run in the host's sandboxed iframe (src/views/apps.ts inlines them).
+    files: ['src/views/**/*.js'],
+    rules: { 'no-redeclare': ['error', { builtinGlobals: false }] },
+    languageOptions: {
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        [
+          ...['window', 'document', 'console', 'setTimeout', 'ResizeObserver'],
+          // What bridge.js defines for the View scripts inlined after it.
+          ...['dossierHost', 'h', 'svg', 'formatBytes', 'showError', 'allRows'],
+        ].map((g) => [g, 'readonly']),
+      ),
+    },
   },
   {
     files: ['bin/**/*.js', 'scripts/**/*.mjs'],

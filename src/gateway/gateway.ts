@@ -7,6 +7,7 @@ import type { Intake } from './intake.ts';
 import { ARTIFACT_DIGEST, type Principal } from '../domain/types.ts';
 import type { LaunchReply, LaunchService, WaitOptions } from './launchService.ts';
 import { START_RETRY_EVERY_MS } from './launchReplies.ts';
+import { launchTimeline } from './timeline.ts';
 import { RateLimiter } from './rateLimit.ts';
 import { ApprovalRequired, approveLaunch, type AskHuman } from './approval.ts';
 import type { CallResult } from './callResult.ts';
@@ -188,6 +189,25 @@ export class Gateway {
       retry_after_ms: wait,
       limit_per_minute: this.deps.rateLimitPerMinute!,
     };
+  }
+
+  /** The launch timeline View's reading of one of the caller's launches (timeline.ts), counted as a call. */
+  async launchTimeline(caller: Principal, key: string): Promise<CallResult> {
+    try {
+      const limited = await this.throttle(caller);
+      if (limited)
+        throw new DossierError('resource_constraint', limited.message, 'Retry later.', limited, true);
+      const { record, events, unread } = await this.deps.launches.history(caller, key);
+      const limitations = unread ? [`The workflow history could not be read (${unread}).`] : [];
+      const evidence = record.evidenceId
+        ? await this.deps.ledger.inspect(caller, record.evidenceId, { kind: 'summary' }).catch(() => null)
+        : null;
+      const retainedAt = (evidence as { provenance?: { created_at?: string } } | null)?.provenance
+        ?.created_at;
+      return { ok: true, value: { ...launchTimeline(record, events, retainedAt ?? null, limitations) } };
+    } catch (err) {
+      return { ok: false, error: toToolError(err) };
+    }
   }
 
   completePrompt(

@@ -115,6 +115,18 @@ export class LaunchService {
     return this.reply(await this.find(caller, key), true);
   }
 
+  /** One of the caller's launch records and its workflow's history (none before the workflow started). */
+  async history(caller: Principal, key: string) {
+    const record = await this.find(caller, key);
+    if (!record.runId) return { record, events: [], unread: null };
+    try {
+      const handle = this.deps.client.workflow.getHandle(record.workflowId, record.runId);
+      return { record, events: (await handle.fetchHistory()).events ?? [], unread: null };
+    } catch (err) {
+      return { record, events: [], unread: (err as Error).message };
+    }
+  }
+
   async await(caller: Principal, key: string, wait: WaitOptions): Promise<LaunchReply> {
     const record = await this.find(caller, key);
     if (isFinished(record.status)) return this.reply(record, true);

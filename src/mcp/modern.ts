@@ -48,6 +48,15 @@ import {
   TASKS_EXTENSION,
 } from './modernTasks.ts';
 import { toCallToolResult, withProtocolKey } from './tasks.ts';
+import {
+  callAppTool,
+  clientHasUi,
+  isAppTool,
+  readView,
+  UI_EXTENSION,
+  viewResources,
+  withViews,
+} from '../views/apps.ts';
 import type { PayloadKey } from '../temporal/keys.ts';
 import { fixedChoice, type ToolsetChoice } from '../gateway/toolsets.ts';
 import type { Toolset } from '../tools/toolsets.ts';
@@ -122,7 +131,7 @@ function modernServer(gateway: Gateway, stateCodec: RequestStateCodec<ApprovalSt
       prompts: { listChanged: false },
       resources: {},
       completions: {},
-      extensions: { [TASKS_EXTENSION]: {} },
+      extensions: { [TASKS_EXTENSION]: {}, [UI_EXTENSION]: {} },
     },
     instructions: INSTRUCTIONS,
     supportedProtocolVersions: MODERN_VERSIONS,
@@ -139,8 +148,10 @@ function modernServer(gateway: Gateway, stateCodec: RequestStateCodec<ApprovalSt
   });
   const caller = (ctx: ServerContext) => admit(gateway, principalOf(ctx));
 
+  // Clients of the MCP Apps extension also see the Views (src/views); others, exactly the list as it was.
+  const ui = () => clientHasUi(server.getClientCapabilities());
   server.setRequestHandler('tools/list', (_request, ctx) =>
-    answering(async () => ({ tools: listTools(toolsetsOf(gateway, ctx).listed) as never })),
+    answering(async () => ({ tools: withViews(listTools(toolsetsOf(gateway, ctx).listed), ui()) as never })),
   );
   server.setRequestHandler('prompts/list', (_request, ctx) =>
     answering(async () => (await caller(ctx), { prompts: listPrompts() })),
@@ -158,13 +169,21 @@ function modernServer(gateway: Gateway, stateCodec: RequestStateCodec<ApprovalSt
     return p;
   };
   server.setRequestHandler('resources/list', (request, ctx) =>
-    answering(() => listResources(gateway, authenticated(ctx), request.params?.cursor)),
+    answering(async () => {
+      const page = await listResources(gateway, authenticated(ctx), request.params?.cursor);
+      return ui() && !request.params?.cursor
+        ? { ...page, resources: [...viewResources(), ...page.resources] }
+        : page;
+    }),
   );
   server.setRequestHandler('resources/templates/list', (_request, ctx) =>
     answering(async () => (await caller(ctx), { resourceTemplates: RESOURCE_TEMPLATES })),
   );
   server.setRequestHandler('resources/read', (request, ctx) =>
-    answering(() => readResource(gateway, authenticated(ctx), request.params.uri)),
+    answering(async () => {
+      const caller = authenticated(ctx);
+      return readView(request.params.uri) ?? readResource(gateway, caller, request.params.uri);
+    }),
   );
   server.setRequestHandler('completion/complete', (request, ctx) =>
     answering(async () => (await complete(gateway, await caller(ctx), request.params)) as never),
@@ -190,6 +209,8 @@ async function callTool(
   const caller = principalOf(ctx);
   if (!caller) throw new ProtocolError(-32600, 'unauthenticated');
   const { name } = request.params;
+  if (isAppTool(name) && clientHasUi(server.getClientCapabilities()))
+    return toCallToolResult(await callAppTool(gateway, caller, request.params.arguments));
   const contract = TOOLS_BY_NAME.get(name);
   // In this era an unknown tool is a protocol error, as the revision asks; a tool's own failures are results.
   if (!contract)

@@ -44,6 +44,15 @@ import {
   RESOURCE_TEMPLATES,
   SERVER_INFO,
 } from './surface.ts';
+import {
+  callAppTool,
+  clientHasUi,
+  isAppTool,
+  readView,
+  UI_EXTENSION,
+  viewResources,
+  withViews,
+} from '../views/apps.ts';
 
 /**
  * An MCP error sent with its own message: the SDK's McpError prefixes "MCP error N: " to it, and
@@ -95,13 +104,16 @@ export function createMcpServer(
       completions: {},
       resources: {},
       logging: {},
+      extensions: { [UI_EXTENSION]: {} },
     },
     instructions: INSTRUCTIONS,
   });
   const caller = (extra: { authInfo?: { extra?: Record<string, unknown> } }) =>
     admit(gateway, resolveCaller(extra.authInfo?.extra));
+  // Clients of the MCP Apps extension also see the Views (src/views); others, exactly the list as it was.
+  const ui = () => clientHasUi(server.getClientCapabilities());
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: listTools(toolsets.listed) as Tool[],
+    tools: withViews(listTools(toolsets.listed), ui()) as Tool[],
   }));
   server.setRequestHandler(ListPromptsRequestSchema, (_request, extra) =>
     answering(async () => (await caller(extra), { prompts: listPrompts() })),
@@ -120,13 +132,21 @@ export function createMcpServer(
     return p;
   };
   server.setRequestHandler(ListResourcesRequestSchema, (request, extra) =>
-    answering(() => listResources(gateway, unthrottled(extra), request.params?.cursor)),
+    answering(async () => {
+      const page = await listResources(gateway, unthrottled(extra), request.params?.cursor);
+      return ui() && !request.params?.cursor
+        ? { ...page, resources: [...viewResources(), ...page.resources] }
+        : page;
+    }),
   );
   server.setRequestHandler(ListResourceTemplatesRequestSchema, (_request, extra) =>
     answering(async () => (await caller(extra), { resourceTemplates: RESOURCE_TEMPLATES })),
   );
   server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
-    answering(() => readResource(gateway, unthrottled(extra), request.params.uri)),
+    answering(async () => {
+      const caller = unthrottled(extra);
+      return readView(request.params.uri) ?? readResource(gateway, caller, request.params.uri);
+    }),
   );
   server.setRequestHandler(CompleteRequestSchema, (request, extra) =>
     answering(async () => complete(gateway, await caller(extra), request.params)),
@@ -150,6 +170,7 @@ export function createMcpServer(
         if (task) return answering(() => Promise.reject(err));
         return toCallToolResult({ ok: false, error: toToolError(err) });
       }
+      if (isAppTool(name) && ui()) return toCallToolResult(await callAppTool(gateway, caller, args));
       const askHuman = askHumanVia(server, extra.sendRequest as never);
       if (task) {
         // A task-augmented call: claim (or attach to) the launch, answer with its task at once.

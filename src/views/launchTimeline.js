@@ -1,0 +1,151 @@
+// The launch timeline View: one launch from the claim of its key to the
+// retention of its Evidence, on a time axis and as a list: workflow start,
+// each dispatch of its effect, re-dispatches and interruptions, the moment the
+// effect began (the journal), the outcome. Read with get_launch_timeline, a
+// tool only Views see; a running launch is read again until it finishes.
+'use strict';
+(function () {
+  var app = document.getElementById('app');
+  var key = null;
+  app.innerHTML = '';
+  var title = app.appendChild(h('h1', { text: 'Launch timeline' }));
+  var status = app.appendChild(h('p', { class: 'status', text: 'Waiting for the launch…' }));
+  var chart = app.appendChild(h('div', { class: 'graph' }));
+  var list = app.appendChild(h('div', {}));
+  var COLORS = {
+    claimed: '#5b6475',
+    workflow_started: '#2f6fde',
+    dispatched: '#2f6fde',
+    picked_up: '#6c8ebf',
+    redispatched: '#b7791f',
+    interrupted: '#c0392b',
+    cancel_requested: '#b7791f',
+    effect_began: '#8e44ad',
+    effect_returned: '#2e8b57',
+    finished: '#2e8b57',
+    retained: '#16a085',
+  };
+
+  function draw(t) {
+    var moments = t.moments;
+    var t0 = Date.parse(moments[0].at);
+    var t1 = Date.parse(moments[moments.length - 1].at);
+    var span = Math.max(t1 - t0, 1);
+    var width = 760;
+    var left = 20;
+    var right = 20;
+    var x = function (at) {
+      return left + ((Date.parse(at) - t0) / span) * (width - left - right);
+    };
+    var root = svg('svg', { width: width, height: 96, viewBox: '0 0 ' + width + ' 96' });
+    root.appendChild(
+      svg('g', { class: 'axis' }, [svg('line', { x1: left, x2: width - right, y1: 48, y2: 48 })]),
+    );
+    [0, 0.25, 0.5, 0.75, 1].forEach(function (f) {
+      var px = left + f * (width - left - right);
+      root.appendChild(
+        svg('g', { class: 'axis' }, [
+          svg('line', { x1: px, x2: px, y1: 44, y2: 52 }),
+          svg('text', {
+            x: px,
+            y: 90,
+            'text-anchor': 'middle',
+            text: '+' + ((f * span) / 1000).toFixed(2) + ' s',
+          }),
+        ]),
+      );
+    });
+    moments.forEach(function (m, i) {
+      var failed = m.kind === 'finished' && t.status !== 'succeeded';
+      var color = failed ? '#c0392b' : COLORS[m.kind] || '#5b6475';
+      var big = m.kind === 'redispatched' || m.kind === 'interrupted' || failed;
+      var up = i % 2 === 0;
+      root.appendChild(
+        svg('g', { class: 'moment ' + m.kind, 'data-kind': m.kind }, [
+          svg('title', { text: m.label + ' at ' + m.at + (m.detail ? '\n' + m.detail : '') }),
+          svg('circle', { cx: x(m.at), cy: 48, r: big ? 8 : 6, fill: color }),
+          svg('text', {
+            x: x(m.at),
+            y: up ? 30 : 72,
+            'text-anchor': i === 0 ? 'start' : i === moments.length - 1 ? 'end' : 'middle',
+            text: m.label.length > 24 ? m.label.slice(0, 23) + '…' : m.label,
+          }),
+        ]),
+      );
+    });
+    chart.innerHTML = '';
+    chart.appendChild(root);
+
+    var body = h('tbody');
+    moments.forEach(function (m) {
+      var ms = Date.parse(m.at) - t0;
+      body.appendChild(
+        h('tr', { class: m.kind + (m.kind === 'finished' ? ' ' + t.status : ''), 'data-kind': m.kind }, [
+          h('td', { class: 'when', text: m.at.slice(11, 23) + '  +' + ms + ' ms' }),
+          h('td', { text: m.label + (m.dispatch ? ' #' + m.dispatch : '') }),
+          h('td', { text: m.detail || '' }),
+        ]),
+      );
+    });
+    list.innerHTML = '';
+    list.appendChild(
+      h('table', { class: 'moments' }, [
+        h('thead', {}, [
+          h('tr', {}, [h('th', { text: 'when' }), h('th', { text: 'moment' }), h('th', { text: 'detail' })]),
+        ]),
+        body,
+      ]),
+    );
+    dossierHost.reportSize();
+  }
+
+  function read(tries) {
+    return dossierHost.call('get_launch_timeline', { idempotency_key: key }).then(function (t) {
+      if (t.error) throw t.error;
+      title.textContent = t.tool + ' · ' + t.idempotency_key;
+      draw(t);
+      var extra =
+        (t.dispatches > 1 ? ', ' + (t.dispatches - 1) + ' re-dispatched' : '') +
+        (t.interruptions ? ', ' + t.interruptions + ' interrupted' : '');
+      status.textContent =
+        t.status +
+        ': ' +
+        t.moments.length +
+        ' moments, ' +
+        t.dispatches +
+        ' dispatch' +
+        (t.dispatches === 1 ? '' : 'es') +
+        extra +
+        '.' +
+        (t.limitations.length ? ' ' + t.limitations.join(' ') : '');
+      app.dataset.moments = t.moments
+        .map(function (m) {
+          return m.kind;
+        })
+        .join(' ');
+      if (t.status === 'running' && (tries || 0) < 150) {
+        app.dataset.state = 'loading';
+        return new Promise(function (resolve) {
+          setTimeout(resolve, 2000);
+        }).then(function () {
+          return read((tries || 0) + 1);
+        });
+      }
+      app.dataset.state = 'ready';
+    });
+  }
+
+  dossierHost.on('ui/notifications/tool-input', function (p) {
+    key = (p.arguments || {}).idempotency_key || null;
+  });
+  dossierHost.on('ui/notifications/tool-result', function (result) {
+    var reply = dossierHost.structured(result);
+    if (reply.error && !key) return showError(app, reply.error);
+    key = key || (reply.launch && reply.launch.idempotency_key) || reply.idempotency_key;
+    if (!key) return showError(app, { message: 'The result names no launch.' });
+    read(0).catch(function (err) {
+      showError(app, err);
+    });
+  });
+  dossierHost.connect('dossier-launch-timeline');
+})();
