@@ -31,47 +31,83 @@
     var t0 = Date.parse(moments[0].at);
     var t1 = Date.parse(moments[moments.length - 1].at);
     var span = Math.max(t1 - t0, 1);
-    var width = 760;
-    var left = 20;
-    var right = 20;
+    var width = 960;
+    var left = 150;
+    var right = 30;
     var x = function (at) {
       return left + ((Date.parse(at) - t0) / span) * (width - left - right);
     };
-    var root = svg('svg', { width: width, height: 96, viewBox: '0 0 ' + width + ' 96' });
-    root.appendChild(
-      svg('g', { class: 'axis' }, [svg('line', { x1: left, x2: width - right, y1: 48, y2: 48 })]),
-    );
+    var first = function (kind, dispatch) {
+      return moments.find(function (m) {
+        return m.kind === kind && (dispatch === undefined || m.dispatch === dispatch);
+      });
+    };
+    var end = first('finished') || moments[moments.length - 1];
+    // One lane per phase: a bar from its first moment to its last, the moments on it as dots.
+    var lanes = [
+      { name: 'launch', from: first('claimed'), to: end, kinds: ['claimed', 'finished'] },
+      { name: 'workflow', from: first('workflow_started'), to: end, kinds: ['workflow_started'] },
+    ];
+    for (var d = 1; d <= t.dispatches; d++) {
+      var scheduled = first('dispatched', d) || first('redispatched', d);
+      var over = first('interrupted', d) || first('effect_returned', d) || end;
+      lanes.push({ name: 'dispatch #' + d, from: scheduled, to: over, dispatch: d });
+    }
+    lanes.push({ name: 'effect', from: first('effect_began'), to: end, kinds: ['effect_began'] });
+    lanes.push({ name: 'evidence', from: first('retained'), to: first('retained'), kinds: ['retained'] });
+    var laneH = 26;
+    var height = 30 + lanes.length * laneH + 24;
+    var root = svg('svg', { width: width, height: height, viewBox: '0 0 ' + width + ' ' + height });
     [0, 0.25, 0.5, 0.75, 1].forEach(function (f) {
       var px = left + f * (width - left - right);
       root.appendChild(
         svg('g', { class: 'axis' }, [
-          svg('line', { x1: px, x2: px, y1: 44, y2: 52 }),
+          svg('line', { x1: px, x2: px, y1: 20, y2: height - 20 }),
           svg('text', {
             x: px,
-            y: 90,
+            y: height - 6,
             'text-anchor': 'middle',
             text: '+' + ((f * span) / 1000).toFixed(2) + ' s',
           }),
         ]),
       );
     });
-    moments.forEach(function (m, i) {
-      var failed = m.kind === 'finished' && t.status !== 'succeeded';
-      var color = failed ? '#c0392b' : COLORS[m.kind] || '#5b6475';
-      var big = m.kind === 'redispatched' || m.kind === 'interrupted' || failed;
-      var up = i % 2 === 0;
+    lanes.forEach(function (lane, i) {
+      var y = 24 + i * laneH;
+      root.appendChild(svg('text', { class: 'lane', x: 8, y: y + 15, text: lane.name }));
+      if (!lane.from) return;
+      var x1 = x(lane.from.at);
+      var x2 = Math.max(x(lane.to.at), x1 + 2);
+      var broken = lane.dispatch && first('interrupted', lane.dispatch);
       root.appendChild(
-        svg('g', { class: 'moment ' + m.kind, 'data-kind': m.kind }, [
-          svg('title', { text: m.label + ' at ' + m.at + (m.detail ? '\n' + m.detail : '') }),
-          svg('circle', { cx: x(m.at), cy: 48, r: big ? 8 : 6, fill: color }),
-          svg('text', {
-            x: x(m.at),
-            y: up ? 30 : 72,
-            'text-anchor': i === 0 ? 'start' : i === moments.length - 1 ? 'end' : 'middle',
-            text: m.label.length > 24 ? m.label.slice(0, 23) + '…' : m.label,
-          }),
-        ]),
+        svg('rect', {
+          class: 'bar' + (broken ? ' broken' : ''),
+          x: x1,
+          y: y + 6,
+          width: x2 - x1,
+          height: 12,
+          rx: 3,
+        }),
       );
+      moments
+        .filter(function (m) {
+          return lane.dispatch ? m.dispatch === lane.dispatch : lane.kinds.indexOf(m.kind) >= 0;
+        })
+        .forEach(function (m) {
+          var failed = m.kind === 'finished' && t.status !== 'succeeded';
+          var big = m.kind === 'redispatched' || m.kind === 'interrupted' || failed;
+          root.appendChild(
+            svg('g', { class: 'moment ' + m.kind, 'data-kind': m.kind }, [
+              svg('title', { text: m.label + ' at ' + m.at + (m.detail ? '\n' + m.detail : '') }),
+              svg('circle', {
+                cx: x(m.at),
+                cy: y + 12,
+                r: big ? 7 : 5,
+                fill: failed ? '#c0392b' : COLORS[m.kind] || '#5b6475',
+              }),
+            ]),
+          );
+        });
     });
     chart.innerHTML = '';
     chart.appendChild(root);
