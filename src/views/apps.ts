@@ -45,7 +45,7 @@ export const VIEWS: readonly View[] = [
     description:
       'An extraction as a tree: nested archives, types, sizes, refused entries; click an entry for its row (inspect_analysis_view).',
     script: 'extractionTree.js',
-    tools: ['extract_artifact'],
+    tools: ['extract_artifact', 'extract_firmware'],
   },
   {
     uri: 'ui://dossier/launch-timeline',

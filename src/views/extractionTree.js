@@ -172,32 +172,35 @@
       if (!done.evidence_id)
         throw done.error || { message: 'The launch ' + done.status + ' without Evidence.' };
       evidenceId = done.evidence_id;
-      return Promise.all([allRows(evidenceId, 'entries'), allRows(evidenceId, 'archives')]).then(
-        function (both) {
-          var entries = both[0];
-          var archives = both[1];
-          current = { tree: treeOf(entries), archives: archives };
-          redraw();
-          var refused = entries.filter(function (e) {
-            return e.status === 'refused';
-          }).length;
-          var nested = archives.filter(function (a) {
-            return a.depth > 0;
-          }).length;
-          title.textContent =
-            'Extraction tree of ' + (args.artifact ? args.artifact.slice(0, 19) + '…' : evidenceId);
-          status.textContent =
-            entries.length +
-            ' entries, ' +
-            nested +
-            ' nested archives opened, ' +
-            refused +
-            ' refused. Click an entry for its row.';
-          app.dataset.entries = String(entries.length);
-          app.dataset.refused = String(refused);
-          app.dataset.state = 'ready';
-        },
-      );
+      return Promise.all([
+        allRows(evidenceId, 'entries'),
+        allRows(evidenceId, 'archives').catch(function () {
+          return []; // extract_firmware keeps no archives collection
+        }),
+      ]).then(function (both) {
+        var entries = both[0];
+        var archives = both[1];
+        current = { tree: treeOf(entries), archives: archives };
+        redraw();
+        var refused = entries.filter(function (e) {
+          return e.status === 'refused';
+        }).length;
+        var nested = archives.filter(function (a) {
+          return a.depth > 0;
+        }).length;
+        title.textContent =
+          'Extraction tree of ' + (args.artifact ? args.artifact.slice(0, 19) + '…' : evidenceId);
+        status.textContent =
+          entries.length +
+          ' entries, ' +
+          nested +
+          ' nested archives opened, ' +
+          refused +
+          ' refused. Click an entry for its row.';
+        app.dataset.entries = String(entries.length);
+        app.dataset.refused = String(refused);
+        app.dataset.state = 'ready';
+      });
     });
   }
 

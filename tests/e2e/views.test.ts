@@ -129,7 +129,10 @@ describe('tools and ui:// resources, with and without the extension', () => {
     // Every other tool is listed exactly as the client without the extension sees it.
     const same = [...tools.values()].filter((tool) => tool._meta === undefined);
     expect(same).toEqual(without.filter((tool) => same.some((s) => s.name === tool.name)));
-    expect(same.length).toBe(without.length - 4);
+    expect(tools.get('extract_firmware')!._meta).toMatchObject({
+      ui: { resourceUri: 'ui://dossier/extraction-tree' },
+    });
+    expect(same.length).toBe(without.length - 5);
 
     const listed = (await alice.listResources()).resources.filter((r) => r.uri.startsWith('ui://'));
     expect(listed.map((r) => [r.uri, r.mimeType])).toEqual([
