@@ -16,14 +16,7 @@ import { allRows, call, connectMcp, type Reply } from '../helpers/mcp.ts';
 import { modernRequest } from '../helpers/modern.ts';
 import { scratchDir } from '../helpers/scratch.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
-import {
-  CHROMIUM,
-  clickIn,
-  connectUiHost,
-  launchBrowser,
-  openViewHost,
-  type ViewHost,
-} from '../helpers/viewHost.ts';
+import { clickIn, connectUiHost, launchBrowser, openViewHost, type ViewHost } from '../helpers/viewHost.ts';
 
 const work = scratchDir('views');
 const roots = path.join(work, 'roots');
@@ -184,7 +177,7 @@ describe('tools and ui:// resources, with and without the extension', () => {
   });
 });
 
-describe.skipIf(!CHROMIUM)('the Views in headless Chromium', () => {
+describe('the Views in headless Chromium', () => {
   let browser: Browser;
   let host: ViewHost; // alice's
   let rival: ViewHost; // mallory's

@@ -75,6 +75,10 @@ export interface ViewHost {
 }
 
 export async function launchBrowser(): Promise<Browser> {
+  if (!CHROMIUM)
+    throw new Error(
+      "the View tests need Debian's chromium: run `bash scripts/system-packages.sh test` as root",
+    );
   return puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,
