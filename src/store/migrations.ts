@@ -4,6 +4,7 @@
 import { foldKey } from '../domain/fold.ts';
 import { insertMany, type Row } from './rows.ts';
 import type { SqlExecutor } from './sql.ts';
+import { KNOWLEDGE_MIGRATIONS } from './migrationsKnowledge.ts';
 
 export interface Migration {
   version: number;
@@ -385,4 +386,6 @@ ALTER TABLE tokens ADD COLUMN toolsets TEXT;
 ALTER TABLE mcp_sessions ADD COLUMN toolsets TEXT;
 `,
   },
+  // The team's shared knowledge (annotations, function identities, links between builds).
+  ...KNOWLEDGE_MIGRATIONS,
 ];

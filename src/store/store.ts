@@ -8,6 +8,8 @@ import { CandidateStore } from './candidates.ts';
 import { EvidenceStore } from './evidence.ts';
 import { LaunchStore } from './launches.ts';
 import { MIGRATIONS } from './migrations.ts';
+import { AnnotationStore } from './annotations.ts';
+import { FunctionIndexStore } from './functionIndex.ts';
 import { now, type Row } from './rows.ts';
 import { PostgresDriver, SqliteDriver, type SqlDriver } from './sql.ts';
 import { TaskStore } from './tasks.ts';
@@ -37,6 +39,10 @@ export interface Store {
   readonly blobs: BlobStore | undefined;
   /** Disk finished launches keep on each host, by team. */
   readonly retained: RetainedStore;
+  /** The team's annotations, with every revision (the log of who changed what). */
+  readonly annotations: AnnotationStore;
+  /** Function identities across the team's artifacts, and the links diffs made between builds. */
+  readonly functions: FunctionIndexStore;
   close(): Promise<void>;
 }
 
@@ -65,6 +71,8 @@ export async function openStore(location: string): Promise<Store> {
     // Only a store that several hosts reach shares bytes; the embedded stack keeps its folder alone.
     blobs: db.dialect === 'postgres' ? new BlobStore(db) : undefined,
     retained: new RetainedStore(db),
+    annotations: new AnnotationStore(db),
+    functions: new FunctionIndexStore(db),
     close: () => db.close(),
   };
 }

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { annotationId } from '../../src/domain/annotations.ts';
 import { buildEvidence } from '../../src/domain/evidence.ts';
 import { foldKey } from '../../src/domain/fold.ts';
 import type { CandidateKind } from '../../src/store/candidates.ts';
@@ -23,6 +24,8 @@ const T1 = '2025-01-02T03:05:00.000Z';
 const TEAM = 'lab';
 const TOKEN = 'a-token-made-by-an-older-dossier';
 const REVOKED = 'a-revoked-token';
+const ART_A = `sha256:${'a'.repeat(64)}`;
+const ANN_OLD = annotationId({ artifact: ART_A, kind: 'function', item: '0x401000' });
 
 const evidence = buildEvidence({
   record: {
@@ -231,6 +234,34 @@ const SEEDS: Record<number, (db: SqlDriver) => Promise<void>> = {
       [TEAM, 'bundle', 'old.bundle.json', BLOB_DIGEST, BLOB.length, T1],
     );
   },
+  14: async (db) => {
+    const revision = [
+      TEAM,
+      ANN_OLD,
+      1,
+      `${ANN_OLD}@1`,
+      ART_A,
+      'function',
+      '0x401000',
+      'parse',
+      null,
+      null,
+      '["licence"]',
+      null,
+      null,
+    ];
+    await db.run(
+      `INSERT INTO annotations (team, annotation_id, artifact, kind, item, revision, name, comment, type, tags, note,
+         variables, created_by, created_at, updated_by, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [...revision.slice(0, 2), ...revision.slice(4, 7), 1, ...revision.slice(7), 'alice', T1, 'alice', T1],
+    );
+    await db.run(
+      `INSERT INTO annotation_revisions (team, annotation_id, revision, event_id, artifact, kind, item, name, comment,
+         type, tags, note, variables, changed, origin, reverted_to, source, created_by, created_at, imported_by,
+         imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [...revision, '["name","tags"]', 'write', null, null, 'alice', T1, null, null],
+    );
+  },
 };
 
 /** A store at schema `version`, filled as each version up to it filled it. */
@@ -386,6 +417,18 @@ async function expectAllRecords(store: Store, version: number) {
   });
   // 7.5 tokens left at 2000 ms: 7 are granted at once.
   expect(await store.rateBuckets.take(`${TEAM}/alice`, 100, 60, 2000)).toMatchObject({ granted: 7 });
+  if (version >= 14) {
+    // An annotation of that version reads back with its history, and takes the next revision.
+    const key = { artifact: ART_A, kind: 'function' as const, item: '0x401000' };
+    expect(await store.annotations.get(TEAM, key)).toMatchObject({
+      revision: 1,
+      name: 'parse',
+      tags: ['licence'],
+    });
+    expect(await store.annotations.history(TEAM, ANN_OLD, { limit: 10 })).toMatchObject([
+      { revision: 1, changed: ['name', 'tags'], changed_by: 'alice', imported: null },
+    ]);
+  }
   if (version < 9 || !store.blobs) return;
   expect(await store.blobs.ownedBy(BLOB_DIGEST, TEAM)).toBe(true);
   const copy = path.join(mkdtempSync(path.join(os.tmpdir(), 'dossier-blob-')), 'blob');
