@@ -1,16 +1,14 @@
 // The analysis activities: build an artifact's database (the provider in the
 // sandbox), wait on a build whoever started it, and answer a tool call from a
 // database, retaining the answer as Evidence. Every analysis contract is bound
-// here to its query; the worker refuses to load with one unbound.
+// to its query in analysisBindings.ts; the worker refuses to load with one unbound.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
-import type { z } from 'zod';
 import { buildDatabase } from '../analysis/build.ts';
 import { keepDatabase, openDatabase, scratchFile } from '../analysis/files.ts';
 import { provisionProvider, type AnalysisProvider } from '../analysis/venv.ts';
-import { sandboxedEnv } from '../python/venv.ts';
 import type { Config } from '../config.ts';
 import { artifactNotFound, toToolError, type ToolError } from '../domain/errors.ts';
 import { verifyArtifact } from '../evidence/artifacts.ts';
@@ -21,109 +19,20 @@ import type {
   DatabaseRef,
   DatabaseRequest,
 } from '../launches/protocol.ts';
-import { runHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { ownWorkflow, refuse, vouchForAnalysis, vouchForDatabase } from './provenance.ts';
 import type { Store } from '../store/store.ts';
 import type { AnalysisRecord } from '../store/analyses.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
-import {
-  decompileFunction as decompileContract,
-  findStrings as findStringsContract,
-  getCallGraph as getCallGraphContract,
-  inspectBinary as inspectBinaryContract,
-  listFunctions as listFunctionsContract,
-  traceFeature as traceFeatureContract,
-} from '../tools/analysis.ts';
-import { scanWithRules as scanWithRulesContract } from '../tools/rules.ts';
-import { runRuleScan, type ScanContext } from './ruleScan.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
-import { isAnalysisTool, type ToolContract } from '../tools/contract.ts';
+import { isAnalysisTool } from '../tools/contract.ts';
 import { bindAll } from '../tools/registry.ts';
-import {
-  findStrings,
-  getCallGraph,
-  inspectBinary,
-  listFunctions,
-  resolveFunction,
-  traceFeature,
-  type QueryContext,
-  type QueryResult,
-} from './analysisQueries.ts';
+import type { QueryResult } from './analysisQueries.ts';
+import { ANALYSIS_BINDINGS } from './analysisBindings.ts';
+import { indexIdentities } from './identityIndex.ts';
 
-interface AnalysisContext extends QueryContext, ScanContext {
-  /** The verified artifact file, for the queries that run the provider again (decompilation). */
-  artifactFile(): Promise<string>;
-  provider(): Promise<AnalysisProvider>;
-  sandbox: Sandbox;
-}
-
-export interface AnalysisBinding {
-  contract: ToolContract;
-  run(input: never, ctx: AnalysisContext): QueryResult | Promise<QueryResult>;
-}
-
-function analysis<I extends z.ZodObject>(
-  contract: ToolContract<I>,
-  run: (input: z.output<I>, ctx: AnalysisContext) => QueryResult | Promise<QueryResult>,
-): AnalysisBinding {
-  return { contract: contract as unknown as ToolContract, run: run as AnalysisBinding['run'] };
-}
-
-/** decompile_function: angr's decompiler in the sandbox, on the verified artifact, bounded in time. */
-async function decompile(
-  input: { function: string; profile: string; timeout_s: number },
-  ctx: AnalysisContext,
-) {
-  const fn = resolveFunction(ctx.db, input.function);
-  const provider = sandboxedEnv(await ctx.provider());
-  const out = await runHelper(ctx.sandbox, {
-    program: provider.python,
-    pkg: 'python3 (the angr venv: npm run provision:analysis)',
-    args: [
-      provider.script('angr_decompile.py'),
-      '--binary',
-      '/input/target',
-      '--address',
-      `0x${fn.address.toString(16)}`,
-      '--profile',
-      input.profile,
-    ],
-    mounts: [...provider.mounts, { host: await ctx.artifactFile(), inside: '/input/target' }],
-    timeoutMs: input.timeout_s * 1000,
-    limits: { addressSpaceBytes: 8 * 1024 ** 3 },
-    env: { PYTHONDONTWRITEBYTECODE: '1' },
-  });
-  const { text, name, limitations } = JSON.parse(out) as {
-    text: string;
-    name: string;
-    limitations: string[];
-  };
-  const lines = text.split('\n').map((t, i) => ({ line: i + 1, text: t }));
-  if (lines.length && lines[lines.length - 1]!.text === '') lines.pop();
-  return {
-    summary: {
-      function: name,
-      address: `0x${fn.address.toString(16)}`,
-      lines: lines.length,
-      head: text.slice(0, 600),
-    },
-    document: { function: name, address: `0x${fn.address.toString(16)}` },
-    collections: { lines },
-    limitations,
-  };
-}
-
-export const ANALYSIS_BINDINGS: readonly AnalysisBinding[] = [
-  analysis(inspectBinaryContract, inspectBinary),
-  analysis(findStringsContract, findStrings),
-  analysis(listFunctionsContract, listFunctions),
-  analysis(getCallGraphContract, getCallGraph),
-  analysis(decompileContract, decompile),
-  analysis(traceFeatureContract, traceFeature),
-  analysis(scanWithRulesContract, runRuleScan),
-];
+export { ANALYSIS_BINDINGS };
 
 const HEARTBEAT_MS = 10_000;
 /** What a database build is called where a tool's name goes: its records, its Evidence, its audit. */
@@ -212,6 +121,8 @@ export function createAnalysisActivities(deps: {
         const kept = await keepDatabase(config.home, scratch);
         // Analysis workers and gateways on other hosts fetch it from the store by digest.
         await store.blobs?.put(kept.digest, kept.file, req.team);
+        // Its functions' identities join the team's index, so identical functions are found across artifacts.
+        await indexIdentities(store, req, await openDatabase(config.home, kept.digest));
         const meta = built.meta;
         return {
           file: kept.file,
@@ -336,10 +247,16 @@ export function createAnalysisActivities(deps: {
     });
   }
 
-  async function runAnalysis(req: AnalysisRequest, built: DatabaseRef | null): Promise<AnalysisOutcome> {
+  async function runAnalysis(
+    req: AnalysisRequest,
+    built: DatabaseRef | null,
+    builtBase?: DatabaseRef,
+  ): Promise<AnalysisOutcome> {
     await vouchForAnalysis(store, req);
     // The database is the one the store holds for this team, whatever the argument says.
     const database = req.database && built ? await teamDatabase(req.team, req.database.key, built) : null;
+    if (req.baseDatabase && !builtBase) refuse(`${req.workflowId} needs its base build's database: refused`);
+    const baseRef = req.baseDatabase && (await teamDatabase(req.team, req.baseDatabase.key, builtBase!));
     const done = await store.analyses.get(req.team, req.key);
     if (done?.status === 'succeeded') {
       return { status: 'succeeded', evidenceId: done.evidenceId, summary: done.result, error: null };
@@ -351,11 +268,16 @@ export function createAnalysisActivities(deps: {
       const artifact = (req.input.artifact ?? req.input.evidence_id) as string;
       // An analysis without a database (a rule scan) never reads one.
       const db = database ? await openDatabase(config.home, database.digest, store.blobs) : (null as never);
+      const base = baseRef && {
+        db: await openDatabase(config.home, baseRef.digest, store.blobs),
+        database: baseRef,
+      };
       const result: QueryResult & { provider?: DatabaseRef['provider'] } = await beating(async () =>
         binding.run(req.input as never, {
           db,
           database: database ?? (null as never),
           artifact,
+          base,
           sandbox,
           team: req.team,
           store,
@@ -400,6 +322,8 @@ export function createAnalysisActivities(deps: {
         filterable: filterableOf(req.tool),
         unknowns: result.unknowns,
       });
+      // A diff's matches become the team's links between the two builds (annotations follow them).
+      if (result.links?.length) await store.functions.recordLinks(req.team, result.links);
       const outcome: AnalysisOutcome = {
         status: 'succeeded',
         evidenceId: evidence.evidence_id,

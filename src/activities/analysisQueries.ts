@@ -6,6 +6,8 @@ import type { AnalysisDatabase, FunctionRow, XrefRow } from '../analysis/databas
 import { DossierError } from '../domain/errors.ts';
 import type { NewUnknown } from '../domain/types.ts';
 import type { DatabaseRef } from '../launches/protocol.ts';
+import type { FunctionLink } from '../store/functionIndex.ts';
+import { ownersByString } from './names.ts';
 
 export const hex = (n: number | null | undefined) =>
   n === null || n === undefined ? null : `0x${n.toString(16)}`;
@@ -18,12 +20,16 @@ export interface QueryResult {
   truncated?: boolean;
   limitations?: string[];
   unknowns?: NewUnknown[];
+  /** A diff's matches, kept as the team's links between the two builds. */
+  links?: FunctionLink[];
 }
 
 export interface QueryContext {
   db: AnalysisDatabase;
   database: DatabaseRef;
   artifact: string;
+  /** The base build of a diff (diff_binaries' `base`), with its own database. */
+  base?: { db: AnalysisDatabase; database: DatabaseRef };
 }
 
 /** "0x401136" or "4198710" as an address, else undefined. */
@@ -106,6 +112,7 @@ export function findStrings(
         input.encodings.includes(s.encoding) &&
         (!needle || (input.case_sensitive ? s.text : s.text.toLowerCase()).includes(needle)),
     );
+  const owners = ownersByString(db);
   const rows = kept.slice(0, input.max_strings).map((s) => ({
     address: hex(s.address),
     section: s.section,
@@ -113,6 +120,7 @@ export function findStrings(
     text: s.text,
     length: s.length,
     references: s.references,
+    referenced_by: owners.get(s.id) ?? [],
   }));
   const truncated = kept.length > rows.length;
   return {
@@ -131,11 +139,13 @@ export function findStrings(
 }
 
 export function listFunctions(_input: unknown, { db }: QueryContext): QueryResult {
+  const identities = new Map(db.identities().map((i) => [i.address, i.identity]));
   const functions = db.functions().map((f) => ({
     ...f,
     address: hex(f.address),
     end_address: hex(f.end_address),
     part_of: hex(f.part_of),
+    identity: identities.get(f.address) ?? null,
   }));
   const foundBy: Record<string, number> = { symbol: 0, eh_frame: 0, plt: 0, cfg: 0 };
   for (const f of functions) foundBy[f.found_by] = (foundBy[f.found_by] ?? 0) + 1;

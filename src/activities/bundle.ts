@@ -1,6 +1,7 @@
 // The export_evidence_bundle effect: write a verified bundle file of the
-// team's Evidence and its unknowns (named, or a whole investigation) into the
-// exports folder, named by its digest.
+// team's Evidence (named, or a whole investigation), its unknowns and the
+// team's annotations on what it is about into the exports folder, named by
+// its digest.
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { BUNDLE_FORMAT, buildBundle } from '../evidence/bundles.ts';
@@ -41,6 +42,7 @@ export const exportEvidenceBundle: Effect<{ evidence_ids?: string[]; investigati
     sha256: bundle.digest,
     evidence: bundle.count,
     unknowns: bundle.unknowns,
+    annotations: bundle.annotations,
     ...(bundle.investigation ? { investigation: bundle.investigation } : {}),
   };
   return {

@@ -15,7 +15,10 @@ export interface EffectContext {
   /** Who launched it; effects that read the ledger read only this team's. */
   caller: { principal: string; team: string };
   /** The team's Evidence and artifact records (reads are filtered by `caller.team`). */
-  store: Pick<Store, 'evidence' | 'unknowns' | 'artifacts' | 'devices' | 'blobs' | 'retained'>;
+  store: Pick<
+    Store,
+    'evidence' | 'unknowns' | 'artifacts' | 'devices' | 'blobs' | 'retained' | 'annotations'
+  >;
   /** The cluster's payload keys (device credentials are sealed under them). */
   keys: PayloadKey[];
   /** This attempt's own name (a re-dispatch of the launch is another attempt). */

@@ -94,7 +94,13 @@ export async function vouchForDatabase(store: Store, req: DatabaseRequest): Prom
   const id = running();
   if (id === req.workflowId) return ownTeam(req.team);
   const analysis = await store.analyses.byWorkflowId(id);
-  if (analysis?.team !== req.team || analysis.databaseKey !== req.key)
+  // A diff reads its base build's database too, named by the same profile and provider.
+  const base = analysis?.input.base;
+  const baseKey =
+    typeof base === 'string'
+      ? databaseKey(base, String(analysis?.input.profile ?? 'default'), provider)
+      : null;
+  if (analysis?.team !== req.team || (analysis.databaseKey !== req.key && baseKey !== req.key))
     refuse(`workflow ${id} is no analysis of team ${req.team} on ${req.key}: refused`);
 }
 
@@ -115,8 +121,11 @@ export async function vouchForAnalysis(store: Store, req: AnalysisRequest): Prom
     claimed.requestedBy === req.requestedBy &&
     claimed.databaseKey === (req.database?.key ?? null) &&
     analysisKey(req.tool, req.input, providerKeyOf(req.tool)) === req.key &&
-    (req.database === null || req.input.artifact === req.database.artifact);
+    (req.database === null || req.input.artifact === req.database.artifact) &&
+    req.input.base === req.baseDatabase?.artifact &&
+    (!req.baseDatabase || req.baseDatabase.profile === req.database?.profile);
   if (!same)
     refuse(`the request of workflow ${req.workflowId} is not the analysis claimed under it: nothing runs`);
   if (req.database) await vouchForDatabase(store, req.database);
+  if (req.baseDatabase) await vouchForDatabase(store, req.baseDatabase);
 }

@@ -43,6 +43,16 @@ export const TABLES = {
   call_edges: ['src', 'dst', 'call_site'],
   strings: ['id', 'address', 'section', 'encoding', 'text', 'length'],
   xrefs: ['id', 'src', 'dst', 'kind', 'owner_outcome', 'owner_address', 'owner_name', 'string_id'],
+  // What each function is, whatever its address (angr_identity.py says exactly what is hashed).
+  function_identities: [
+    'address',
+    'identity',
+    'neighbourhood',
+    'block_hashes',
+    'instructions',
+    'edges',
+    'constants',
+  ],
 } as const;
 export type Table = keyof typeof TABLES;
 
@@ -60,6 +70,8 @@ CREATE TABLE call_edges(src INTEGER, dst INTEGER, call_site INTEGER);
 CREATE TABLE strings(id INTEGER PRIMARY KEY, address INTEGER, section TEXT, encoding TEXT, text TEXT, length INTEGER);
 CREATE TABLE xrefs(id INTEGER PRIMARY KEY, src INTEGER, dst INTEGER, kind TEXT, owner_outcome TEXT,
                    owner_address INTEGER, owner_name TEXT, string_id INTEGER);
+CREATE TABLE function_identities(address INTEGER PRIMARY KEY, identity TEXT, neighbourhood TEXT, block_hashes TEXT,
+                                 instructions INTEGER, edges INTEGER, constants TEXT);
 `;
 const INDEXES = `
 CREATE INDEX symbols_name ON symbols(name);
@@ -72,6 +84,7 @@ CREATE INDEX xrefs_dst ON xrefs(dst);
 CREATE INDEX xrefs_src ON xrefs(src);
 CREATE INDEX xrefs_owner ON xrefs(owner_address);
 CREATE INDEX xrefs_string ON xrefs(string_id);
+CREATE INDEX function_identities_identity ON function_identities(identity);
 `;
 
 type Cell = string | number | null;
@@ -150,6 +163,20 @@ export interface FunctionRow {
   found_by: 'symbol' | 'eh_frame' | 'plt' | 'cfg';
   /** For a split-off part (gcc's `.cold`), the function it belongs to. */
   part_of: number | null;
+}
+
+export interface IdentityRow {
+  address: number;
+  /** The WARP-style function GUID. */
+  identity: string;
+  /** UUIDv5 of its callees' and callers' identities. */
+  neighbourhood: string;
+  /** The first 12 hex digits of each block's GUID, space-separated (highest address first). */
+  block_hashes: string;
+  instructions: number;
+  edges: number;
+  /** Distinctive immediates, hex, space-separated. */
+  constants: string;
 }
 
 export interface XrefRow {
@@ -258,6 +285,38 @@ export class AnalysisDatabase {
   /** References to an exact address (calls to a function, data reads of a symbol). */
   referencesTo(address: number): XrefRow[] {
     return this.all<XrefRow>('SELECT * FROM xrefs WHERE dst = ? ORDER BY src, id', address);
+  }
+
+  /** Every function's identity and the facts a diff compares (none from a database built before them). */
+  identities(): IdentityRow[] {
+    if (!this.hasTable('function_identities')) return [];
+    return this.all<IdentityRow>('SELECT * FROM function_identities ORDER BY address');
+  }
+
+  /** Functions that own references to each string: (string, owner) pairs, in string then owner order. */
+  stringOwners(): { string_id: number; address: number; name: string | null }[] {
+    return this.all(
+      `SELECT string_id, owner_address AS address, MIN(owner_name) AS name FROM xrefs
+        WHERE string_id IS NOT NULL AND owner_address IS NOT NULL
+        GROUP BY string_id, owner_address ORDER BY string_id, owner_address`,
+    );
+  }
+
+  /** The text of every string each function references (owner, text), once each. */
+  functionStrings(): { address: number; text: string }[] {
+    return this.all(
+      `SELECT DISTINCT x.owner_address AS address, s.text FROM xrefs x JOIN strings s ON s.id = x.string_id
+        WHERE x.owner_address IS NOT NULL`,
+    );
+  }
+
+  /** Every call edge (src, dst), once each. */
+  callEdges(): { src: number; dst: number }[] {
+    return this.all('SELECT DISTINCT src, dst FROM call_edges ORDER BY src, dst');
+  }
+
+  private hasTable(name: string): boolean {
+    return this.all('SELECT name FROM sqlite_master WHERE type = ? AND name = ?', 'table', name).length > 0;
   }
 
   callees(address: number): { src: number; dst: number; call_site: number | null }[] {

@@ -1,5 +1,5 @@
 // The angr provider's Python environment (see src/python/venv.ts): angr and
-// its dependencies, hash-locked, plus dossier's two provider scripts.
+// its dependencies, hash-locked, plus dossier's provider scripts.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cachedEnv, envKey, provisionEnv, type PythonEnv, type PythonEnvSpec } from '../python/venv.ts';
@@ -15,7 +15,7 @@ const ANGR: PythonEnvSpec = {
     // No build isolation: the three sdist-only packages build with the hash-locked setuptools above.
     { lock: 'requirements.lock', flags: ['--no-build-isolation'] },
   ],
-  scripts: ['angr_db.py', 'angr_decompile.py', 'boundaries.py'],
+  scripts: ['angr_db.py', 'angr_identity.py', 'angr_decompile.py', 'boundaries.py'],
   versionProbe: 'import angr; print(angr.__version__)',
   cost: 'about a minute and 440 MB',
 };

@@ -1,10 +1,11 @@
 // Evidence bundles: a canonical JSON file that carries complete Evidence
 // (record, document, every row) from one store to another, with the residual
-// unknowns recorded against it (each with its revisions), so a team continues
-// the work elsewhere. Every entry's id is recomputed on import, which checks
-// its document and collection digests too, and the unknowns are checked
-// against their ids and the digest the bundle states; one mismatch refuses
-// the whole bundle.
+// unknowns recorded against it (each with its revisions) and the team's
+// annotations on the artifacts it is about, so a team continues the work
+// elsewhere. Every entry's id is recomputed on import, which checks its
+// document and collection digests too, the unknowns are checked against their
+// ids and the digest the bundle states, each annotation against its own
+// digest; one mismatch refuses the whole bundle.
 import { canonicalJson, sha256Hex } from '../domain/canonical.ts';
 import { DossierError } from '../domain/errors.ts';
 import { BUNDLE_LIMITS } from '../tools/ledger.ts';
@@ -14,8 +15,14 @@ import type { BundledUnknown } from '../store/unknownBundles.ts';
 import type { EvidenceRecord, NewUnknown } from '../domain/types.ts';
 import { JSON_DEPTH, JsonTooDeep, parseBoundedJson } from '../domain/json.ts';
 import { checkUnknowns, unknownsDigest } from './bundleUnknowns.ts';
+import type { CarriedAnnotation } from '../store/annotations.ts';
+import type { FunctionLink } from '../store/functionIndex.ts';
+import { artifactsOf, diffLinks, readAnnotations, sealed } from './bundleAnnotations.ts';
 
-/** What export writes: /2 adds the team, the investigation and the unknowns to /1's Evidence. */
+/**
+ * What export writes: /2 adds the team, the investigation and the unknowns to
+ * /1's Evidence; either may carry annotations.
+ */
 export const BUNDLE_FORMAT = 'dossier.evidence-bundle/2';
 /** Every format import reads. */
 const READABLE = ['dossier.evidence-bundle/1', BUNDLE_FORMAT];
@@ -53,8 +60,12 @@ async function investigationIds(store: Pick<Store, 'evidence'>, team: string, in
   return ids.reverse();
 }
 
+/**
+ * A bundle of complete Evidence, the unknowns recorded against it, and the
+ * team's annotations (every revision) on the artifacts that Evidence is about.
+ */
 export async function buildBundle(
-  store: Pick<Store, 'evidence' | 'unknowns'>,
+  store: Pick<Store, 'evidence' | 'unknowns' | 'annotations'>,
   team: string,
   sel: BundleSelection,
 ) {
@@ -105,6 +116,12 @@ export async function buildBundle(
       'list_evidence {investigation} shows what an investigation holds; or name the Evidence (evidence_ids).',
       { investigation },
     );
+  const annotations = (
+    await store.annotations.carried(
+      team,
+      evidence.flatMap((e) => artifactsOf(e.record)),
+    )
+  ).map(sealed);
   const text = canonicalJson({
     format: BUNDLE_FORMAT,
     team,
@@ -112,23 +129,31 @@ export async function buildBundle(
     evidence,
     unknowns,
     unknowns_digest: unknownsDigest(unknowns),
+    ...(annotations.length ? { annotations } : {}),
   });
+  if (Buffer.byteLength(text) > BUNDLE_LIMITS.bytes.max) throw tooLarge(`${BUNDLE_LIMITS.bytes.max} bytes`);
   return {
     text,
     digest: sha256Hex(text),
     bytes: Buffer.byteLength(text),
     count: evidence.length,
     unknowns: unknowns.length,
+    annotations: annotations.length,
     investigation,
     evidenceIds: evidence.map((e) => e.record.evidence_id),
   };
 }
 
-/** A bundle read and checked whole: its Evidence ready to retain, its unknowns, the team it names (/2). */
+/**
+ * A bundle read and checked whole: its Evidence ready to retain, its unknowns,
+ * the team it names (/2), its annotations and the links its diffs made between builds.
+ */
 export interface ReadBundle {
   evidence: BuiltEvidence[];
   unknowns: BundledUnknown[];
   team: string | null;
+  annotations: CarriedAnnotation[];
+  links: FunctionLink[];
 }
 
 /** Parses and verifies a bundle; returns the entries ready to retain, or refuses it whole. */
@@ -136,7 +161,7 @@ export function verifyBundle(text: string, maxDepth: number = JSON_DEPTH.default
   return readBundle(text, maxDepth).evidence;
 }
 
-/** Parses and verifies a bundle, Evidence and unknowns; refuses it whole at the first mismatch. */
+/** Parses and verifies a bundle, Evidence, unknowns and annotations; refuses it whole at the first mismatch. */
 export function readBundle(text: string, maxDepth: number = JSON_DEPTH.default): ReadBundle {
   let bundle: Record<string, unknown>;
   try {
@@ -154,6 +179,7 @@ export function readBundle(text: string, maxDepth: number = JSON_DEPTH.default):
       `it holds ${bundle.evidence.length} Evidence records (at most ${BUNDLE_LIMITS.records.max})`,
     );
   }
+  const links: FunctionLink[] = [];
   const evidence = bundle.evidence.map((raw, i) => {
     const entry = raw as BundleEntry;
     try {
@@ -173,6 +199,7 @@ export function readBundle(text: string, maxDepth: number = JSON_DEPTH.default):
           `entry ${i} (${claimed}) does not match its digests: its content digests to ${built.record.evidence_id}`,
           'integrity_error',
         );
+      links.push(...diffLinks(built.record, collections));
       return built;
     } catch (err) {
       if (err instanceof DossierError) throw err;
@@ -181,7 +208,8 @@ export function readBundle(text: string, maxDepth: number = JSON_DEPTH.default):
       );
     }
   });
-  if (bundle.format === READABLE[0]) return { evidence, unknowns: [], team: null };
+  const annotations = readAnnotations(bundle.annotations, refused);
+  if (bundle.format === READABLE[0]) return { evidence, unknowns: [], team: null, annotations, links };
   const { team, investigation } = bundle;
   if (typeof team !== 'string' || (investigation !== null && typeof investigation !== 'string'))
     throw refused('it names no team or a malformed investigation');
@@ -190,7 +218,7 @@ export function readBundle(text: string, maxDepth: number = JSON_DEPTH.default):
     throw refused(`entry ${foreign.record.evidence_id} is not of the bundle's team`, 'integrity_error');
   const ids = new Set(evidence.map((b) => b.record.evidence_id));
   const unknowns = checkUnknowns(bundle.unknowns, bundle.unknowns_digest, ids, investigation, refused);
-  return { evidence, unknowns, team };
+  return { evidence, unknowns, team, annotations, links };
 }
 
 /** The bundle refused: `integrity_error` when its content is not what its digests say. */

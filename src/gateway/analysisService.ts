@@ -10,7 +10,7 @@ import type { EvidenceStore } from '../store/evidence.ts';
 import { artifactNotFound, DossierError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import { analysisKey, analysisWorkflowId, databaseKey, databaseWorkflowId } from '../launches/keys.ts';
-import type { AnalysisRequest } from '../launches/protocol.ts';
+import type { AnalysisRequest, DatabaseRequest } from '../launches/protocol.ts';
 import type { AnalysisRecord, AnalysisStore } from '../store/analyses.ts';
 import type { ArtifactStore } from '../store/artifacts.ts';
 import { analysisTargets, SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
@@ -61,14 +61,15 @@ export class AnalysisService {
   ): Promise<AnalysisReply> {
     const { wait_ms: _wait, detail: _detail, ...input } = args;
     const artifact = input.artifact as string | undefined;
-    // Everything the analysis reads must be the team's: its target, and a rule scan's bundle.
+    const base = input.base as string | undefined;
+    // Everything the analysis reads must be the team's: its target, a diff's base, a rule scan's bundle.
     let name: string | null | undefined;
-    for (const digest of [artifact, input.rules as string | undefined]) {
+    for (const digest of [artifact, base, input.rules as string | undefined]) {
       if (!digest) continue;
       const registered = await this.deps.artifacts.get(caller.team, digest);
       if (digest === artifact) name = registered?.name;
       if (!registered)
-        throw digest === artifact
+        throw digest === artifact || digest === base
           ? artifactNotFound(digest)
           : new DossierError(
               'not_found',
@@ -115,22 +116,29 @@ export class AnalysisService {
       tool: contract.name,
       input,
       requestedBy: caller.principal,
-      database:
-        dbKey && artifact
-          ? {
-              workflowId: databaseWorkflowId(caller.team, artifact, profile, provider),
-              team: caller.team,
-              key: dbKey,
-              artifact,
-              profile,
-              requestedBy: caller.principal,
-              maxRunMs: this.deps.databaseMaxRunMs,
-            }
-          : null,
+      database: dbKey && artifact ? this.databaseRequest(caller, artifact, profile, provider) : null,
+      ...(base === undefined ? {} : { baseDatabase: this.databaseRequest(caller, base, profile, provider) }),
       maxRunMs: contract.maxRunMs?.(input as never) ?? 10 * 60_000,
     };
     const runId = await this.ensureStarted(request, fresh, name);
     return this.wait({ ...fresh, runId }, !created, wait);
+  }
+
+  private databaseRequest(
+    caller: Principal,
+    artifact: string,
+    profile: string,
+    provider: string,
+  ): DatabaseRequest {
+    return {
+      workflowId: databaseWorkflowId(caller.team, artifact, profile, provider),
+      team: caller.team,
+      key: databaseKey(artifact, profile, provider),
+      artifact,
+      profile,
+      requestedBy: caller.principal,
+      maxRunMs: this.deps.databaseMaxRunMs,
+    };
   }
 
   private async ensureStarted(

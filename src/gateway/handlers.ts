@@ -18,6 +18,15 @@ import {
   updateUnknown,
 } from '../tools/ledger.ts';
 import type { ToolContract } from '../tools/contract.ts';
+import {
+  findIdenticalFunctions,
+  getAnnotation,
+  listAnnotationEvents,
+  listAnnotations,
+  listCarriedAnnotations,
+  revertAnnotation,
+  setAnnotation,
+} from '../tools/knowledge.ts';
 import { getDevice, listDevices, registerDevice, retireDevice } from '../tools/devices.ts';
 import { enableToolsets, listToolsets } from '../tools/toolsets.ts';
 import { describeToolsets, enableToolsets as enable, type ToolsetChoice } from './toolsets.ts';
@@ -100,6 +109,13 @@ export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
   ),
   handler(listArtifacts, (i, c) => c.ledger.intake.listArtifacts(c.caller, i)),
   handler(registerRules, (i, c) => registerRuleBundle(c.ledger.intake, c.caller, i)),
+  handler(setAnnotation, (i, c) => c.ledger.knowledge.set(c.caller, i)),
+  handler(getAnnotation, (i, c) => c.ledger.knowledge.get(c.caller, i)),
+  handler(revertAnnotation, (i, c) => c.ledger.knowledge.revert(c.caller, i)),
+  handler(listAnnotations, (i, c) => c.ledger.knowledge.list(c.caller, i)),
+  handler(listAnnotationEvents, (i, c) => c.ledger.knowledge.events(c.caller, i)),
+  handler(listCarriedAnnotations, (i, c) => c.ledger.knowledge.carried(c.caller, i)),
+  handler(findIdenticalFunctions, (i, c) => c.ledger.knowledge.identical(c.caller, i)),
   handler(registerDevice, (i, c) => c.devices.register(c.caller, i)),
   handler(listDevices, async (i, c) =>
     fitList('devices', await c.devices.list(c.caller, i), c.ledger.replyBudgetBytes),

@@ -55,7 +55,10 @@ export class Intake {
   private readonly inboxes = new Set<string>();
 
   constructor(
-    private readonly store: Pick<Store, 'evidence' | 'unknowns' | 'artifacts' | 'blobs' | 'retained'>,
+    private readonly store: Pick<
+      Store,
+      'evidence' | 'unknowns' | 'artifacts' | 'blobs' | 'retained' | 'annotations' | 'functions'
+    >,
     private readonly opts: IntakeOptions,
   ) {
     this.bundleRoots = opts.bundleRoots ?? [];
@@ -347,7 +350,7 @@ export class Intake {
   /** Verifies a bundle's text and retains its Evidence for the caller's team, atomically (POST /bundles, import_evidence_bundle). */
   async importBundleText(caller: Principal, text: string) {
     const bundle = readBundle(text, this.opts.maxJsonDepth);
-    const built = bundle.evidence;
+    const { evidence: built, annotations, links } = bundle;
     const foreign = built.find((b) => b.record.team !== caller.team);
     if (foreign || (bundle.team !== null && bundle.team !== caller.team)) {
       throw new DossierError(
@@ -360,11 +363,20 @@ export class Intake {
     const { imported, present, then } = await this.store.evidence.importAll(caller.team, built, (tx) =>
       this.store.unknowns.importIn(tx, caller.team, bundle.unknowns),
     );
+    // The team's knowledge of those artifacts comes along: annotations with their history, and the
+    // links its diffs made (an import again changes nothing; a history that went another way here is kept).
+    const carried = await this.store.annotations.importCarried(caller.team, caller.principal, annotations);
+    if (links.length) await this.store.functions.recordLinks(caller.team, links);
     return {
       imported,
       already_present: present,
       evidence_ids: built.map((b) => b.record.evidence_id),
       unknowns: then,
+      annotations: {
+        ...carried,
+        diverged: carried.diverged.length,
+        diverged_ids: carried.diverged.slice(0, 100),
+      },
     };
   }
 

@@ -13,6 +13,10 @@ import type { Store } from '../store/store.ts';
 import type { UnknownFilter } from '../store/unknowns.ts';
 import type { EvidenceRecord, Principal, UnknownStatus } from '../domain/types.ts';
 import { findEvidence, fitPage, pageView, summaryView, type ViewRequest } from '../evidence/views.ts';
+import { Knowledge } from './knowledge.ts';
+import { Overlay } from './overlay.ts';
+
+type Row = Record<string, unknown>;
 
 /** Bytes a reply's JSON takes (its structured content; the reply budget counts these). */
 export const replyBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
@@ -39,14 +43,29 @@ export class Ledger {
   constructor(
     private readonly store: Pick<
       Store,
-      'evidence' | 'unknowns' | 'artifacts' | 'candidates' | 'analyses' | 'blobs' | 'retained'
+      | 'evidence'
+      | 'unknowns'
+      | 'artifacts'
+      | 'candidates'
+      | 'analyses'
+      | 'blobs'
+      | 'retained'
+      | 'annotations'
+      | 'functions'
     >,
     private readonly opts: LedgerOptions,
   ) {
     this.replyBudgetBytes = opts.replyBudgetBytes;
     this.firstReplyBytes = opts.firstReplyBytes ?? FIRST_REPLY_BYTES;
     this.intake = new Intake(store, opts);
+    this.knowledge = new Knowledge(store, opts.replyBudgetBytes);
+    this.overlay = new Overlay(store);
   }
+
+  /** The team's annotations and what diffs carry between builds (src/gateway/knowledge.ts). */
+  readonly knowledge: Knowledge;
+  /** The team's names on analysis answers, applied as they are read (src/gateway/overlay.ts). */
+  private readonly overlay: Overlay;
 
   /** Prompt-argument completion over this team's live records (never an error: empty instead). */
   complete(
@@ -70,8 +89,22 @@ export class Ledger {
 
   async inspect(caller: Principal, evidenceId: string, view: ViewRequest) {
     const record = await findEvidence(this.store.evidence, caller.team, evidenceId);
-    if (view.kind === 'summary') return { ...summaryView(record) };
+    const named = Overlay.applies(record);
+    if (view.kind === 'summary') {
+      const summary = summaryView(record);
+      if (!named) return { ...summary };
+      return { ...summary, summary: await this.overlay.head(caller.team, record, summary.summary) };
+    }
     const page = await pageView(this.store.evidence, record, view);
+    if (named) {
+      const rows = await this.overlay.rows(
+        caller.team,
+        record,
+        view.collection,
+        page.rows.map((r) => r.row as Row),
+      );
+      page.rows = page.rows.map((r, i) => ({ ...r, row: rows[i] }));
+    }
     return { ...fitPage(page, (p) => replyBytes(p) <= this.replyBudgetBytes) };
   }
 
@@ -207,6 +240,9 @@ export class Ledger {
         ? [this.replyBudgetBytes, (v) => replyBytes(v) <= this.replyBudgetBytes]
         : [this.firstReplyBytes, (v) => wireBytes(v) <= this.firstReplyBytes];
     const collections = Object.entries(record.collections);
+    // The team's names, applied as the answer is delivered: the retained answer keeps the provider's.
+    const named = Overlay.applies(record);
+    if (named) reply.summary = await this.overlay.head(caller.team, record, reply.summary as Row);
     const estimate =
       replyBytes(reply) +
       record.document.bytes +
@@ -218,11 +254,17 @@ export class Ledger {
       ]);
       // Empty collections have no rows in the store; the complete result still names them.
       const rows = Object.fromEntries(collections.map(([name]) => [name, stored[name] ?? []]));
+      if (named)
+        for (const [name, list] of Object.entries(rows))
+          rows[name] = await this.overlay.rows(caller.team, record, name, list as Row[]);
       // What was capped or left out says so in every shape of the reply, the complete one too.
       const complete = {
         ...reply,
         detail: 'complete',
-        result: { document, collections: rows },
+        result: {
+          document: named ? await this.overlay.head(caller.team, record, document, true) : document,
+          collections: rows,
+        },
         truncated: record.truncated,
         limitations: record.limitations,
       };

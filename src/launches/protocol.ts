@@ -64,6 +64,8 @@ export interface AnalysisRequest {
   requestedBy: string;
   /** The artifact database it reads; null for an analysis that reads none (a rule scan). */
   database: DatabaseRequest | null;
+  /** A diff's second database: the base build's (diff_binaries). */
+  baseDatabase?: DatabaseRequest;
   maxRunMs: number;
 }
 
@@ -76,7 +78,11 @@ export interface AnalysisOutcome {
 
 export interface AnalysisActivities {
   buildAnalysisDatabase(req: DatabaseRequest): Promise<DatabaseRef>;
-  runAnalysis(req: AnalysisRequest, database: DatabaseRef | null): Promise<AnalysisOutcome>;
+  runAnalysis(
+    req: AnalysisRequest,
+    database: DatabaseRef | null,
+    base?: DatabaseRef,
+  ): Promise<AnalysisOutcome>;
 }
 
 export interface AnalysisBookkeeping {

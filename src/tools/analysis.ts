@@ -98,7 +98,7 @@ export const findStrings = defineTool({
   limits: { min_length: ANALYSIS_LIMITS.min_length, max_strings: ANALYSIS_LIMITS.max_strings },
   collections: collectionsOf({
     strings: [
-      'Strings: {address, section, encoding, text, length, references}',
+      'Strings: {address, section, encoding, text, length, references, referenced_by: [{address, name}] (the first 16 functions that own a reference, by address)}',
       ['section', 'encoding', 'text', 'address'],
     ],
   }),
@@ -116,8 +116,8 @@ export const listFunctions = defineTool({
   limits: {},
   collections: collectionsOf({
     functions: [
-      'Functions: {address, name, named, size, blocks, is_plt, callers, callees, end_address, found_by, part_of}',
-      ['name', 'address', 'named', 'is_plt', 'found_by', 'part_of'],
+      'Functions: {address, name, named, size, blocks, is_plt, callers, callees, end_address, found_by, part_of, identity} (identity: code with addresses neutralised, the same in every build that has it; find_identical_functions)',
+      ['name', 'address', 'named', 'is_plt', 'found_by', 'part_of', 'identity'],
     ],
   }),
 });
@@ -216,3 +216,31 @@ export const traceFeature = defineTool({
 });
 
 export type TraceFeatureInput = z.infer<typeof traceFeature.input>;
+
+export const diffBinaries = defineTool({
+  name: 'diff_binaries',
+  title: 'Diff two builds of a binary',
+  description:
+    'Match the functions of `artifact` (a later build) to those of `base` (an earlier one): by symbol, then by identity (code with addresses neutralised; made unique by the call-graph neighbourhood), then by structure (call-graph position, shared blocks, CFG shape, strings and constants referenced), each match with a similarity and a confidence; identical when the identity is the same, else changed; what stays unmatched was added or removed. An analysis like the others: computed once per pair for the team and retained. The team’s annotations on `base` are then offered on `artifact`: propagated to identical functions (shown with their source wherever the team reads names), suggested for changed ones (get_annotation, list_suggested_annotations).',
+  input: z.object({
+    ...target,
+    artifact: target.artifact.describe('The later build: its functions are matched to the base’s.'),
+    base: target.artifact.describe('The earlier build (a registered binary of your team).'),
+  }),
+  effect: ANALYSIS,
+  runsOn: 'analysis',
+  toolset: 'knowledge',
+  limits: {},
+  collections: collectionsOf({
+    matches: [
+      'Matched functions: {address, name, base_address, base_name, class: identical|changed, method: symbol|identity|identity+neighbourhood|call_graph|structure, similarity, confidence, identity, base_identity}',
+      ['class', 'method', 'address', 'base_address'],
+    ],
+    added: ['Functions only in the artifact: {address, name, identity, size, blocks}', ['address']],
+    removed: [
+      'Functions only in the base: {base_address, base_name, identity, size, blocks}',
+      ['base_address'],
+    ],
+  }),
+  primaryCollection: 'matches',
+});

@@ -1,6 +1,7 @@
 // The tool catalog: every contract dossier serves, in the order tools/list shows them.
 import {
   decompileFunction,
+  diffBinaries,
   findStrings,
   getCallGraph,
   inspectBinary,
@@ -21,6 +22,15 @@ import {
   retireDevice,
 } from './devices.ts';
 import { extractArtifact } from './extract.ts';
+import {
+  findIdenticalFunctions,
+  getAnnotation,
+  listAnnotationEvents,
+  listAnnotations,
+  listCarriedAnnotations,
+  revertAnnotation,
+  setAnnotation,
+} from './knowledge.ts';
 import { extractFirmwareTool } from './firmware.ts';
 import { registerRules, scanWithRules } from './rules.ts';
 import type { ToolContract } from './contract.ts';
@@ -60,6 +70,7 @@ export const CATALOG: readonly ToolContract[] = catalogOf([
   decompileFunction,
   traceFeature,
   scanWithRules,
+  diffBinaries,
   getLaunch,
   awaitLaunch,
   cancelLaunch,
@@ -75,6 +86,13 @@ export const CATALOG: readonly ToolContract[] = catalogOf([
   registerArtifact,
   listArtifacts,
   registerRules,
+  setAnnotation,
+  getAnnotation,
+  revertAnnotation,
+  listAnnotations,
+  listAnnotationEvents,
+  listCarriedAnnotations,
+  findIdenticalFunctions,
   registerDevice,
   listDevices,
   getDevice,

@@ -63,7 +63,10 @@ export async function analysisWorkflow(req: AnalysisRequest): Promise<AnalysisOu
   });
   try {
     const database = req.database ? await bookkeeping.awaitAnalysisDatabase(req.database) : null;
-    return ended('succeeded', await work(req.maxRunMs).runAnalysis(req, database));
+    // A diff reads a second build's database, shared like any other.
+    if (!req.baseDatabase) return ended('succeeded', await work(req.maxRunMs).runAnalysis(req, database));
+    const base = await bookkeeping.awaitAnalysisDatabase(req.baseDatabase);
+    return ended('succeeded', await work(req.maxRunMs).runAnalysis(req, database, base));
   } catch (err) {
     // Not the analysis claimed under this ID (a forged start): nothing is written over the claim.
     if (isUnvouched(err)) throw ApplicationFailure.nonRetryable(err.cause.message, UNVOUCHED);

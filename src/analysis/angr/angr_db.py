@@ -28,6 +28,7 @@ from array import array
 from collections import Counter
 
 import boundaries
+from angr_identity import function_identities
 
 T0 = time.monotonic()
 SCHEMA_VERSION = 2  # 2: functions gained end_address, found_by and part_of
@@ -425,10 +426,13 @@ def function_facts(proj, obj, cfg, func_names, frames, symbols, modes):
         callees.setdefault(s, set()).add(d)
         callers.setdefault(d, set()).add(s)
     blocks = {}
+    cfg_edges = Counter()
     for a, lo in owner.items():
         f = by_addr[a]
         blocks.setdefault(lo, {}).update((b, n) for b, n in f._block_sizes.items() if b in f.block_addrs_set)
+        cfg_edges[lo] += f.graph.number_of_edges()
     rows = []
+    shapes = []  # what angr_identity.py hashes, per listed function
     for lo in sorted(listed):
         f = listed[lo]
         mine = blocks.get(lo, {})
@@ -438,8 +442,9 @@ def function_facts(proj, obj, cfg, func_names, frames, symbols, modes):
         rows.append((f.start, name, named, sum(mine.values()), len(mine), int(f.found_by == "plt"),
                      len(callers.get(f.start, ())), len(callees.get(f.start, ())),
                      f.end, f.found_by, f.part_of))
+        shapes.append((f.start, name, bool(named) and f.found_by == "plt", mine, cfg_edges[lo]))
     owners = Owners(funcs, listed, owner, arm)
-    return owners, rows, sorted(edges), dict(skipped)
+    return owners, rows, sorted(edges), dict(skipped), shapes
 
 
 def code_xrefs(cfg):
@@ -539,9 +544,10 @@ def run(args):
     # ---- functions and call edges
     symbols, exports, func_names = symbol_rows(obj, verneed)
     imports = import_rows(obj, verneed)
-    owners, func_rows, edges, skipped = (function_facts(proj, obj, cfg, func_names, frames, fsymbols, modes)
-                                         if cfg else (None, [], [], {}))
+    owners, func_rows, edges, skipped, shapes = (
+        function_facts(proj, obj, cfg, func_names, frames, fsymbols, modes) if cfg else (None, [], [], {}, []))
     names = {r[0]: r[1] for r in func_rows}
+    identities = function_identities(proj, shapes, edges)  # angr_identity.py says what is hashed
     lap("functions")
     emit("functions", functions=len(func_rows), call_edges=len(edges), skipped=skipped)
 
@@ -615,7 +621,7 @@ def run(args):
     # ---- write everything to stdout; dossier builds the database from it
     tables = {
         "sections": section_rows(proj, obj, elf), "symbols": symbols, "imports": imports,
-        "exports": exports, "functions": func_rows, "call_edges": edges,
+        "exports": exports, "functions": func_rows, "call_edges": edges, "function_identities": identities,
         "strings": [(i + 1, *s) for i, s in enumerate(strings)],
         "xrefs": [(i + 1, *r) for i, r in enumerate(xref_rows)],
     }
