@@ -62,6 +62,13 @@ export class AnalysisService {
     const { wait_ms: _wait, detail: _detail, ...input } = args;
     const artifact = input.artifact as string | undefined;
     const base = input.base as string | undefined;
+    if (base !== undefined && base === artifact)
+      throw new DossierError(
+        'invalid_params',
+        'A diff needs two builds: artifact and base are the same digest.',
+        'Pass the earlier build as base and the later one as artifact (list_artifacts shows your team’s).',
+        { artifact, base },
+      );
     // Everything the analysis reads must be the team's: its target, a diff's base, a rule scan's bundle.
     let name: string | null | undefined;
     for (const digest of [artifact, base, input.rules as string | undefined]) {

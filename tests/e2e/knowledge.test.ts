@@ -223,6 +223,52 @@ describe('annotations on version 1, from two principals', () => {
     const again = await call(alice, 'list_functions', { artifact: v1, detail: 'summary' });
     expect(again.evidence_id).toBe(functionsV1.evidence_id);
   });
+  it('refuse what they cannot take, saying what to do, and change nothing', async () => {
+    const item = { artifact: v1, function: sym1.get('main') };
+    const refused = async (args: Record<string, unknown>, tool = 'set_annotation') => {
+      const reply = await call(alice, tool, args);
+      expect(reply.error, JSON.stringify(args)).toBeDefined();
+      expect(reply.error.remediation).toBeTruthy();
+      return reply.error;
+    };
+    expect((await refused({ ...item, expected_revision: 0 })).message).toMatch(/sets nothing/);
+    expect((await refused({ ...item, expected_revision: 0, name: 'x'.repeat(257) })).code).toBe(
+      'invalid_params',
+    );
+    expect((await refused({ ...item, expected_revision: 0, name: 'has space' })).code).toBe('invalid_params');
+    expect((await refused({ ...item, expected_revision: 0, tags: ['a b'] })).code).toBe('invalid_params');
+    expect(
+      (await refused({ ...item, address: '0x404000', expected_revision: 0, comment: 'two items' })).code,
+    ).toBe('invalid_params');
+    expect(
+      (await refused({ artifact: v1, address: 'here', expected_revision: 0, comment: 'x' })).message,
+    ).toMatch(/not an address/);
+    expect(
+      (await refused({ artifact: v1, address: '0x404000', expected_revision: 0, variables: { a: 'b' } }))
+        .message,
+    ).toMatch(/Only a function has variables/);
+    expect(
+      (await refused({ artifact: v1, function: 'no_such_name', expected_revision: 0, comment: 'x' })).code,
+    ).toBe('not_found');
+    expect(
+      (
+        await refused({
+          artifact: `sha256:${'0'.repeat(64)}`,
+          ...{ function: '0x1' },
+          expected_revision: 0,
+          comment: 'x',
+        })
+      ).code,
+    ).toBe('not_found');
+    expect((await refused({ ...item, to_revision: 1, expected_revision: 0 }, 'revert_annotation')).code).toBe(
+      'not_found',
+    );
+    expect((await refused({ artifact: v1, base: v1 }, 'diff_binaries')).message).toMatch(/two builds/);
+    expect((await refused({ artifact: v1, base: `sha256:${'0'.repeat(64)}` }, 'diff_binaries')).code).toBe(
+      'not_found',
+    );
+    expect((await call(alice, 'get_annotation', item)).annotation).toBeNull();
+  });
 });
 
 describe('version 2', () => {
