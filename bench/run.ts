@@ -17,6 +17,7 @@ import { benchFloor } from './floor.ts';
 import { benchSurface } from './surface.ts';
 import { benchBreadth } from './breadth.ts';
 import { benchBoundaries } from './boundaries.ts';
+import { benchKnowledge } from './knowledge.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
   launches: benchLaunches,
@@ -35,6 +36,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   surface: benchSurface,
   breadth: benchBreadth,
   boundaries: benchBoundaries,
+  knowledge: benchKnowledge,
 };
 const only = process.argv.slice(2);
 
