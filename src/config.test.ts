@@ -29,9 +29,9 @@ describe('loadConfig', () => {
       'capture',
       'devices',
     ]);
-    expect(loadConfig({ DOSSIER_TOOLSETS: 'all' }).toolsets).toHaveLength(6);
+    expect(loadConfig({ DOSSIER_TOOLSETS: 'all' }).toolsets).toHaveLength(7);
     expect(() => loadConfig({ DOSSIER_TOOLSETS: 'capture,gpu' })).toThrow(
-      /DOSSIER_TOOLSETS="capture,gpu": unknown toolset "gpu": expected core, analysis, capture, extraction, devices, bundles, or all/,
+      /DOSSIER_TOOLSETS="capture,gpu": unknown toolset "gpu": expected core, analysis, capture, extraction, devices, bundles, knowledge, or all/,
     );
     expect(() => loadConfig({ DOSSIER_FIRST_REPLY_BYTES: '1000' })).toThrow(
       /DOSSIER_FIRST_REPLY_BYTES="1000": expected a whole number from 2048 to 1000000/,

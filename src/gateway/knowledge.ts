@@ -93,7 +93,7 @@ export class Knowledge {
     input: ItemInput &
       AnnotationPatch & {
         expected_revision: number;
-        accepts?: { artifact: string; function: string; revision: number };
+        accepts?: { artifact: string; address: string; revision: number };
       },
   ) {
     const key = await this.key(caller, input, true);
@@ -130,9 +130,9 @@ export class Knowledge {
   }
 
   /** The suggestion a write accepts must be an annotation revision the team has. */
-  private async accepted(caller: Principal, a: { artifact: string; function: string; revision: number }) {
-    const address = canonicalAddress(a.function);
-    if (!address) throw notAnAddress(a.function);
+  private async accepted(caller: Principal, a: { artifact: string; address: string; revision: number }) {
+    const address = canonicalAddress(a.address);
+    if (!address) throw notAnAddress(a.address);
     const source = { artifact: a.artifact, kind: 'function' as const, item: address, revision: a.revision };
     if (!(await this.stores.annotations.revision(caller.team, annotationId(source), a.revision)))
       throw new DossierError(

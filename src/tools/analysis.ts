@@ -221,7 +221,7 @@ export const diffBinaries = defineTool({
   name: 'diff_binaries',
   title: 'Diff two builds of a binary',
   description:
-    'Match the functions of `artifact` (a later build) to those of `base` (an earlier one): by symbol, then by identity (code with addresses neutralised; made unique by the call-graph neighbourhood), then by structure (call-graph position, shared blocks, CFG shape, strings and constants referenced), each match with a similarity and a confidence; identical when the identity is the same, else changed; what stays unmatched was added or removed. An analysis like the others: computed once per pair for the team and retained. The team’s annotations on `base` are then offered on `artifact`: propagated to identical functions (shown with their source wherever the team reads names), suggested for changed ones (get_annotation, list_suggested_annotations).',
+    'Match the functions of `artifact` (later build) to `base` (earlier): by symbol, identity (code with addresses neutralised), then structure (call graph, blocks, strings, constants), each with similarity and confidence; identical or changed; the rest added or removed. Computed once per pair for the team. Annotations on base carry over: propagated to identical functions, suggested for changed ones (list_carried_annotations).',
   input: z.object({
     ...target,
     artifact: target.artifact.describe('The later build: its functions are matched to the base’s.'),

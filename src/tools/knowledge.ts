@@ -45,7 +45,7 @@ const item = {
     .min(1)
     .max(256)
     .optional()
-    .describe('A function by address ("0x401136", as list_functions shows it) or by the team’s name for it.'),
+    .describe('A function: its address ("0x401136") or the team’s name for it.'),
   address: z.string().min(1).max(24).optional().describe('A data address ("0x404010").'),
   type_name: z.string().min(1).max(256).optional().describe('A type by name ("struct licence").'),
 };
@@ -56,18 +56,16 @@ const exactlyOne = (i: { function?: string; address?: string; type_name?: string
   [i.function, i.address, i.type_name].filter((v) => v !== undefined).length === 1;
 
 const fields = {
-  name: identifier.nullable().optional().describe('The team’s name (null clears it).'),
-  comment: z.string().max(ANNOTATION_LIMITS.comment.max).nullable().optional().describe('A comment.'),
+  name: identifier.nullable().optional(),
+  comment: z.string().max(ANNOTATION_LIMITS.comment.max).nullable().optional(),
   type: z
     .string()
     .max(ANNOTATION_LIMITS.type.max)
     .nullable()
     .optional()
-    .describe(
-      'A function’s prototype ("int parse_licence(const char *s)"), a data address’s C type, a type’s definition.',
-    ),
-  tags: z.array(tag).max(ANNOTATION_LIMITS.tags.max).nullable().optional().describe('Tags (the whole set).'),
-  note: z.string().max(ANNOTATION_LIMITS.note.max).nullable().optional().describe('A free-form note.'),
+    .describe('Prototype, C type or type definition.'),
+  tags: z.array(tag).max(ANNOTATION_LIMITS.tags.max).nullable().optional().describe('The whole set.'),
+  note: z.string().max(ANNOTATION_LIMITS.note.max).nullable().optional(),
   variables: z
     .record(identifier, identifier)
     .refine((v) => Object.keys(v).length <= ANNOTATION_LIMITS.variables.max, {
@@ -75,9 +73,7 @@ const fields = {
     })
     .nullable()
     .optional()
-    .describe(
-      'Functions only: the decompiler’s variable names and the team’s ({"v1": "digits"}), applied to decompile_function’s text.',
-    ),
+    .describe('Functions only: decompiler variable → team name ({"v1": "digits"}).'),
 };
 
 const expectedRevision = z
@@ -85,26 +81,27 @@ const expectedRevision = z
   .int()
   .min(0)
   .max(1_000_000_000)
-  .describe(
-    'The revision you read (0 when the item has no annotation yet); a stale one is refused with revision_conflict.',
-  );
+  .describe('The revision you read (0: no annotation yet).');
 
 export const setAnnotation = defineTool({
   name: 'set_annotation',
   title: 'Annotate a function, address or type',
   description:
-    'Write the team’s name, comment, prototype/type, tags, note or variable names for a function, data address or type of an artifact, as a new revision, only if the item is still at expected_revision (0 for a first annotation): a stale write is refused with revision_conflict, the current revision and what changed since, and nothing is lost. Fields you omit stay; null clears one. The same write again is answered as it was. Names are applied wherever the team reads this artifact (list_functions, get_call_graph, trace_feature, find_strings, decompile_function, diff_binaries) and offered to later builds through diffs. To accept a suggestion, write it with `accepts` naming where it came from.',
+    'Write the team’s name, comment, type/prototype, tags, note or variable names on a function, data address or type, as a new revision if the item is still at expected_revision (0: first); otherwise revision_conflict with the current revision and what changed. Omitted fields stay; null clears. Names show wherever the team reads this artifact and carry to later builds.',
   input: z
     .strictObject({
       ...item,
       expected_revision: expectedRevision,
       ...fields,
       accepts: z
-        .strictObject({ artifact, function: z.string().min(1).max(24), revision: z.number().int().min(1) })
+        .strictObject({
+          artifact,
+          address: z.string().min(1).max(24),
+          revision: z.number().int().min(1),
+          by: z.string().max(256).optional(),
+        })
         .optional()
-        .describe(
-          'The suggestion this write accepts: the earlier build’s function and the revision offered.',
-        ),
+        .describe('The suggestion accepted (its `from`).'),
     })
     .refine(exactlyOne, oneItem),
   effect: WRITE,
@@ -125,7 +122,7 @@ export const getAnnotation = defineTool({
   name: 'get_annotation',
   title: 'Get an annotation with its history',
   description:
-    'The team’s annotation on a function, data address or type: its current revision, its history (every revision: fields, what changed, who, when, whether a revert or an import), newest first; for a function without one of its own, the annotation propagated from an identical function of an earlier build, and suggestions from changed ones.',
+    'An annotation with its history (newest first: fields, what changed, who, when); for a function, also what earlier builds offer through diffs (propagated, suggestions).',
   input: z
     .strictObject({
       ...item,
@@ -150,7 +147,7 @@ export const revertAnnotation = defineTool({
   name: 'revert_annotation',
   title: 'Revert an annotation',
   description:
-    'Make an annotation what it was at an earlier revision, as a new revision (the history keeps everything), only if it is still at expected_revision; otherwise revision_conflict.',
+    'Make an annotation what it was at an earlier revision, as a new revision, if it is still at expected_revision.',
   input: z
     .strictObject({
       ...item,
@@ -187,7 +184,7 @@ export const listAnnotationEvents = defineTool({
   name: 'list_annotation_events',
   title: 'List annotation changes',
   description:
-    'The team’s log of annotation changes, newest first: each revision with its item, the fields it changed and their values, who and when, and whether it was a write, a revert (to which revision) or an import; one artifact’s, or all.',
+    'The team’s log of annotation changes, newest first: item, fields changed, who, when, write/revert/import; one artifact or all.',
   input: z.strictObject({ artifact: artifact.optional(), cursor: listCursorSchema, limit: listLimitSchema }),
   effect: READ,
   runsOn: 'gateway',
@@ -200,7 +197,7 @@ export const listCarriedAnnotations = defineTool({
   name: 'list_carried_annotations',
   title: 'List annotations carried from earlier builds',
   description:
-    'What the team’s annotations on earlier builds offer this artifact through diff_binaries: propagated (the function is identical and has no annotation of its own here; shown as its name already) and suggested (the function changed; accept with set_annotation and `accepts`), each with its source (artifact, function, revision, author), in address order.',
+    'What annotations on earlier builds offer this artifact through diff_binaries, in address order: propagated (identical function, already shown as its name) and suggested (changed function; accept with set_annotation and `accepts`), each with its source.',
   input: z.strictObject({ artifact, cursor: listCursorSchema, limit: listLimitSchema }),
   effect: READ,
   runsOn: 'gateway',
@@ -213,7 +210,7 @@ export const findIdenticalFunctions = defineTool({
   name: 'find_identical_functions',
   title: 'Find identical functions across artifacts',
   description:
-    'Every function of your team’s analysed artifacts with the same identity (the same code with addresses neutralised, list_functions’ identity) as a function of an artifact, or as an identity given, with the team’s name for each.',
+    'The team’s functions, in any analysed artifact, with the same identity (list_functions’ identity: code with addresses neutralised) as a function or a given identity, with the team’s name for each.',
   input: z
     .strictObject({
       artifact: artifact.optional(),

@@ -9,12 +9,12 @@ import { defineTool, type EffectAudit } from './contract.ts';
 export const TOOLSETS = {
   core: 'whoami, artifacts, launches, Evidence, residual unknowns and toolsets (always listed)',
   analysis: 'static analysis of a registered binary (angr)',
-  knowledge:
-    'the team’s annotations (names, comments, types; history, revert), identical functions across artifacts, diffs between builds and what they carry forward',
   capture: 'run a program in the sandbox and retain its output, files, system or library calls',
   extraction: 'unpack archives, filesystem images and firmware, and scan them with YARA rules',
   devices: 'register shared devices (SSH, adb, emulated) and act on them',
   bundles: 'export and import Evidence bundles',
+  knowledge:
+    'the team’s annotations (names, comments, types; history, revert), identical functions across artifacts, diffs between builds and what they carry forward',
 } as const;
 
 export type Toolset = keyof typeof TOOLSETS;

@@ -368,7 +368,8 @@ describe('version 2', () => {
       function: sym2.get('checksum'),
       expected_revision: 0,
       name: 'djb2_checksum',
-      accepts: { artifact: v1, function: sym1.get('checksum'), revision: 1 },
+      // The suggestion's source as it was offered.
+      accepts: changed.suggestions[0].from,
     });
     expect(accepted.annotation).toMatchObject({ revision: 1, name: 'djb2_checksum' });
     const history = await call(alice, 'get_annotation', { artifact: v2, function: 'djb2_checksum' });
