@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { provisionProvider } from '../src/analysis/venv.ts';
 import { loadConfig } from '../src/config.ts';
+import { effectiveAnnotations } from '../src/gateway/carried.ts';
 import { benchDir, benchStack, callTool, connect, median, ms, timed } from './lib.ts';
 
 const SOURCES = path.join(os.homedir(), '.cache', 'dossier', 'bench-sources');
@@ -279,6 +280,16 @@ export async function benchKnowledge(): Promise<string[]> {
     }
     const named1 = await pages(f1.evidence_id, total1);
     const named2 = await pages(f2.evidence_id, total2);
+    // What of it is the store's lookup of carried names (own, links, the base's), alone.
+    const rows2 = await all(f2.evidence_id, 'functions');
+    const lookups: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const at = rows2
+        .slice((i * 97) % (total2 - 64))
+        .slice(0, 64)
+        .map((r) => r.address as string);
+      lookups.push((await timed(() => effectiveAnnotations(stack.store, caller.team, a2, at)))[0]);
+    }
     const sample = await page(f2.evidence_id, 64);
     const carried = sample.rows.filter((r: Row) => r.row.annotated?.name?.propagated_from).length;
 
@@ -305,6 +316,7 @@ export async function benchKnowledge(): Promise<string[]> {
       `| set_annotation, in-process (${writes.length} writes, p50) | ${ms(median(writes))} |`,
       `| 64-row list_functions page, version 1, no annotations / every function annotated (40 offsets, p50, in-process) | ${ms(bare1)} / ${ms(named1)} |`,
       `| 64-row list_functions page, version 2, no annotations / names carried through the diff (${carried} of 64 rows propagated) | ${ms(bare2)} / ${ms(named2)} |`,
+      `| of which the store's lookup of the 64 rows' carried names (40 pages, p50) | ${ms(median(lookups))} |`,
     ];
   } finally {
     await stack.stop();
