@@ -7,7 +7,7 @@ import { DossierError } from '../domain/errors.ts';
 import type { NewUnknown } from '../domain/types.ts';
 import type { DatabaseRef } from '../launches/protocol.ts';
 import type { FunctionLink } from '../store/functionIndex.ts';
-import { ownersByString } from './names.ts';
+import { ownersByString, withIdentities } from './names.ts';
 
 export const hex = (n: number | null | undefined) =>
   n === null || n === undefined ? null : `0x${n.toString(16)}`;
@@ -20,8 +20,7 @@ export interface QueryResult {
   truncated?: boolean;
   limitations?: string[];
   unknowns?: NewUnknown[];
-  /** A diff's matches, kept as the team's links between the two builds. */
-  links?: FunctionLink[];
+  links?: FunctionLink[]; // a diff's matches, kept as the team's links between the two builds
 }
 
 export interface QueryContext {
@@ -139,13 +138,11 @@ export function findStrings(
 }
 
 export function listFunctions(_input: unknown, { db }: QueryContext): QueryResult {
-  const identities = new Map(db.identities().map((i) => [i.address, i.identity]));
-  const functions = db.functions().map((f) => ({
+  const functions = withIdentities(db).map((f) => ({
     ...f,
     address: hex(f.address),
     end_address: hex(f.end_address),
     part_of: hex(f.part_of),
-    identity: identities.get(f.address) ?? null,
   }));
   const foundBy: Record<string, number> = { symbol: 0, eh_frame: 0, plt: 0, cfg: 0 };
   for (const f of functions) foundBy[f.found_by] = (foundBy[f.found_by] ?? 0) + 1;

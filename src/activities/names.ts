@@ -30,3 +30,9 @@ export function functionsNamedIn(db: AnalysisDatabase, text: string): { name: st
   }
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
+
+/** The database's functions, each with its identity (null in a database built before identities). */
+export function withIdentities(db: AnalysisDatabase) {
+  const identities = new Map(db.identities().map((i) => [i.address, i.identity]));
+  return db.functions().map((f) => ({ ...f, identity: identities.get(f.address) ?? null }));
+}
