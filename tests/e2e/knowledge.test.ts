@@ -486,14 +486,20 @@ describe('version 2', () => {
     ).toBe('not_found');
   }, 180_000);
 
-  it('a bundle carries annotations, their history and the diff’s links to another store', async () => {
+  it('a bundle carries annotations, their history, the diff’s links and its unknowns to another store', async () => {
     const functions = await call(alice, 'list_functions', { artifact: v2, detail: 'summary' });
+    // An unknown recorded against the diff travels in the same bundle as the annotations.
+    const unknown = await call(alice, 'record_unknown', {
+      question: 'Why did parse_licence change between the builds?',
+      scope: `${v2} parse_licence`,
+      evidence_ids: [diff.evidence_id],
+    });
     const exported = await call(alice, 'export_evidence_bundle', {
       evidence_ids: [functions.evidence_id, diff.evidence_id],
       idempotency_key: 'knowledge-bundle-1',
     });
     expect(exported.status, JSON.stringify(exported.error)).toBe('succeeded');
-    expect(exported.summary.annotations).toBe(5);
+    expect(exported.summary).toMatchObject({ evidence: 2, annotations: 5, unknowns: 1 });
     const text = readFileSync(exported.summary.path, 'utf8');
 
     const other = await startTestStack({ env: { DOSSIER_ALLOWED_ROOTS: roots } });
@@ -507,7 +513,14 @@ describe('version 2', () => {
           headers: { Authorization: `Bearer ${token}` },
         })
       ).json()) as Reply;
-      expect(imported).toMatchObject({ imported: 2, annotations: { created: 5, diverged: 0 } });
+      expect(imported).toMatchObject({
+        imported: 2,
+        annotations: { created: 5, diverged: 0 },
+        unknowns: { imported: 1, conflicts: [] },
+      });
+      expect((await call(carol, 'list_unknowns', {})).unknowns.map((u: Reply) => u.unknown_id)).toContain(
+        unknown.unknown.unknown_id,
+      );
       const rows = await allRows(carol, functions.evidence_id, 'functions');
       expect(rows.find((r) => r.address === sym2.get('parse_licence'))).toMatchObject({
         name: 'parse_licence_key',
@@ -531,6 +544,7 @@ describe('version 2', () => {
         })
       ).json()) as Reply;
       expect(again.annotations).toMatchObject({ created: 0, unchanged: 5 });
+      expect(again.unknowns).toMatchObject({ imported: 0, updated: 0, conflicts: [] });
     } finally {
       await other.stop(true);
     }
