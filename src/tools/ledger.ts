@@ -203,7 +203,7 @@ export const exportEvidenceBundle = defineTool({
   name: 'export_evidence_bundle',
   title: 'Export Evidence as a bundle',
   description:
-    'Write your team’s Evidence (records, documents, every row) and the residual unknowns recorded against it (with their revisions) into one canonical JSON bundle file with digests, in the exports folder; the reply names the file. Name the Evidence, or give only investigation to export all of it.',
+    'Write your team’s Evidence (records, documents, every row), the residual unknowns recorded against it and the team’s annotations on what it is about (each with its revisions) into one canonical JSON bundle file with digests, in the exports folder; the reply names the file. Name the Evidence, or give only investigation to export all of it.',
   input: z
     .strictObject({
       evidence_ids: z
