@@ -8,6 +8,7 @@ import { payloadKeys } from '../../src/temporal/codec.ts';
 import { dataConverter } from '../../src/temporal/dataConverter.ts';
 import { call, connectMcp, effectCounter } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { eventually } from '../helpers/wait.ts';
 
 let t: TestStack;
 beforeAll(async () => {
@@ -583,9 +584,12 @@ describe('capture_process_scenario as a keyed launch', () => {
         const handle = temporal.workflow.getHandle(reply.launch.workflow_id);
         // The extract-only worker ran the capture launch's workflow task: its effect waits for a
         // capture worker (provider_unavailable after the schedule-to-start timeout), never run here.
-        const events = (await handle.fetchHistory()).events ?? [];
-        expect(events.some((e) => e.activityTaskScheduledEventAttributes)).toBe(true);
-        expect(events.some((e) => e.activityTaskStartedEventAttributes)).toBe(false);
+        // On a loaded machine the workflow task may still be on its way when the call returns.
+        const events = await eventually('the effect to be scheduled', async () => {
+          const history = (await handle.fetchHistory()).events ?? [];
+          return history.some((e) => e.activityTaskScheduledEventAttributes) ? history : undefined;
+        });
+        expect(events!.some((e) => e.activityTaskStartedEventAttributes)).toBe(false);
       });
       const cancelled = await call(client, 'cancel_launch', { idempotency_key: 'no-capture-worker' });
       expect(cancelled.status).toBe('cancelled');
