@@ -5,7 +5,7 @@
 import { DossierError } from '../domain/errors.ts';
 import { flashUnpackers } from '../python/flash.ts';
 import { sandboxedEnv } from '../python/venv.ts';
-import { checkedOutput, streamHelper } from '../sandbox/helpers.ts';
+import { checkedOutput, stderrTail, streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { corrupt, readTar, type OnEntry } from './archives.ts';
 
@@ -47,15 +47,7 @@ export async function readFlash(read: FlashRead, onEntry: OnEntry): Promise<Reco
     env: { PYTHONDONTWRITEBYTECODE: '1' },
   });
   // The wrapper's last stderr line carries its facts (at most a few hundred KB); its last message says why it stopped.
-  let tail = '';
-  helper.stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-1024 * 1024)));
-  const stderrEnded = new Promise((resolve) => helper.stderr.once('close', resolve));
-  const lastLine = (prefix: string) =>
-    tail
-      .split('\n')
-      .reverse()
-      .find((line) => line.startsWith(prefix))
-      ?.slice(prefix.length);
+  const { ended: stderrEnded, lastLine } = stderrTail(helper, 1024 * 1024);
   const done = helper.done.catch(async (err: Error) => {
     // A timeout or a failure to start keeps its own code; only the wrapper's own exits are mapped.
     if (err instanceof DossierError) throw err;

@@ -9,7 +9,7 @@
 import { DossierError } from '../domain/errors.ts';
 import { unblobEnv } from '../python/unblob.ts';
 import { sandboxedEnv } from '../python/venv.ts';
-import { checkedOutput, streamHelper } from '../sandbox/helpers.ts';
+import { checkedOutput, stderrTail, streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { corrupt, readTar, type OnEntry } from './archives.ts';
 
@@ -91,15 +91,7 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
     limits: { addressSpaceBytes: 4 * 1024 ** 3 },
     env: { PYTHONDONTWRITEBYTECODE: '1' },
   });
-  let tail = '';
-  helper.stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-8 * 1024 * 1024)));
-  const stderrEnded = new Promise((resolve) => helper.stderr.once('close', resolve));
-  const lastLine = (prefix: string) =>
-    tail
-      .split('\n')
-      .reverse()
-      .find((line) => line.startsWith(prefix))
-      ?.slice(prefix.length);
+  const { ended: stderrEnded, lastLine } = stderrTail(helper, 8 * 1024 * 1024);
   const done = helper.done.catch(async (err: Error) => {
     if (err instanceof DossierError) throw err;
     await stderrEnded;

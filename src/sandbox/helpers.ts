@@ -95,6 +95,23 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
 }
 
 /**
+ * Keeps the last `maxBytes` of a helper's stderr; `lastLine(prefix)` reads, once
+ * stderr closed (`await ended`), the newest line starting with `prefix`, without it.
+ */
+export function stderrTail(helper: StreamingHelper, maxBytes: number) {
+  let tail = '';
+  helper.stderr.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-maxBytes)));
+  const ended = new Promise((resolve) => helper.stderr.once('close', resolve));
+  const lastLine = (prefix: string) =>
+    tail
+      .split('\n')
+      .reverse()
+      .find((line) => line.startsWith(prefix))
+      ?.slice(prefix.length);
+  return { ended, lastLine };
+}
+
+/**
  * A helper's stdout that ends only once the helper exited 0 and errors
  * otherwise: a helper that failed half-way is an error, never a short result.
  */
