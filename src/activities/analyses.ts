@@ -273,7 +273,7 @@ export function createAnalysisActivities(deps: {
         database: baseRef,
       };
       const result: QueryResult & { provider?: DatabaseRef['provider'] } = await beating(async () =>
-        binding.run(req.input as never, {
+        binding.run(req.input, {
           db,
           database: database ?? (null as never),
           artifact,

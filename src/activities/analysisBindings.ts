@@ -17,7 +17,7 @@ import {
   traceFeature as traceFeatureContract,
 } from '../tools/analysis.ts';
 import { scanWithRules as scanWithRulesContract } from '../tools/rules.ts';
-import type { ToolContract } from '../tools/contract.ts';
+import type { ToolContract, ToolInput } from '../tools/contract.ts';
 import {
   findStrings,
   getCallGraph,
@@ -41,14 +41,15 @@ export interface AnalysisContext extends QueryContext, ScanContext {
 
 export interface AnalysisBinding {
   contract: ToolContract;
-  run(input: never, ctx: AnalysisContext): QueryResult | Promise<QueryResult>;
+  /** A method: bound by `analysis` below to the query of the contract's own parsed input. */
+  run(input: ToolInput, ctx: AnalysisContext): QueryResult | Promise<QueryResult>;
 }
 
 function analysis<I extends z.ZodObject>(
   contract: ToolContract<I>,
   run: (input: z.output<I>, ctx: AnalysisContext) => QueryResult | Promise<QueryResult>,
 ): AnalysisBinding {
-  return { contract: contract as unknown as ToolContract, run: run as AnalysisBinding['run'] };
+  return { contract, run };
 }
 
 /** decompile_function: angr's decompiler in the sandbox, on the verified artifact, bounded in time. */

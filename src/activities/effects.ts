@@ -2,7 +2,7 @@
 // effect, typed by the contract's own input. createActivities refuses to load
 // when a launch contract has no effect, or one has two.
 import type { z } from 'zod';
-import type { ToolContract } from '../tools/contract.ts';
+import type { ToolContract, ToolInput } from '../tools/contract.ts';
 import { captureProcessScenario, observeNativeCallsTool } from '../tools/capture.ts';
 import { extractArtifact } from '../tools/extract.ts';
 import { extractFirmwareTool } from '../tools/firmware.ts';
@@ -25,13 +25,14 @@ import {
   deviceReboot,
 } from './devices.ts';
 import { captureProcess, observeNativeCalls } from './capture.ts';
-import type { Effect } from './effect.ts';
+import type { Effect, EffectContext, EffectResult } from './effect.ts';
 import { extractArchive } from './extract.ts';
 import { extractFirmware } from './firmware.ts';
 
 export interface EffectBinding {
   contract: ToolContract;
-  run: Effect;
+  /** A method: bound by `effect` below to the effect of the contract's own parsed input. */
+  run(input: ToolInput, ctx: EffectContext): Promise<EffectResult>;
 }
 
 /** Binds a launch contract to its effect; the effect sees the contract's parsed input, typed. */
@@ -39,7 +40,7 @@ export function effect<I extends z.ZodObject>(
   contract: ToolContract<I>,
   run: Effect<z.output<I>>,
 ): EffectBinding {
-  return { contract: contract as unknown as ToolContract, run: run as Effect };
+  return { contract, run };
 }
 
 export const EFFECT_BINDINGS: readonly EffectBinding[] = [

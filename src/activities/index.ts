@@ -7,6 +7,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import { sha256Hex } from '../domain/canonical.ts';
+import { PRODUCT } from '../domain/product.ts';
 import { DossierError, toToolError } from '../domain/errors.ts';
 import type { Store } from '../store/store.ts';
 import type { LaunchOutcome } from '../domain/types.ts';
@@ -27,17 +28,15 @@ import type { Client } from '@temporalio/client';
 import { effectSeconds } from '../metrics/metrics.ts';
 import { Sandbox } from '../sandbox/sandbox.ts';
 import { payloadKeys } from '../temporal/codec.ts';
-import type {
-  BookkeepingActivities,
-  EffectActivities,
-  JournalView,
-  LaunchRequest,
+import {
+  WORKER_SHUTDOWN,
+  type BookkeepingActivities,
+  type EffectActivities,
+  type JournalView,
+  type LaunchRequest,
 } from '../launches/protocol.ts';
 
-export const PROVIDER = { name: 'dossier', version: '0.1.0' };
-
-/** The failure of an effect activity whose worker stopped before the effect began (safe to dispatch again). */
-export const WORKER_SHUTDOWN = 'DossierWorkerShutdown';
+export const PROVIDER = PRODUCT;
 
 const PROGRESS_WRITE_INTERVAL_MS = 1_000;
 

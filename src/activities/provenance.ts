@@ -70,7 +70,7 @@ export async function vouchForLaunch(store: Store, req: LaunchRequest): Promise<
     contract !== undefined &&
     req.capability === contract.runsOn &&
     Context.current().info.taskQueue === capabilityQueue(contract.runsOn) &&
-    req.maxRunMs === (contract.maxRunMs?.(req.input as never) ?? DEFAULT_MAX_RUN_MS);
+    req.maxRunMs === (contract.maxRunMs?.(req.input) ?? DEFAULT_MAX_RUN_MS);
   if (!same)
     refuse(`the request of workflow ${req.workflowId} is not the launch claimed under it: nothing runs`);
 }

@@ -4,6 +4,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { PRODUCT } from '../domain/product.ts';
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -65,7 +66,7 @@ function endpoint(config: Config): { url: string; token: string; from: string } 
 
 async function connect(config: Config): Promise<Client> {
   const { url, token, from } = endpoint(config);
-  const client = new Client({ name: 'dossier-cli', version: '0.1.0' });
+  const client = new Client({ name: `${PRODUCT.name}-cli`, version: PRODUCT.version });
   try {
     await client.connect(
       new StreamableHTTPClientTransport(new URL(url), {

@@ -125,7 +125,7 @@ export class AnalysisService {
       requestedBy: caller.principal,
       database: dbKey && artifact ? this.databaseRequest(caller, artifact, profile, provider) : null,
       ...(base === undefined ? {} : { baseDatabase: this.databaseRequest(caller, base, profile, provider) }),
-      maxRunMs: contract.maxRunMs?.(input as never) ?? 10 * 60_000,
+      maxRunMs: contract.maxRunMs?.(input) ?? 10 * 60_000,
     };
     const runId = await this.ensureStarted(request, fresh, name);
     return this.wait({ ...fresh, runId }, !created, wait);

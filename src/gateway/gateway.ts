@@ -315,7 +315,7 @@ export class Gateway {
       toolsets: opts.toolsets ?? fixedChoice(this.deps.toolsets),
       deliver: (reply, detail) => this.deliver(caller, reply, detail),
     };
-    return this.handlers.get(name)!.handle(input as never, ctx);
+    return this.handlers.get(name)!.handle(input, ctx);
   }
 }
 

@@ -17,7 +17,7 @@ import {
   registerArtifact,
   updateUnknown,
 } from '../tools/ledger.ts';
-import type { ToolContract } from '../tools/contract.ts';
+import type { ToolContract, ToolInput } from '../tools/contract.ts';
 import {
   findIdenticalFunctions,
   getAnnotation,
@@ -70,7 +70,8 @@ type Reply = Promise<Record<string, unknown>>;
 
 export interface GatewayBinding {
   contract: ToolContract;
-  handle(input: never, ctx: HandlerContext): Reply;
+  /** A method: bound by `handler` below to a function of the contract's own parsed input. */
+  handle(input: ToolInput, ctx: HandlerContext): Reply;
 }
 
 /** Binds a contract to its handler; the handler sees the contract's parsed input, typed. */
@@ -78,7 +79,7 @@ export function handler<I extends z.ZodObject>(
   contract: ToolContract<I>,
   handle: (input: z.output<I>, ctx: HandlerContext) => Reply,
 ): GatewayBinding {
-  return { contract: contract as unknown as ToolContract, handle: handle as GatewayBinding['handle'] };
+  return { contract, handle };
 }
 
 export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [

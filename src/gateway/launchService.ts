@@ -287,7 +287,7 @@ export class LaunchService {
       key: record.key,
       bodyDigest: record.bodyDigest,
       investigation: record.investigation,
-      maxRunMs: contract.maxRunMs?.(input as never) ?? DEFAULT_MAX_RUN_MS,
+      maxRunMs: contract.maxRunMs?.(input) ?? DEFAULT_MAX_RUN_MS,
     };
     let runId: string;
     try {

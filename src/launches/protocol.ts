@@ -4,6 +4,9 @@ import type { EffectJournal, LaunchOutcome } from '../domain/types.ts';
 /** The failure type of an activity's request that nothing vouches for (activities/provenance.ts); never retried. */
 export const UNVOUCHED = 'DossierUnvouchedRequest';
 
+/** The failure of an effect activity whose worker stopped before the effect began (safe to dispatch again). */
+export const WORKER_SHUTDOWN = 'DossierWorkerShutdown';
+
 export interface LaunchRequest {
   workflowId: string;
   tool: string;

@@ -4,12 +4,13 @@
 // their SDK (server.ts: the handshake era on the SDK's v1; modern.ts: the
 // stateless 2026-07-28 era on its v2) and hold no rule of their own.
 import { toToolError, type ToolError } from '../domain/errors.ts';
+import { PRODUCT } from '../domain/product.ts';
 import type { Principal } from '../domain/types.ts';
 import { EVIDENCE_TEMPLATE } from '../gateway/completion.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import { PROMPTS, PROMPTS_BY_NAME, renderPrompt, type ApprovalRoute } from '../tools/prompts.ts';
 
-export const SERVER_INFO = { name: 'dossier', version: '0.1.0' };
+export const SERVER_INFO = PRODUCT;
 
 export const INSTRUCTIONS =
   'dossier runs reverse-engineering tools on a shared cluster. Tools with effects need an idempotency_key: retry with the same key after any failure to reach the same launch. Results are retained as Evidence and referenced by evidence_id; a large one comes as a summary plus a continuation for inspect_analysis_view. tools/list shows the toolsets this connection chose: list_toolsets shows every tool, enable_toolsets lists more, and any tool is callable by name.';

@@ -31,6 +31,9 @@ export interface CollectionSpec {
   filterable: string[];
 }
 
+/** A tool's input once its schema has parsed it, whatever the tool. */
+export type ToolInput = z.output<z.ZodObject>;
+
 export interface ToolContract<Input extends z.ZodObject = z.ZodObject> {
   name: string;
   title: string;
@@ -50,8 +53,12 @@ export interface ToolContract<Input extends z.ZodObject = z.ZodObject> {
    * DOSSIER_CAPTURE_APPROVAL=elicit it is approved before its key is claimed.
    */
   approval?: 'process';
-  /** Upper bound of the effect's run time for these inputs, so the activity's timeout can be derived. */
-  maxRunMs?: (input: z.infer<Input>) => number;
+  /**
+   * Upper bound of the effect's run time for these inputs, so the activity's
+   * timeout can be derived. A method, so a contract of any input schema is a
+   * ToolContract without a cast.
+   */
+  maxRunMs?(input: z.infer<Input>): number;
   /** For an analysis: false when it reads no analysis database (a rule scan); default true. */
   needsDatabase?: boolean;
 }

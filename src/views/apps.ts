@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DossierError } from '../domain/errors.ts';
+import { PRODUCT } from '../domain/product.ts';
 import type { Principal } from '../domain/types.ts';
 import type { CallResult } from '../gateway/callResult.ts';
 import type { Gateway } from '../gateway/gateway.ts';
@@ -140,10 +141,9 @@ function page(view: View): string {
   let html = pages.get(view.uri);
   if (html === undefined) {
     // A script's text never closes the element it is inlined into.
-    const script = `${asset('./bridge.js')}\n${asset(`./${view.script}`)}`.replace(
-      /<\/script/gi,
-      '<\\/script',
-    );
+    const script = `${asset('./bridge.js')}\n${asset(`./${view.script}`)}`
+      .replace('__DOSSIER_VERSION__', PRODUCT.version)
+      .replace(/<\/script/gi, '<\\/script');
     html = [
       '<!doctype html>',
       '<html lang="en"><head><meta charset="utf-8">',

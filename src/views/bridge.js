@@ -87,7 +87,7 @@ var dossierHost = (function () {
     },
     connect: function (name) {
       return request('ui/initialize', {
-        appInfo: { name: name, version: '0.1.0' },
+        appInfo: { name: name, version: '__DOSSIER_VERSION__' },
         appCapabilities: {},
         protocolVersion: '2026-01-26',
       }).then(function (result) {

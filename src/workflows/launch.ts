@@ -12,6 +12,7 @@ import {
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import {
   UNVOUCHED,
+  WORKER_SHUTDOWN,
   type BookkeepingActivities,
   type EffectActivities,
   type LaunchRequest,
@@ -126,7 +127,7 @@ function isStoppedWorker(err: unknown): boolean {
   return (
     err instanceof ActivityFailure &&
     err.cause instanceof ApplicationFailure &&
-    err.cause.type === 'DossierWorkerShutdown'
+    err.cause.type === WORKER_SHUTDOWN
   );
 }
 
