@@ -5,7 +5,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { buildDatabase } from '../analysis/build.ts';
 import { keepDatabase, openDatabase, scratchFile } from '../analysis/files.ts';
 import { provisionProvider, type AnalysisProvider } from '../analysis/venv.ts';
@@ -24,6 +24,7 @@ import { ownWorkflow, refuse, vouchForAnalysis, vouchForDatabase } from './prove
 import type { Store } from '../store/store.ts';
 import type { AnalysisRecord } from '../store/analyses.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
+import { startOrAttachWorkflow } from '../temporal/start.ts';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isAnalysisTool } from '../tools/contract.ts';
@@ -206,36 +207,31 @@ export function createAnalysisActivities(deps: {
     });
     if (record.status === 'failed') await store.analyses.retryFailed(req.team, req.key, req.requestedBy);
     return beating(async () => {
-      let handle;
-      try {
-        handle = await client.workflow.start('analysisDatabaseWorkflow', {
-          taskQueue: WORKFLOW_TASK_QUEUE,
-          workflowId: req.workflowId,
-          args: [req],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-          // The team's audit lists its builds beside its analyses: the UI narrows lists to DossierTeam.
-          memo: {
-            tool: DATABASE_TOOL,
-            team: req.team,
-            requested_by: req.requestedBy,
-            artifact: req.artifact,
-          },
-          typedSearchAttributes: [
-            { key: SEARCH_ATTRIBUTES.team, value: req.team },
-            { key: SEARCH_ATTRIBUTES.tool, value: DATABASE_TOOL },
-            { key: SEARCH_ATTRIBUTES.principal, value: req.requestedBy },
-            { key: SEARCH_ATTRIBUTES.key, value: req.key },
-            { key: SEARCH_ATTRIBUTES.artifact, value: [req.artifact] },
-            { key: SEARCH_ATTRIBUTES.target, value: [req.artifact] },
-          ],
-        });
-        await store.analyses.markRunning(req.workflowId, handle.firstExecutionRunId);
-      } catch (err) {
-        // Closed already and not failed: the database exists; the store says where.
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        handle = client.workflow.getHandle(req.workflowId);
-      }
+      const { started, runId } = await startOrAttachWorkflow(client, 'analysisDatabaseWorkflow', {
+        taskQueue: WORKFLOW_TASK_QUEUE,
+        workflowId: req.workflowId,
+        args: [req],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        // The team's audit lists its builds beside its analyses: the UI narrows lists to DossierTeam.
+        memo: {
+          tool: DATABASE_TOOL,
+          team: req.team,
+          requested_by: req.requestedBy,
+          artifact: req.artifact,
+        },
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.team, value: req.team },
+          { key: SEARCH_ATTRIBUTES.tool, value: DATABASE_TOOL },
+          { key: SEARCH_ATTRIBUTES.principal, value: req.requestedBy },
+          { key: SEARCH_ATTRIBUTES.key, value: req.key },
+          { key: SEARCH_ATTRIBUTES.artifact, value: [req.artifact] },
+          { key: SEARCH_ATTRIBUTES.target, value: [req.artifact] },
+        ],
+      });
+      // Attached to a run closed already and not failed: the database exists; the store says where.
+      if (started) await store.analyses.markRunning(req.workflowId, runId);
+      const handle = client.workflow.getHandle(req.workflowId);
       try {
         return (await handle.result()) as DatabaseRef;
       } catch (err) {

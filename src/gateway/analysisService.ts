@@ -4,7 +4,7 @@
 // otherwise the analysis workflow, keyed by the input's digest, is started or
 // attached to, so concurrent askers share one run, and every analysis of an
 // artifact shares one database build.
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { providerKeyOf } from '../analysis/providers.ts';
 import type { EvidenceStore } from '../store/evidence.ts';
 import { artifactNotFound, DossierError } from '../domain/errors.ts';
@@ -14,6 +14,7 @@ import type { AnalysisRequest, DatabaseRequest } from '../launches/protocol.ts';
 import type { AnalysisRecord, AnalysisStore } from '../store/analyses.ts';
 import type { ArtifactStore } from '../store/artifacts.ts';
 import { analysisTargets, SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
+import { startOrAttachWorkflow } from '../temporal/start.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import type { ToolContract } from '../tools/contract.ts';
 import { waitForWorkflow, type WaitOptions } from './waiting.ts';
@@ -156,7 +157,7 @@ export class AnalysisService {
     const { client } = this.deps;
     let runId: string;
     try {
-      const handle = await client.workflow.start('analysisWorkflow', {
+      ({ runId } = await startOrAttachWorkflow(client, 'analysisWorkflow', {
         taskQueue: WORKFLOW_TASK_QUEUE,
         workflowId: req.workflowId,
         args: [req],
@@ -182,17 +183,13 @@ export class AnalysisService {
           },
           { key: SEARCH_ATTRIBUTES.target, value: analysisTargets(req.input, name) },
         ],
-      });
-      runId = handle.firstExecutionRunId;
+      }));
     } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-        throw new DossierError(
-          'provider_unavailable',
-          `Temporal could not start the analysis: ${(err as Error).message}`,
-          'Ask again: the same question reaches the same analysis.',
-        );
-      }
-      runId = (await client.workflow.getHandle(req.workflowId).describe()).runId;
+      throw new DossierError(
+        'provider_unavailable',
+        `Temporal could not start the analysis: ${(err as Error).message}`,
+        'Ask again: the same question reaches the same analysis.',
+      );
     }
     await this.deps.analyses.markRunning(req.workflowId, runId);
     return runId;

@@ -1,7 +1,7 @@
 // Start or attach to launches (docs/idempotency.md). The store's launch record is the
 // arbiter of a key: it is claimed before Temporal is asked to start anything,
 // and a finished launch is answered from it without a Temporal round trip.
-import { Client, WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
+import { Client, WorkflowFailedError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { DossierError } from '../domain/errors.ts';
@@ -10,6 +10,7 @@ import type { LaunchFilter, LaunchStore } from '../store/launches.ts';
 import { isFinished, type LaunchRecord, type Page, type Principal } from '../domain/types.ts';
 import type { LaunchRequest } from '../launches/protocol.ts';
 import { launchTargets, SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
+import { startOrAttachWorkflow } from '../temporal/start.ts';
 import { DEFAULT_MAX_RUN_MS, type ToolContract } from '../tools/contract.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
@@ -289,13 +290,14 @@ export class LaunchService {
       investigation: record.investigation,
       maxRunMs: contract.maxRunMs?.(input) ?? DEFAULT_MAX_RUN_MS,
     };
+    const { client } = this.deps;
+    const device = await this.deviceAttributes(record);
+    const targets = launchTargets(input);
     let runId: string;
     try {
-      const { client } = this.deps;
-      const device = await this.deviceAttributes(record);
-      const targets = launchTargets(input);
-      const handle = await client.connection.withDeadline(deadline, () =>
-        client.workflow.start('launchWorkflow', {
+      // Closed already (REJECT_DUPLICATE): this key's one run exists, and the call attaches to it.
+      ({ runId } = await client.connection.withDeadline(deadline, () =>
+        startOrAttachWorkflow(client, 'launchWorkflow', {
           // On its capability's queue, which every worker polls for workflows: the worker that serves
           // the capability is handed the effect with the workflow task that schedules it.
           taskQueue: capabilityQueue(contract.runsOn),
@@ -324,13 +326,9 @@ export class LaunchService {
             ...(targets.length ? [{ key: SEARCH_ATTRIBUTES.target, value: targets }] : []),
           ],
         }),
-      );
-      runId = handle.firstExecutionRunId;
+      ));
     } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw unavailable(err);
-      // Closed already (REJECT_DUPLICATE): this key's one run exists; attach to it.
-      const described = await this.deps.client.workflow.getHandle(record.workflowId).describe();
-      runId = described.runId;
+      throw unavailable(err);
     }
     await this.deps.launches.markRunning(record.workflowId, runId);
     return runId;
