@@ -13,6 +13,8 @@ export default defineConfig({
           name: 'unit',
           include: ['src/**/*.test.ts'],
           pool: 'forks',
+          // Pure tests share a process's module cache: loading each file's imports anew was half the run.
+          isolate: false,
           testTimeout: 30_000,
         },
       },
