@@ -111,9 +111,14 @@
     });
     chart.innerHTML = '';
     chart.appendChild(root);
+    drawMoments(t, t0);
+    dossierHost.reportSize();
+  }
 
+  // The moments as a table, each with its time since the first.
+  function drawMoments(t, t0) {
     var body = h('tbody');
-    moments.forEach(function (m) {
+    t.moments.forEach(function (m) {
       var ms = Date.parse(m.at) - t0;
       body.appendChild(
         h('tr', { class: m.kind + (m.kind === 'finished' ? ' ' + t.status : ''), 'data-kind': m.kind }, [
@@ -132,7 +137,6 @@
         body,
       ]),
     );
-    dossierHost.reportSize();
   }
 
   function read(tries) {
