@@ -28,7 +28,7 @@ import {
   setAnnotation,
 } from '../tools/knowledge.ts';
 import { getDevice, listDevices, registerDevice, retireDevice } from '../tools/devices.ts';
-import { enableToolsets, listToolsets } from '../tools/toolsets.ts';
+import { enableToolsets, listToolsets } from '../tools/toolsetTools.ts';
 import { describeToolsets, enableToolsets as enable, type ToolsetChoice } from './toolsets.ts';
 import { registerRules } from '../tools/rules.ts';
 import { registerRuleBundle } from './rules.ts';

@@ -3,16 +3,10 @@
 // that SQLite and PostgreSQL share.
 import { foldKey } from '../domain/fold.ts';
 import { insertMany, type Row } from './rows.ts';
-import type { SqlExecutor } from './sql.ts';
+import type { Migration } from './migration.ts';
 import { KNOWLEDGE_MIGRATIONS } from './migrationsKnowledge.ts';
 
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-  /** Work SQL cannot do (values computed in JavaScript), in the same transaction. */
-  after?: (tx: SqlExecutor) => Promise<void>;
-}
+export type { Migration };
 
 export const MIGRATIONS: Migration[] = [
   {

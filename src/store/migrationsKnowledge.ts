@@ -3,7 +3,7 @@
 // the identities of the functions of every analysed artifact, and the links a
 // diff made between the functions of two builds. Versions from 14 on, listed
 // after those of migrations.ts.
-import type { Migration } from './migrations.ts';
+import type { Migration } from './migration.ts';
 
 export const KNOWLEDGE_MIGRATIONS: Migration[] = [
   {

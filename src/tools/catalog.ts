@@ -49,7 +49,7 @@ import {
   registerArtifact,
   updateUnknown,
 } from './ledger.ts';
-import { enableToolsets, listToolsets } from './toolsets.ts';
+import { enableToolsets, listToolsets } from './toolsetTools.ts';
 
 export const CATALOG: readonly ToolContract[] = catalogOf([
   captureProcessScenario,

@@ -2,8 +2,6 @@
 // carries what a session needs rather than every tool (every agent session pays
 // for its tool list in context before its first question). Listing is a context
 // budget, not authorization: every tool stays callable by name, roles apply.
-import { z } from 'zod';
-import { defineTool, type EffectAudit } from './contract.ts';
 
 /** Every toolset, in canonical order, with what it is for. */
 export const TOOLSETS = {
@@ -60,43 +58,3 @@ export function toolsetsProblem(value: string): string | undefined {
     return (err as Error).message;
   }
 }
-
-const META: EffectAudit = {
-  idempotent: true,
-  // It changes what this session lists, nothing of the world.
-  readOnly: true,
-  destructive: false,
-  openWorld: false,
-  effects: [],
-};
-
-export const listToolsets = defineTool({
-  name: 'list_toolsets',
-  title: 'List toolsets',
-  description:
-    'The toolsets, one line per tool, and which ones this connection lists. Any tool is callable by name, listed or not.',
-  input: z.strictObject({}),
-  effect: META,
-  runsOn: 'gateway',
-  toolset: 'core',
-  limits: {},
-  collections: {},
-});
-
-export const enableToolsets = defineTool({
-  name: 'enable_toolsets',
-  title: 'Enable toolsets',
-  description:
-    "Add toolsets to this session's tools/list (a tools list_changed notification follows). Without a session (MCP 2026-07-28) the reply carries their tools to call by name and the /mcp?toolsets= URL that lists them.",
-  input: z.strictObject({
-    toolsets: z
-      .array(z.enum(['all', ...TOOLSET_NAMES]))
-      .min(1)
-      .max(TOOLSET_NAMES.length + 1),
-  }),
-  effect: META,
-  runsOn: 'gateway',
-  toolset: 'core',
-  limits: {},
-  collections: {},
-});
