@@ -11,7 +11,10 @@ import { unblobEnv } from '../src/python/unblob.ts';
 import { formatCounts } from '../src/tools/formats.ts';
 import { benchDir, benchStack, callTool, connect, median, ms, timed } from './lib.ts';
 
-const RUNS = 3;
+/** Runs of each side, alternating (DOSSIER_BENCH_RUNS overrides). */
+const RUNS = Number(process.env.DOSSIER_BENCH_RUNS ?? 3);
+/** DOSSIER_BENCH_BREADTH=firmware or scan runs only that half. */
+const PART = process.env.DOSSIER_BENCH_BREADTH ?? 'all';
 /** Files of 1 MiB in the image's erofs, and of 512 KiB in the scanned tree. */
 const FS_FILES = 30;
 const SCAN_FILES = 300;
@@ -159,7 +162,7 @@ export async function benchBreadth(): Promise<string[]> {
     const { artifact } = await callTool(client, 'register_artifact', { path: image });
     const direct: number[] = [];
     const ours: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
+    for (let i = 0; i < (PART === 'scan' ? 0 : RUNS); i++) {
       const out = path.join(dir, `unblob-${i}`);
       const work = path.join(os.tmpdir(), `bench-unblob-${i}`);
       mkdirSync(work, { recursive: true });
@@ -209,7 +212,7 @@ export async function benchBreadth(): Promise<string[]> {
       throw new Error(`extract_artifact ended ${extracted.status}: ${JSON.stringify(extracted.error)}`);
     const yaraDirect: number[] = [];
     const scans: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
+    for (let i = 0; i < (PART === 'firmware' ? 0 : RUNS); i++) {
       yaraDirect.push(await runCommand('yara', ['-r', '-s', rulesFile, tree]));
       // A new bundle name each run is the same bytes: so each run scans with a fresh source text.
       const bundle = await callTool(client, 'register_rules', {
@@ -224,6 +227,7 @@ export async function benchBreadth(): Promise<string[]> {
           wait_ms: 110_000,
         }),
       );
+      (await import('node:fs')).appendFileSync('/tmp/r34prof/prof.log', `bench scan call ${t.toFixed(1)}\n`);
       if (r.status !== 'succeeded') throw new Error(`scan ended ${r.status}: ${JSON.stringify(r.error)}`);
       scans.push(t);
     }

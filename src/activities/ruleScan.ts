@@ -14,7 +14,7 @@ import { DossierError } from '../domain/errors.ts';
 import { outputFolder, verifyArtifact } from '../evidence/artifacts.ts';
 import { rulesEnv } from '../python/rules.ts';
 import { isUnder } from '../sandbox/paths.ts';
-import { sandboxedEnv } from '../python/venv.ts';
+import { sandboxedEnv, type PythonEnv } from '../python/venv.ts';
 import { streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { Store } from '../store/store.ts';
@@ -72,48 +72,63 @@ async function extractionTargets(
     sha256: string | null;
     size: number | null;
   }[];
+  const files = rows.filter((r) => r.type === 'file' && r.status === 'written' && r.sha256);
   const targets: Target[] = [];
-  for (const row of rows) {
-    if (row.type !== 'file' || row.status !== 'written' || !row.sha256) continue;
-    const parts = row.path.split('/').filter((p) => p !== '' && p !== '.');
-    if (parts.includes('..')) continue;
-    // Its bytes are checked against the row by the scanner, which hashes what it scans (below).
-    if (
-      !(await stat(path.join(output, ...parts)).then(
-        (st) => st.isFile(),
-        () => false,
-      ))
-    )
-      throw new DossierError(
-        'not_found',
-        `${row.path} of ${evidenceId} is no longer on this worker.`,
-        'Extract the archive again (with a new idempotency_key) and scan the new Evidence.',
-        { evidence_id: evidenceId, entry: row.path },
-      );
-    targets.push({
-      path: row.path,
-      file: path.join('/input/tree', ...parts),
-      sha256: row.sha256,
-      size: row.size ?? 0,
-    });
-  }
+  // Each file's presence is checked here (its bytes by the scanner, which hashes what it scans), a
+  // batch of stats at a time rather than one after another.
+  for (let i = 0; i < files.length; i += STAT_BATCH)
+    targets.push(
+      ...(
+        await Promise.all(files.slice(i, i + STAT_BATCH).map((row) => present(output, row, evidenceId)))
+      ).filter((t): t is Target => t !== null),
+    );
   return { root: output, targets };
 }
 
-export async function runRuleScan(
-  input: ScanInput,
-  ctx: ScanContext,
-): Promise<QueryResult & { provider: { name: string; version: string } }> {
-  const engine = await rulesEnv(ctx.config.analysis.python);
-  const env = sandboxedEnv(engine);
-  const bundle = await verifyArtifact(ctx.config.home, input.rules, undefined, ctx.store.blobs);
-  const mounts: { host: string; inside: string }[] = [{ host: bundle, inside: '/input/bundle.json' }];
-  let targets: Target[];
+const STAT_BATCH = 64;
+
+/** The scan target of one manifest row, when its file is still in the extraction's folder. */
+async function present(
+  output: string,
+  row: { path: string; sha256: string | null; size: number | null },
+  evidenceId: string,
+): Promise<Target | null> {
+  const parts = row.path.split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..')) return null;
+  const isFile = await stat(path.join(output, ...parts)).then(
+    (st) => st.isFile(),
+    () => false,
+  );
+  if (!isFile)
+    throw new DossierError(
+      'not_found',
+      `${row.path} of ${evidenceId} is no longer on this worker.`,
+      'Extract the archive again (with a new idempotency_key) and scan the new Evidence.',
+      { evidence_id: evidenceId, entry: row.path },
+    );
+  return {
+    path: row.path,
+    file: path.join('/input/tree', ...parts),
+    sha256: row.sha256!,
+    size: row.size ?? 0,
+  };
+}
+
+type Mounts = { host: string; inside: string }[];
+type Done = { status: string; files: number; matches: number; error?: { error: string } };
+interface Scanned {
+  matches: Record<string, unknown>[];
+  files: Map<string, Record<string, unknown>>;
+  done: Done | null;
+}
+
+/** What the scan reads: the artifact, or every file of the extraction, verified; and their mounts. */
+async function scanTargets(input: ScanInput, ctx: ScanContext, mounts: Mounts): Promise<Target[]> {
   if (input.artifact) {
     const file = await verifyArtifact(ctx.config.home, input.artifact, undefined, ctx.store.blobs);
     const meta = await ctx.store.artifacts.get(ctx.team, input.artifact);
     mounts.push({ host: file, inside: '/input/target' });
-    targets = [
+    return [
       {
         path: meta?.name ?? input.artifact,
         file: '/input/target',
@@ -121,102 +136,131 @@ export async function runRuleScan(
         size: meta?.size ?? 0,
       },
     ];
-  } else {
-    const tree = await extractionTargets(ctx, input.evidence_id!);
-    mounts.push({ host: tree.root, inside: '/input/tree' });
-    targets = tree.targets;
   }
+  const tree = await extractionTargets(ctx, input.evidence_id!);
+  mounts.push({ host: tree.root, inside: '/input/tree' });
+  return tree.targets;
+}
+
+/** Runs the scanner in the sandbox over the listed files; what it reported, line by line. */
+async function runScanner(
+  input: ScanInput,
+  ctx: ScanContext,
+  engine: PythonEnv,
+  mounts: Mounts,
+): Promise<Scanned> {
+  const env = sandboxedEnv(engine);
+  const helper = streamHelper(ctx.sandbox, {
+    program: env.python,
+    pkg: 'python3 (the rules venv: npm run provision:unpackers)',
+    args: [
+      env.script('scan_rules.py'),
+      'scan',
+      '/input/bundle.json',
+      '/input/list.jsonl',
+      String(input.timeout_s),
+      String(input.max_matches),
+      String(input.max_match_bytes),
+    ],
+    mounts: [...env.mounts, ...mounts],
+    // The scanner keeps its own clock per file; this is the hard stop behind it.
+    timeoutMs: input.timeout_s * 1000 + 30_000,
+    limits: { addressSpaceBytes: 8 * 1024 ** 3 },
+    env: { PYTHONDONTWRITEBYTECODE: '1' },
+  });
+  const out: Scanned = { matches: [], files: new Map(), done: null };
+  for await (const line of createInterface({ input: helper.stdout })) {
+    if (!line.trim()) continue;
+    const msg = JSON.parse(line) as Record<string, Record<string, unknown>>;
+    if (msg.match) out.matches.push(msg.match);
+    else if (msg.file) out.files.set(String(msg.file.path), msg.file);
+    else if (msg.done) out.done = msg.done as unknown as Done;
+  }
+  await helper.done;
+  return out;
+}
+
+/** A file whose bytes are not those its manifest names: no answer about it is kept. */
+function checkDigests(input: ScanInput, targets: Target[], scanned: Scanned): void {
+  if (!input.evidence_id) return;
+  for (const t of targets) {
+    const seen = scanned.files.get(t.path)?.sha256;
+    if (seen !== undefined && seen !== t.sha256)
+      throw new DossierError(
+        'not_found',
+        `${t.path} of ${input.evidence_id} is no longer the file its manifest names.`,
+        'Extract the archive again (with a new idempotency_key) and scan the new Evidence.',
+        { evidence_id: input.evidence_id, entry: t.path },
+      );
+  }
+}
+
+/** The scan's Evidence: its summary, the matched rules, a row per match and per file. */
+function scanResult(input: ScanInput, targets: Target[], scanned: Scanned, done: Done, version: string) {
+  const { matches } = scanned;
+  const files = targets.map((t) => ({
+    path: t.path,
+    sha256: t.sha256,
+    size: t.size,
+    status: 'not_scanned',
+    matches: 0,
+    seconds: null,
+    reason: null,
+    ...(scanned.files.get(t.path) ?? {}),
+  }));
+  const limitations: string[] = [];
+  if (done.status === 'timeout')
+    limitations.push(
+      `the scan ran past timeout_s=${input.timeout_s}: files after the one that timed out were not scanned (see files with status "timeout" and "not_scanned")`,
+    );
+  if (done.status === 'capped') limitations.push(`matches were capped at max_matches=${input.max_matches}`);
+  const rules = [...new Set(matches.map((m) => `${String(m.namespace)}:${String(m.rule)}`))];
+  const summary = {
+    status: done.status,
+    files: targets.length,
+    scanned: done.files,
+    matches: matches.length,
+    rules_matched: rules.length,
+    files_matched: files.filter((f) => f.matches > 0).length,
+  };
+  return {
+    summary,
+    document: {
+      rules: input.rules,
+      target: input.artifact ?? input.evidence_id,
+      ...summary,
+      matched: rules.slice(0, 1_000),
+    },
+    collections: { matches, files },
+    truncated: done.status !== 'complete',
+    limitations,
+    provider: { name: 'yara-x', version: version.replace(/^yara-x /, '') },
+  };
+}
+
+export async function runRuleScan(
+  input: ScanInput,
+  ctx: ScanContext,
+): Promise<QueryResult & { provider: { name: string; version: string } }> {
+  const engine = await rulesEnv(ctx.config.analysis.python);
+  const bundle = await verifyArtifact(ctx.config.home, input.rules, undefined, ctx.store.blobs);
+  const mounts: Mounts = [{ host: bundle, inside: '/input/bundle.json' }];
+  const targets = await scanTargets(input, ctx, mounts);
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'dossier-scan-'));
   try {
     const listing = path.join(scratch, 'list.jsonl');
     await writeFile(listing, targets.map((t) => JSON.stringify({ path: t.path, file: t.file })).join('\n'));
     mounts.push({ host: listing, inside: '/input/list.jsonl' });
-    const helper = streamHelper(ctx.sandbox, {
-      program: env.python,
-      pkg: 'python3 (the rules venv: npm run provision:unpackers)',
-      args: [
-        env.script('scan_rules.py'),
-        'scan',
-        '/input/bundle.json',
-        '/input/list.jsonl',
-        String(input.timeout_s),
-        String(input.max_matches),
-        String(input.max_match_bytes),
-      ],
-      mounts: [...env.mounts, ...mounts],
-      // The scanner keeps its own clock per file; this is the hard stop behind it.
-      timeoutMs: input.timeout_s * 1000 + 30_000,
-      limits: { addressSpaceBytes: 8 * 1024 ** 3 },
-      env: { PYTHONDONTWRITEBYTECODE: '1' },
-    });
-    const matches: Record<string, unknown>[] = [];
-    const scanned = new Map<string, Record<string, unknown>>();
-    type Done = { status: string; files: number; matches: number; error?: { error: string } };
-    let done = null as Done | null;
-    for await (const line of createInterface({ input: helper.stdout })) {
-      if (!line.trim()) continue;
-      const msg = JSON.parse(line) as Record<string, Record<string, unknown>>;
-      if (msg.match) matches.push(msg.match);
-      else if (msg.file) scanned.set(String(msg.file.path), msg.file);
-      else if (msg.done) done = msg.done as unknown as Done;
-    }
-    await helper.done;
-    if (input.evidence_id)
-      for (const t of targets) {
-        const seen = scanned.get(t.path)?.sha256;
-        // A file whose bytes are not those its manifest names: no answer about it is kept.
-        if (seen !== undefined && seen !== t.sha256)
-          throw new DossierError(
-            'not_found',
-            `${t.path} of ${input.evidence_id} is no longer the file its manifest names.`,
-            'Extract the archive again (with a new idempotency_key) and scan the new Evidence.',
-            { evidence_id: input.evidence_id, entry: t.path },
-          );
-      }
+    const scanned = await runScanner(input, ctx, engine, mounts);
+    checkDigests(input, targets, scanned);
+    const { done } = scanned;
     if (!done || done.status === 'error')
       throw new DossierError(
         'internal',
         `The rule scan ended without a result: ${done?.error?.error ?? 'no message'}.`,
         'Ask again; if it fails again, check the bundle with register_rules.',
       );
-    const files = targets.map((t) => ({
-      path: t.path,
-      sha256: t.sha256,
-      size: t.size,
-      status: 'not_scanned',
-      matches: 0,
-      seconds: null,
-      reason: null,
-      ...(scanned.get(t.path) ?? {}),
-    }));
-    const limitations: string[] = [];
-    if (done.status === 'timeout')
-      limitations.push(
-        `the scan ran past timeout_s=${input.timeout_s}: files after the one that timed out were not scanned (see files with status "timeout" and "not_scanned")`,
-      );
-    if (done.status === 'capped') limitations.push(`matches were capped at max_matches=${input.max_matches}`);
-    const rules = [...new Set(matches.map((m) => `${String(m.namespace)}:${String(m.rule)}`))];
-    const summary = {
-      status: done.status,
-      files: targets.length,
-      scanned: done.files,
-      matches: matches.length,
-      rules_matched: rules.length,
-      files_matched: files.filter((f) => f.matches > 0).length,
-    };
-    return {
-      summary,
-      document: {
-        rules: input.rules,
-        target: input.artifact ?? input.evidence_id,
-        ...summary,
-        matched: rules.slice(0, 1_000),
-      },
-      collections: { matches, files },
-      truncated: done.status !== 'complete',
-      limitations,
-      provider: { name: 'yara-x', version: engine.version.replace(/^yara-x /, '') },
-    };
+    return scanResult(input, targets, scanned, done, engine.version);
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
