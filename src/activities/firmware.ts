@@ -54,85 +54,97 @@ export function parseSignatures(table: string, fileBytes: number, max: number): 
   });
 }
 
-export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
-  const { artifact: image, file } = await verifiedArtifact(ctx, input.artifact);
-  const imageBytes = (await stat(file)).size;
-  const left = deadline(input.timeout_ms);
-  await ctx.begin();
-  // binwalk lists signatures while unblob carves: both only read the image.
-  let binwalkFailed: string | null = null;
+type Extraction = Awaited<ReturnType<typeof startExtraction>>;
+type Ctx = Parameters<Effect<FirmwareInput>>[1];
+
+interface Image {
+  input: FirmwareInput;
+  file: string;
+  bytes: number;
+  left: () => number;
+}
+
+/** binwalk lists the image's signatures in the sandbox while unblob carves: both only read it. */
+function listSignatures(ctx: Ctx, image: Image): { listing: Promise<string>; failed: () => string | null } {
+  let failed: string | null = null;
   const listing = runHelper(ctx.sandbox, {
     program: 'binwalk',
     pkg: 'binwalk',
     args: ['--signature', '/input/image'],
-    mounts: [{ host: file, inside: '/input/image' }],
-    timeoutMs: left(),
+    mounts: [{ host: image.file, inside: '/input/image' }],
+    timeoutMs: image.left(),
   }).catch((err: Error) => {
-    binwalkFailed = err.message;
+    failed = err.message;
     return '';
   });
-  const out = await startExtraction(ctx, input.limits, imageBytes, input.timeout_ms);
-  let unblob: UnblobFacts | null = null;
-  let signatures: Signature[] = [];
-  let failure: unknown;
-  try {
-    unblob = await readUnblob(
-      {
-        sandbox: ctx.sandbox,
-        python: ctx.config.analysis.python,
-        file,
-        mode: 'firmware',
-        depth: input.max_depth + 1,
-        maxEntries: input.limits.max_entries,
-        scratchBytes: Math.min(
-          input.limits.max_total_bytes,
-          input.limits.max_ratio * Math.max(imageBytes, 1),
-        ),
-        timeoutMs: left(),
-        progress: (facts) => ctx.progress(facts),
-      },
-      out.onEntry,
-    );
-    // Depth: one level per `…_extract/` folder below the chunk's own folder.
-    for (const row of out.rows) {
-      const parts = normalized(row.path).split('/');
-      row.depth =
-        parts.slice(1, -1).filter((p) => p.endsWith('_extract')).length +
-        (parts.length > 1 && parts[0] !== 'carved' ? 1 : 0);
-    }
-    signatures = parseSignatures(await listing, imageBytes, input.max_signatures);
-    const taken = new Set(out.rows.map((r) => normalized(r.path)));
-    const known = new Set(unblob.chunks.filter((c) => c.depth === 0 && !c.unknown).map((c) => c.start));
-    for (const sig of signatures) {
-      const name = `carved/0x${sig.offset.toString(16)}.${sig.kind}`;
-      if (!CARVED_BY_DOSSIER.has(sig.kind) || known.has(sig.offset) || taken.has(name) || sig.length === 0)
-        continue;
-      await out.onEntry({
-        name,
-        type: 'file',
-        linkTarget: null,
-        content: createReadStream(file, { start: sig.offset, end: sig.offset + sig.length - 1 }),
-      });
-      taken.add(name);
-    }
-    // Squashfs chunks unblob could not unpack: sqfs2tar turns each into a tar stream in the sandbox.
-    for (const row of [...out.rows]) {
-      const m = /^carved\/0x([0-9a-f]+)\.squashfs$/.exec(normalized(row.path));
-      if (!m || row.status !== 'written') continue;
-      const prefix = `squashfs-0x${m[1]}`;
-      if (out.rows.some((r) => normalized(r.path).startsWith(`${prefix}/`))) continue;
-      await readSquashfs(ctx.sandbox, out.staged(row), left(), (entry) =>
-        out.onEntry(
-          { ...entry, name: `${prefix}/${entry.name.replace(/^\.?\/+/, '')}` },
-          { depth: 1, parent: null },
-        ),
-      );
-      row.extracted_to = prefix;
-    }
-  } catch (err) {
-    failure = err;
+  return { listing, failed: () => failed };
+}
+
+/** unblob carves and unpacks the image into the writer; each entry's depth is its `…_extract/` folders. */
+async function carveWithUnblob(ctx: Ctx, image: Image, out: Extraction): Promise<UnblobFacts> {
+  const { input } = image;
+  const unblob = await readUnblob(
+    {
+      sandbox: ctx.sandbox,
+      python: ctx.config.analysis.python,
+      file: image.file,
+      mode: 'firmware',
+      depth: input.max_depth + 1,
+      maxEntries: input.limits.max_entries,
+      scratchBytes: Math.min(input.limits.max_total_bytes, input.limits.max_ratio * Math.max(image.bytes, 1)),
+      timeoutMs: image.left(),
+      progress: (facts) => ctx.progress(facts),
+    },
+    out.onEntry,
+  );
+  // Depth: one level per `…_extract/` folder below the chunk's own folder.
+  for (const row of out.rows) {
+    const parts = normalized(row.path).split('/');
+    row.depth =
+      parts.slice(1, -1).filter((p) => p.endsWith('_extract')).length +
+      (parts.length > 1 && parts[0] !== 'carved' ? 1 : 0);
   }
-  const filesystems = [
+  return unblob;
+}
+
+/** Regions binwalk names of a kind dossier reads that unblob found no chunk at (a uImage), carved by their size. */
+async function carveByDossier(image: Image, out: Extraction, unblob: UnblobFacts, signatures: Signature[]) {
+  const taken = new Set(out.rows.map((r) => normalized(r.path)));
+  const known = new Set(unblob.chunks.filter((c) => c.depth === 0 && !c.unknown).map((c) => c.start));
+  for (const sig of signatures) {
+    const name = `carved/0x${sig.offset.toString(16)}.${sig.kind}`;
+    if (!CARVED_BY_DOSSIER.has(sig.kind) || known.has(sig.offset) || taken.has(name) || sig.length === 0)
+      continue;
+    await out.onEntry({
+      name,
+      type: 'file',
+      linkTarget: null,
+      content: createReadStream(image.file, { start: sig.offset, end: sig.offset + sig.length - 1 }),
+    });
+    taken.add(name);
+  }
+}
+
+/** Squashfs chunks unblob could not unpack: sqfs2tar turns each into a tar stream in the sandbox. */
+async function unpackSquashfs(ctx: Ctx, image: Image, out: Extraction) {
+  for (const row of [...out.rows]) {
+    const m = /^carved\/0x([0-9a-f]+)\.squashfs$/.exec(normalized(row.path));
+    if (!m || row.status !== 'written') continue;
+    const prefix = `squashfs-0x${m[1]}`;
+    if (out.rows.some((r) => normalized(r.path).startsWith(`${prefix}/`))) continue;
+    await readSquashfs(ctx.sandbox, out.staged(row), image.left(), (entry) =>
+      out.onEntry(
+        { ...entry, name: `${prefix}/${entry.name.replace(/^\.?\/+/, '')}` },
+        { depth: 1, parent: null },
+      ),
+    );
+    row.extracted_to = prefix;
+  }
+}
+
+/** The file systems unpacked at the top: `<kind>-0x<offset>` folders of a file-system kind. */
+function filesystemsOf(out: Extraction): string[] {
+  return [
     ...new Set(
       out.rows
         .map((r) => /^([a-z0-9_]+)-0x[0-9a-f]+(?=\/)/.exec(normalized(r.path)))
@@ -140,17 +152,61 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
         .map((m) => m[0]),
     ),
   ];
+}
+
+interface Carving {
+  unblob: UnblobFacts | null;
+  signatures: Signature[];
+  binwalkFailed: string | null;
+  failure: unknown;
+  filesystems: string[];
+  cleanup: Awaited<ReturnType<Extraction['settle']>>;
+  published: { unpublished: number; reason?: string };
+}
+
+/** Everything the launch does to the disk: carving, unpacking, settling and publishing the output. */
+async function carve(ctx: Ctx, image: Image): Promise<{ out: Extraction; carving: Carving }> {
+  const { input } = image;
+  await ctx.begin();
+  const binwalk = listSignatures(ctx, image);
+  const out = await startExtraction(ctx, input.limits, image.bytes, input.timeout_ms);
+  let unblob: UnblobFacts | null = null;
+  let signatures: Signature[] = [];
+  let failure: unknown;
+  try {
+    unblob = await carveWithUnblob(ctx, image, out);
+    signatures = parseSignatures(await binwalk.listing, image.bytes, input.max_signatures);
+    await carveByDossier(image, out, unblob, signatures);
+    await unpackSquashfs(ctx, image, out);
+  } catch (err) {
+    failure = err;
+  }
+  const filesystems = filesystemsOf(out);
   const cleanup = await out.settle(failure);
   const published =
     !failure && cleanup.output
       ? await publishOutputs(ctx.store.blobs, ctx.caller.team, cleanup.output, out.rows, ctx.signal)
       : { unpublished: 0 };
+  const carving = {
+    unblob,
+    signatures,
+    binwalkFailed: binwalk.failed(),
+    failure,
+    filesystems,
+    cleanup,
+    published,
+  };
+  return { out, carving };
+}
+
+/** The launch's summary: counts of what was carved, unpacked, written and refused. */
+function summarize(ctx: Ctx, image: Image, out: Extraction, carving: Carving) {
+  const { unblob, signatures, failure, filesystems, cleanup } = carving;
   const { total, written } = out.stats();
-  const refused = out.rows.filter((r) => r.status === 'refused').length;
   const shownOutput = cleanup.output && outputName(ctx.config.home, cleanup.output);
   const chunks = unblob?.chunks ?? [];
   const unknownChunks = chunks.filter((c) => c.unknown);
-  const summary = {
+  return {
     output: shownOutput,
     signatures: signatures.length,
     chunks: chunks.length,
@@ -162,13 +218,18 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     filesystems,
     entries: out.rows.length,
     written,
-    refused,
+    refused: out.rows.filter((r) => r.status === 'refused').length,
     links_recorded: out.rows.filter((r) => r.status === 'recorded').length,
     ...typeCounts(out.rows),
     bytes_written: failure ? 0 : total,
-    image_bytes: imageBytes,
+    image_bytes: image.bytes,
     cleanup: { ...cleanup, output: shownOutput },
   };
+}
+
+/** One sentence for each thing the Evidence does not cover. */
+function limitationsOf(input: FirmwareInput, carving: Carving, refused: number): string[] {
+  const { published, signatures, unblob, binwalkFailed, failure } = carving;
   const limitations: string[] = [];
   if (published.unpublished)
     limitations.push(
@@ -183,6 +244,36 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     limitations.push(
       'the extraction failed and was rolled back; entries lists what was read before the failure',
     );
+  return limitations;
+}
+
+/** The residual unknowns: high-entropy unknown chunks, and chunks carved but not unpacked. */
+function unknownsOf(input: FirmwareInput, carving: Carving) {
+  const { unblob, filesystems } = carving;
+  return [
+    ...(unblob ? unknownChunkQuestions(unblob, input.artifact) : []),
+    ...(unblob?.chunks ?? [])
+      .filter(
+        (c) =>
+          !c.unknown &&
+          !c.extracted &&
+          c.kind !== 'padding' &&
+          !(c.depth === 0 && filesystems.includes(`${c.kind}-0x${c.start.toString(16)}`)),
+      )
+      .slice(0, 1_000)
+      .map((c) => ({
+        question: `What does the ${c.handler} chunk at 0x${c.start.toString(16)} of ${c.path || 'the image'} contain? (it was carved, not unpacked)`,
+        scope: `${input.artifact} ${c.path || '.'}@0x${c.start.toString(16)}`,
+      })),
+  ];
+}
+
+export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
+  const { artifact, file } = await verifiedArtifact(ctx, input.artifact);
+  const image: Image = { input, file, bytes: (await stat(file)).size, left: deadline(input.timeout_ms) };
+  const { out, carving } = await carve(ctx, image);
+  const { unblob, signatures, failure } = carving;
+  const summary = summarize(ctx, image, out, carving);
   return {
     status: !failure
       ? 'succeeded'
@@ -197,7 +288,7 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     },
     collections: {
       entries: out.rows,
-      chunks,
+      chunks: unblob?.chunks ?? [],
       archives: (unblob?.tree ?? []).map((t) => ({
         path: t.path,
         depth: t.depth,
@@ -212,24 +303,9 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
     },
     summary,
     truncated: Boolean(failure) || signatures.length >= input.max_signatures,
-    limitations,
-    target: { digest: input.artifact, path: image.name ?? undefined },
+    limitations: limitationsOf(input, carving, summary.refused),
+    target: { digest: input.artifact, path: artifact.name ?? undefined },
     error: failure ? toToolError(failure) : undefined,
-    unknowns: [
-      ...(unblob ? unknownChunkQuestions(unblob, input.artifact) : []),
-      ...chunks
-        .filter(
-          (c) =>
-            !c.unknown &&
-            !c.extracted &&
-            c.kind !== 'padding' &&
-            !(c.depth === 0 && filesystems.includes(`${c.kind}-0x${c.start.toString(16)}`)),
-        )
-        .slice(0, 1_000)
-        .map((c) => ({
-          question: `What does the ${c.handler} chunk at 0x${c.start.toString(16)} of ${c.path || 'the image'} contain? (it was carved, not unpacked)`,
-          scope: `${input.artifact} ${c.path || '.'}@0x${c.start.toString(16)}`,
-        })),
-    ],
+    unknowns: unknownsOf(input, carving),
   };
 };
