@@ -1,15 +1,13 @@
 // Retained Evidence: records, documents, collection rows with their filter
 // keys and per-value counts, and the residual unknowns a result leaves, all
 // retained in one transaction. Pages read only the rows they return.
-import { DossierError } from '../domain/errors.ts';
-import type { EvidenceRecord, NewEvidence, Page, PageRow, Where } from '../domain/types.ts';
+import type { EvidenceRecord, NewEvidence, Page } from '../domain/types.ts';
 import { buildEvidenceInSteps, keyOf, type BuiltEvidence } from '../domain/evidence.ts';
 import { CHUNK, insertMany, now, pageBy, teamFilter, type Row } from './rows.ts';
 import type { SqlDriver, SqlExecutor } from './sql.ts';
 import { addCandidates, type Candidate } from './candidates.ts';
+import { readPage, type PageQuery, type PageResult } from './evidencePages.ts';
 
-/** Candidates a multi-value or multi-field filter may scan before it is refused. */
-export const MAX_FILTER_SCAN = 1_000_000;
 /** Results with more rows and keys than this are retained in short transactions (see put). */
 const STAGE_ABOVE = 20_000;
 const STAGE_BATCH = 4_000;
@@ -26,19 +24,25 @@ export interface EvidenceFilter {
   limit: number;
 }
 
-export interface PageQuery {
-  evidenceId: string;
-  collection: string;
-  /** The collection's row count, from the Evidence record. */
-  total: number;
-  where?: Where;
-  offset: number;
-  limit: number;
-}
-
-export interface PageResult {
-  rows: PageRow[];
-  matched: number;
+/** The inserts of a result's rows, filter keys and per-value counts: statement head, width, values. */
+function rowInserts(id: string, built: BuiltEvidence): [string, number, unknown[][]][] {
+  return [
+    [
+      'INSERT INTO evidence_rows (evidence_id, collection, source_index, row)',
+      4,
+      built.rows.map((x) => [id, x.collection, x.sourceIndex, x.json]),
+    ],
+    [
+      'INSERT INTO evidence_row_keys (evidence_id, collection, field, value, ordinal, source_index)',
+      6,
+      built.keys.map((k) => [id, k.collection, k.field, k.value, k.ordinal, k.sourceIndex]),
+    ],
+    [
+      'INSERT INTO evidence_key_counts (evidence_id, collection, field, value, rows)',
+      5,
+      built.counts.map((c) => [id, c.collection, c.field, c.value, c.rows]),
+    ],
+  ];
 }
 
 export class EvidenceStore {
@@ -69,24 +73,7 @@ export class EvidenceStore {
       'INSERT INTO evidence_staging (evidence_id, started_at) VALUES (?, ?) ON CONFLICT DO NOTHING',
       [id, now()],
     );
-    const batches: [string, number, unknown[][]][] = [
-      [
-        'INSERT INTO evidence_rows (evidence_id, collection, source_index, row)',
-        4,
-        built.rows.map((x) => [id, x.collection, x.sourceIndex, x.json]),
-      ],
-      [
-        'INSERT INTO evidence_row_keys (evidence_id, collection, field, value, ordinal, source_index)',
-        6,
-        built.keys.map((k) => [id, k.collection, k.field, k.value, k.ordinal, k.sourceIndex]),
-      ],
-      [
-        'INSERT INTO evidence_key_counts (evidence_id, collection, field, value, rows)',
-        5,
-        built.counts.map((c) => [id, c.collection, c.field, c.value, c.rows]),
-      ],
-    ];
-    for (const [head, width, values] of batches) {
+    for (const [head, width, values] of rowInserts(id, built)) {
       for (let at = 0; at < values.length; at += STAGE_BATCH) {
         await this.db.transaction((tx) =>
           insertMany(
@@ -170,31 +157,8 @@ export class EvidenceStore {
     if (inserted.changes === 0) return false;
     // Rows are content-addressed by evidence_id: another team's copy (or a staged retention) may hold some already.
     if (built.rows.length > 0 && !opts.rowsWritten) {
-      const id = r.evidence_id;
-      await insertMany(
-        tx,
-        'INSERT INTO evidence_rows (evidence_id, collection, source_index, row)',
-        4,
-        built.rows.map((x) => [id, x.collection, x.sourceIndex, x.json]),
-        chunk,
-        'ON CONFLICT DO NOTHING',
-      );
-      await insertMany(
-        tx,
-        'INSERT INTO evidence_row_keys (evidence_id, collection, field, value, ordinal, source_index)',
-        6,
-        built.keys.map((k) => [id, k.collection, k.field, k.value, k.ordinal, k.sourceIndex]),
-        chunk,
-        'ON CONFLICT DO NOTHING',
-      );
-      await insertMany(
-        tx,
-        'INSERT INTO evidence_key_counts (evidence_id, collection, field, value, rows)',
-        5,
-        built.counts.map((c) => [id, c.collection, c.field, c.value, c.rows]),
-        chunk,
-        'ON CONFLICT DO NOTHING',
-      );
+      for (const [head, width, values] of rowInserts(r.evidence_id, built))
+        await insertMany(tx, head, width, values, chunk, 'ON CONFLICT DO NOTHING');
     }
     if (built.unknowns.length > 0) {
       const at = now();
@@ -295,99 +259,9 @@ export class EvidenceStore {
     return rows.map((r) => r.evidence_id as string);
   }
 
-  /**
-   * One page of a collection. Unfiltered pages and single-value filters read
-   * exactly the rows they return (by source_index, or by the value's ordinal);
-   * other filters scan the candidates of their most selective field.
-   */
-  async page(q: PageQuery): Promise<PageResult> {
-    const { evidenceId, collection, offset, limit } = q;
-    const fields = Object.entries(q.where ?? {});
-    const rowsAt = async (indexes: number[]): Promise<PageRow[]> => {
-      if (indexes.length === 0) return [];
-      const rows = await this.db.all<Row>(
-        `SELECT source_index, row FROM evidence_rows WHERE evidence_id = ? AND collection = ? AND source_index IN (${indexes.map(() => '?').join(', ')}) ORDER BY source_index`,
-        [evidenceId, collection, ...indexes],
-      );
-      return rows.map((r) => ({ source_index: Number(r.source_index), row: JSON.parse(r.row as string) }));
-    };
-
-    // Past the end there is nothing to read (and offset + limit must stay within SQL integers).
-    if (offset > 0 && offset >= q.total)
-      return { rows: [], matched: fields.length === 0 ? q.total : await this.matched(q) };
-    if (fields.length === 0) {
-      const rows = await this.db.all<Row>(
-        `SELECT source_index, row FROM evidence_rows WHERE evidence_id = ? AND collection = ? AND source_index >= ? AND source_index < ? ORDER BY source_index`,
-        [evidenceId, collection, offset, offset + limit],
-      );
-      return {
-        rows: rows.map((r) => ({ source_index: Number(r.source_index), row: JSON.parse(r.row as string) })),
-        matched: q.total,
-      };
-    }
-    if (fields.some(([, values]) => values.length === 0)) return { rows: [], matched: 0 };
-
-    const keyed = fields.map(([field, values]) => ({
-      field,
-      keys: [...new Set(values.map((v) => keyOf(v)!))],
-    }));
-    const counts = await Promise.all(
-      keyed.map(async ({ field, keys }) => {
-        const r = await this.db.get<Row>(
-          `SELECT COALESCE(SUM(rows), 0) AS n FROM evidence_key_counts WHERE evidence_id = ? AND collection = ? AND field = ? AND value IN (${keys.map(() => '?').join(', ')})`,
-          [evidenceId, collection, field, ...keys],
-        );
-        return Number(r?.n ?? 0);
-      }),
-    );
-
-    if (keyed.length === 1 && keyed[0]!.keys.length === 1) {
-      const { field, keys } = keyed[0]!;
-      const hits = await this.db.all<Row>(
-        `SELECT source_index FROM evidence_row_keys WHERE evidence_id = ? AND collection = ? AND field = ? AND value = ? AND ordinal >= ? AND ordinal < ? ORDER BY ordinal`,
-        [evidenceId, collection, field, keys[0], offset, offset + limit],
-      );
-      return { rows: await rowsAt(hits.map((h) => Number(h.source_index))), matched: counts[0]! };
-    }
-
-    // General case: candidates of the most selective field, checked against the others.
-    const order = counts.map((n, i) => [n, i] as const).sort((a, b) => a[0] - b[0]);
-    const [bestCount, best] = order[0]!;
-    if (bestCount > MAX_FILTER_SCAN) {
-      throw new DossierError(
-        'resource_constraint',
-        `This filter would scan ${bestCount} candidate rows (at most ${MAX_FILTER_SCAN}).`,
-        'Narrow the filter: add a more selective field, or filter on a single value.',
-        { candidates: bestCount, limit: MAX_FILTER_SCAN },
-      );
-    }
-    const first = keyed[best]!;
-    let candidates = (
-      await this.db.all<Row>(
-        `SELECT DISTINCT source_index FROM evidence_row_keys WHERE evidence_id = ? AND collection = ? AND field = ? AND value IN (${first.keys.map(() => '?').join(', ')}) ORDER BY source_index`,
-        [evidenceId, collection, first.field, ...first.keys],
-      )
-    ).map((h) => Number(h.source_index));
-    for (const [, i] of order.slice(1)) {
-      const other = keyed[i]!;
-      const allowed = new Set<number>();
-      // Check the remaining candidates against this field, a bounded batch at a time.
-      for (let at = 0; at < candidates.length; at += 500) {
-        const batch = candidates.slice(at, at + 500);
-        const hits = await this.db.all<Row>(
-          `SELECT DISTINCT k.source_index FROM evidence_row_keys k WHERE k.evidence_id = ? AND k.collection = ? AND k.field = ? AND k.value IN (${other.keys.map(() => '?').join(', ')}) AND k.source_index IN (${batch.map(() => '?').join(', ')})`,
-          [evidenceId, collection, other.field, ...other.keys, ...batch],
-        );
-        for (const h of hits) allowed.add(Number(h.source_index));
-      }
-      candidates = candidates.filter((c) => allowed.has(c));
-    }
-    return { rows: await rowsAt(candidates.slice(offset, offset + limit)), matched: candidates.length };
-  }
-
-  /** How many rows a filter matches, for a page asked past the collection's end. */
-  private async matched(q: PageQuery): Promise<number> {
-    return (await this.page({ ...q, offset: 0, limit: 0 })).matched;
+  /** One page of a collection (see readPage). */
+  page(q: PageQuery): Promise<PageResult> {
+    return readPage(this.db, q);
   }
 
   async allRows(evidenceId: string, collection: string): Promise<unknown[]> {
