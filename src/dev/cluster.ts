@@ -5,10 +5,8 @@
 // processes on the PostgreSQL store, each restarted if it dies, like a
 // container with `restart: unless-stopped`. Developers and CI get the
 // cluster's failure modes (a worker, a gateway or Temporal dying) on a laptop.
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ConfigError, FETCH_BLOCKED_PORTS, loadConfig, type Config } from '../config.ts';
 import { openStore } from '../store/store.ts';
 import { payloadKeys } from '../temporal/codec.ts';
@@ -19,14 +17,15 @@ import { ensureTemporalCerts, TEMPORAL_SERVER_NAME } from './certs.ts';
 import { clusterJsonPath, type ClusterJson } from './devJson.ts';
 import { localToken } from './stack.ts';
 import { userCacheDir } from './goTools.ts';
-import { startLocalPostgres, type LocalPostgres } from './postgres.ts';
-import { startOwned, waitForPort, type OwnedProcess } from './owned.ts';
+import { clusterDatabases, type Stoppers } from './clusterPostgres.ts';
+import { waitForPort } from './owned.ts';
+import { ClusterMember, type Member } from './clusterMember.ts';
 import {
   resolveTemporalServer,
   serverPorts,
   startTemporalServer,
-  visibilityDatabase,
   type PostgresTarget,
+  type ServerBinaries,
   type TemporalServer,
 } from './temporalServer.ts';
 import { startTemporalReads } from './temporalReads.ts';
@@ -50,19 +49,6 @@ export interface ClusterOptions {
   log?: (line: string) => void;
 }
 
-export interface Member {
-  name: string;
-  /** Its DOSSIER_HOME: the cluster's own, or one of its own with `separateHomes`. */
-  home: string;
-  /** The gateway's MCP endpoint; undefined for a worker. */
-  url?: string;
-  readonly process: OwnedProcess;
-  /** Kills the process with `signal`; with `restart: false` it stays down until `start()`. */
-  kill(signal?: NodeJS.Signals, opts?: { restart?: boolean }): Promise<void>;
-  /** Starts it again after a kill without restart. */
-  start(): Promise<void>;
-}
-
 export interface Cluster {
   info: ClusterJson;
   gateways: Member[];
@@ -72,8 +58,6 @@ export interface Cluster {
   restartTemporal(opts?: { graceful?: boolean; downMs?: number }): Promise<void>;
   stop(): Promise<void>;
 }
-
-const BIN = fileURLToPath(new URL('../../bin/dossier.js', import.meta.url));
 
 function count(value: number | undefined, limit: { default: number; max: number }, what: string) {
   const n = value ?? limit.default;
@@ -85,40 +69,8 @@ function count(value: number | undefined, limit: { default: number; max: number 
   return n;
 }
 
-/** Where the cluster's own PostgreSQL keeps its data: the `postgres` user must reach it when dossier runs as root. */
-function postgresDir(config: Config): string {
-  if (process.getuid?.() !== 0) return path.join(config.home, 'cluster', 'postgres');
-  const tag = createHash('sha256').update(path.resolve(config.home)).digest('hex').slice(0, 12);
-  return path.join('/var/lib/postgresql', `dossier-${tag}`);
-}
-
-async function databasesOn(url: string, names: string[]): Promise<void> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    for (const name of names) {
-      const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-      if (found.rowCount === 0) await client.query(`CREATE DATABASE "${name}"`);
-    }
-  } finally {
-    await client.end();
-  }
-}
-
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-
-/** Starts the cluster configured by `env` (DOSSIER_* variables), which every member inherits. */
-export async function startCluster(
-  env: NodeJS.ProcessEnv = process.env,
-  opts: ClusterOptions = {},
-): Promise<Cluster> {
-  const config = loadConfig(env);
-  const log = opts.log ?? ((line: string) => console.error(line));
+/** How many gateways and workers, refused before anything starts if their ports or Temporal cannot work. */
+function clusterSize(config: Config, opts: ClusterOptions) {
   const gatewayCount = count(opts.gateways, CLUSTER_LIMITS.gateways, 'gateways');
   const workerCount = count(opts.workers, CLUSTER_LIMITS.workers, 'workers');
   if (config.port < 1 || config.port + gatewayCount - 1 > 65_535)
@@ -136,19 +88,200 @@ export async function startCluster(
     throw new ConfigError([
       'DOSSIER_TEMPORAL_ADDRESS: dossier cluster up starts its own Temporal server; unset it (or run `dossier gateway` / `dossier worker` against that server instead).',
     ]);
+  return { gatewayCount, workerCount };
+}
+
+/** Members on homes of their own get the cluster's key by environment (unless one is configured). */
+function sharedPayloadKeys(config: Config, separateHomes: boolean | undefined): NodeJS.ProcessEnv {
+  return separateHomes && config.payloadKeys.length === 0
+    ? { DOSSIER_PAYLOAD_KEYS: readFileSync(path.join(config.home, 'payload.key'), 'utf8').trim() }
+    : {};
+}
+
+/**
+ * The cluster's Temporal server on PostgreSQL, behind mutual TLS, with the namespace made; `restart`
+ * kills it (or stops it, `graceful`) and starts it again on the same database.
+ */
+async function startClusterTemporal(
+  config: Config,
+  binaries: ServerBinaries,
+  pg: PostgresTarget,
+  stoppers: Stoppers,
+) {
+  const clusterDir = path.join(config.home, 'cluster');
   const ports = serverPorts(config.temporalPort);
+  // Temporal's services announce the address they bind to each other: a wildcard cannot be one.
+  const host = ['0.0.0.0', '::'].includes(config.host) ? '127.0.0.1' : config.host;
+  // Temporal obeys only holders of the cluster's certificates: its own, the members', the UI's.
+  const certs = await ensureTemporalCerts(path.join(clusterDir, 'tls'), { hosts: [host] });
+  const withName = (set: TemporalTls): TemporalTls => ({ ...set, serverName: TEMPORAL_SERVER_NAME });
+  const clientTls = withName(certs.sets.client);
+  const temporalOpts = {
+    binaries,
+    dir: path.join(clusterDir, 'temporal'),
+    host,
+    ports,
+    pg,
+    tls: certs.sets.server,
+  };
+  let temporal = await startTemporalServer(temporalOpts);
+  stoppers.push(() => temporal.stop());
+  const connection = await connectWhenReady(temporal.address, 60_000, clientTls);
+  await ensureNamespace(connection, config.namespace, config.retentionDays);
+  await connection.close();
+  return {
+    address: temporal.address,
+    clientTls,
+    clientCerts: certs.sets.client,
+    uiTls: withName(certs.sets.ui),
+    server: () => temporal,
+    async restart(restartOpts: { graceful?: boolean; downMs?: number } = {}) {
+      if (restartOpts.graceful) await temporal.stop();
+      else {
+        temporal.process.child.kill('SIGKILL');
+        await temporal.process.exited;
+      }
+      await new Promise((r) => setTimeout(r, restartOpts.downMs ?? 0));
+      temporal = await startTemporalServer(temporalOpts);
+      await waitForPort(host, ports.frontend, 60_000);
+    },
+  };
+}
+
+/** What every member inherits: the cluster's Temporal, store, UI and keys. */
+function memberEnvironment(
+  env: NodeJS.ProcessEnv,
+  config: Config,
+  at: { address: string; storeUrl: string; uiUrl: string; clientTls: TemporalTls },
+  sharedKeys: NodeJS.ProcessEnv,
+): NodeJS.ProcessEnv {
+  const memberEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...env,
+    DOSSIER_HOME: config.home,
+    DOSSIER_TEMPORAL_ADDRESS: at.address,
+    DOSSIER_STORE: at.storeUrl,
+    DOSSIER_UI_URL: at.uiUrl,
+    DOSSIER_NAMESPACE: config.namespace,
+    // Gateways on this host share one intake folder, whatever their homes.
+    DOSSIER_INBOX: path.resolve(config.inbox),
+    ...tlsEnv(at.clientTls),
+    ...sharedKeys,
+  };
+  // One exporter address cannot serve several processes.
+  delete memberEnv.DOSSIER_SDK_METRICS_ADDRESS;
+  return memberEnv;
+}
+
+/** The workers and gateways (not started yet); gateway i listens on DOSSIER_PORT + i. */
+function clusterMembers(
+  config: Config,
+  opts: ClusterOptions,
+  size: { gatewayCount: number; workerCount: number },
+  memberEnv: NodeJS.ProcessEnv,
+  gatewayUrl: (i: number) => string,
+  stopping: () => boolean,
+) {
+  const clusterDir = path.join(config.home, 'cluster');
+  const log = opts.log ?? ((line: string) => console.error(line));
+  const member = (name: string, command: 'gateway' | 'worker', common: NodeJS.ProcessEnv, url?: string) => {
+    const home = path.resolve(opts.separateHomes ? path.join(clusterDir, 'hosts', name) : config.home);
+    const env = { ...common, DOSSIER_HOME: home };
+    return new ClusterMember({
+      name,
+      command,
+      home,
+      env,
+      url,
+      logDir: path.join(clusterDir, 'logs'),
+      stopping,
+      log,
+    });
+  };
+  const workers = Array.from({ length: size.workerCount }, (_, i) =>
+    member(`worker-${i + 1}`, 'worker', {
+      ...memberEnv,
+      ...(config.metrics.workerPort
+        ? { DOSSIER_WORKER_METRICS_PORT: String(config.metrics.workerPort + i) }
+        : {}),
+    }),
+  );
+  const gateways = Array.from({ length: size.gatewayCount }, (_, i) =>
+    member(
+      `gateway-${i + 1}`,
+      'gateway',
+      {
+        ...memberEnv,
+        DOSSIER_PORT: String(config.port + i),
+        // A client or load balancer may address any replica by its own port.
+        DOSSIER_ALLOWED_HOSTS: [
+          ...config.allowedHosts,
+          ...Array.from({ length: size.gatewayCount }, (_, j) => `${config.host}:${config.port + j}`),
+        ]
+          .filter(Boolean)
+          .join(','),
+      },
+      gatewayUrl(i),
+    ),
+  );
+  return { workers, gateways };
+}
+
+/** The audit UI: its guard asks the cluster's store whose a token is; it reads Temporal through a read-only door. */
+async function startAuditUi(
+  config: Config,
+  uiBinary: string,
+  at: { address: string; storeUrl: string; uiUrl: string; uiTls: TemporalTls; codecEndpoint: string },
+  stoppers: Stoppers,
+): Promise<UiServer> {
+  const tokens = await openStore(at.storeUrl);
+  stoppers.push(() => tokens.close());
+  // The UI server reaches Temporal through a door that passes its reads only; the door holds its certificate.
+  const reads = await startTemporalReads({ upstream: at.address, tls: at.uiTls, host: '127.0.0.1', port: 0 });
+  stoppers.push(() => reads.stop());
+  const ui = await startUiServer({
+    viewer: (token) => tokens.tokens.resolve(token),
+    binary: uiBinary,
+    dir: path.join(config.home, 'cluster', 'ui'),
+    temporalAddress: reads.address,
+    host: new URL(at.uiUrl).hostname,
+    port: Number(new URL(at.uiUrl).port),
+    namespace: config.namespace,
+    codecEndpoint: at.codecEndpoint,
+  });
+  stoppers.push(() => ui.stop());
+  return ui;
+}
+
+/** The Temporal server, the audit UI's binary and the workflow bundle, found or built at once. */
+function clusterBinaries(config: Config, log: (line: string) => void) {
+  return Promise.all([
+    resolveTemporalServer(config.temporalServerBin, log),
+    resolveUiServer(config.temporalUiServer, log).catch((err: Error) => {
+      log(`dossier: the audit UI will not start: ${err.message}`);
+      return undefined;
+    }),
+    // Bundled once before the workers start, so they all find it cached.
+    workflowBundle(path.join(userCacheDir(), 'workflow-bundles')),
+  ]);
+}
+
+/** Starts the cluster configured by `env` (DOSSIER_* variables), which every member inherits. */
+export async function startCluster(
+  env: NodeJS.ProcessEnv = process.env,
+  opts: ClusterOptions = {},
+): Promise<Cluster> {
+  const config = loadConfig(env);
+  const log = opts.log ?? ((line: string) => console.error(line));
+  const size = clusterSize(config, opts);
   mkdirSync(config.home, { recursive: true, mode: 0o700 });
   const clusterDir = path.join(config.home, 'cluster');
   mkdirSync(path.join(clusterDir, 'logs'), { recursive: true, mode: 0o700 });
   // Made once here, so the members, which share this home, never race to make it.
   payloadKeys(config.payloadKeys, config.home);
-  // Members on homes of their own get the cluster's key by environment (unless one is configured).
-  const sharedKeys =
-    opts.separateHomes && config.payloadKeys.length === 0
-      ? { DOSSIER_PAYLOAD_KEYS: readFileSync(path.join(config.home, 'payload.key'), 'utf8').trim() }
-      : {};
+  const sharedKeys = sharedPayloadKeys(config, opts.separateHomes);
 
-  const stoppers: (() => Promise<void>)[] = [];
+  const stoppers: Stoppers = [];
   let stopping = false;
   const stop = async () => {
     stopping = true;
@@ -156,238 +289,40 @@ export async function startCluster(
     stoppers.length = 0;
   };
   try {
-    const bundleCache = path.join(userCacheDir(), 'workflow-bundles');
-    const [binaries, uiBinary] = await Promise.all([
-      resolveTemporalServer(config.temporalServerBin, log),
-      resolveUiServer(config.temporalUiServer, log).catch((err: Error) => {
-        log(`dossier: the audit UI will not start: ${err.message}`);
-        return undefined;
-      }),
-      // Bundled once before the workers start, so they all find it cached.
-      workflowBundle(bundleCache),
-    ]);
-
-    let postgres: LocalPostgres | undefined;
-    let superuserUrl = opts.postgresUrl;
-    if (!superuserUrl) {
-      postgres = await startLocalPostgres({
-        dir: postgresDir(config),
-        port: opts.postgresPort ?? 7432,
-        maxConnections: 300,
-      });
-      stoppers.push(() => postgres!.stop());
-      superuserUrl = postgres.url;
-    }
-    const base = new URL(superuserUrl);
-    const temporalDb = `${config.namespace.replace(/[^a-z0-9_]/g, '_')}_temporal`;
-    const pgTarget: PostgresTarget = {
-      host: base.hostname,
-      port: Number(base.port || 5432),
-      user: decodeURIComponent(base.username),
-      password: decodeURIComponent(base.password),
-      database: temporalDb,
-    };
-    const storeDb = `${config.namespace.replace(/[^a-z0-9_]/g, '_')}_store`;
-    await databasesOn(superuserUrl, [temporalDb, visibilityDatabase(pgTarget), storeDb]);
-    const storeUrl = withDatabase(superuserUrl, storeDb);
+    const [binaries, uiBinary] = await clusterBinaries(config, log);
+    const { pgTarget, storeUrl } = await clusterDatabases(config, opts, stoppers);
 
     const host = config.host;
-    // Temporal's services announce the address they bind to each other: a wildcard cannot be one.
-    const temporalHost = ['0.0.0.0', '::'].includes(host) ? '127.0.0.1' : host;
-    // Temporal obeys only holders of the cluster's certificates: its own, the members', the UI's.
-    const certs = await ensureTemporalCerts(path.join(clusterDir, 'tls'), { hosts: [temporalHost] });
-    const withName = (set: TemporalTls): TemporalTls => ({ ...set, serverName: TEMPORAL_SERVER_NAME });
-    const clientTls = withName(certs.sets.client);
-    const temporalOpts = {
-      binaries,
-      dir: path.join(clusterDir, 'temporal'),
-      host: temporalHost,
-      ports,
-      pg: pgTarget,
-      tls: certs.sets.server,
-    };
-    let temporal = await startTemporalServer(temporalOpts);
-    stoppers.push(() => temporal.stop());
-    const address = temporal.address;
-    const connection = await connectWhenReady(address, 60_000, clientTls);
-    await ensureNamespace(connection, config.namespace, config.retentionDays);
-    await connection.close();
+    const temporal = await startClusterTemporal(config, binaries, pgTarget, stoppers);
+    const { address, clientTls } = temporal;
     log(`dossier: Temporal ${address} on PostgreSQL ${pgTarget.host}:${pgTarget.port}`);
 
     const uiUrl = config.uiUrl ?? `http://${host}:${config.uiPort}`;
     const gatewayUrl = (i: number) => `http://${host}:${config.port + i}/mcp`;
-    const memberEnv: NodeJS.ProcessEnv = {
-      ...process.env,
-      ...env,
-      DOSSIER_HOME: config.home,
-      DOSSIER_TEMPORAL_ADDRESS: address,
-      DOSSIER_STORE: storeUrl,
-      DOSSIER_UI_URL: uiUrl,
-      DOSSIER_NAMESPACE: config.namespace,
-      // Gateways on this host share one intake folder, whatever their homes.
-      DOSSIER_INBOX: path.resolve(config.inbox),
-      ...tlsEnv(clientTls),
-      ...sharedKeys,
-    };
-    // One exporter address cannot serve several processes.
-    delete memberEnv.DOSSIER_SDK_METRICS_ADDRESS;
-
-    const member = (name: string, command: 'gateway' | 'worker', common: NodeJS.ProcessEnv, url?: string) => {
-      const home = path.resolve(opts.separateHomes ? path.join(clusterDir, 'hosts', name) : config.home);
-      const env = { ...common, DOSSIER_HOME: home };
-      let proc: OwnedProcess | undefined; // the current process, once it is ready
-      let launching: Promise<void> | undefined;
-      let retry: NodeJS.Timeout | undefined;
-      let held = false; // killed without restart: down until start()
-      let failures = 0;
-      const down = () => stopping || held;
-      /** Starts again after `failures` quick deaths: 1 s, 2 s, 4 s … at most 30 s. */
-      const restartLater = () => {
-        const delay = Math.min(30_000, 1_000 * 2 ** Math.min(failures - 1, 5));
-        retry = setTimeout(() => {
-          retry = undefined;
-          if (down()) return;
-          launch().catch((err: Error) => {
-            failures++;
-            log(`dossier: ${name} did not start (${err.message.split('\n')[0]}); trying again`);
-            restartLater();
-          });
-        }, delay);
-      };
-      const launch = (): Promise<void> => {
-        launching = (async () => {
-          const p = await startOwned({
-            name: `dossier ${name}`,
-            command: process.execPath,
-            args: [BIN, command],
-            env,
-            logFile: path.join(clusterDir, 'logs', `${name}.log`),
-            ready: (started) =>
-              new Promise<void>((resolve, reject) => {
-                const check = () => {
-                  if (!/dossier is ready|worker ready/.test(started.tail())) return;
-                  clearTimeout(timer);
-                  started.child.stdout?.off('data', check);
-                  started.child.stderr?.off('data', check);
-                  resolve();
-                };
-                const timer = setTimeout(() => reject(new Error('not ready within 120 s')), 120_000);
-                void started.exited.then(() => clearTimeout(timer));
-                started.child.stdout?.on('data', check);
-                started.child.stderr?.on('data', check);
-                check();
-              }),
-          });
-          proc = p;
-          const upAt = Date.now();
-          void p.exited.then((code) => {
-            if (down() || proc !== p) return;
-            // A member that stayed up a minute starts over at 1 s; one that keeps dying backs off.
-            failures = Date.now() - upAt > 60_000 ? 1 : failures + 1;
-            log(`dossier: ${name} exited (${code ?? p.child.signalCode}); restarting it`);
-            restartLater();
-          });
-        })().finally(() => {
-          launching = undefined;
-        });
-        return launching;
-      };
-      const m: Member = {
-        name,
-        home,
-        url,
-        get process() {
-          return proc!;
-        },
-        async kill(signal = 'SIGKILL', killOpts = {}) {
-          if (killOpts.restart === false) {
-            held = true;
-            clearTimeout(retry);
-          }
-          const current = proc!;
-          current.child.kill(signal);
-          await current.exited;
-        },
-        async start() {
-          held = false;
-          clearTimeout(retry);
-          await launching?.catch(() => undefined);
-          if (!proc || proc.ended) await launch();
-        },
-      };
-      /** Stops it for good: no restart pending, a start under way awaited, then the process stopped. */
-      const halt = async (graceMs: number) => {
-        clearTimeout(retry);
-        await launching?.catch(() => undefined);
-        await proc?.stop(graceMs);
-      };
-      return { m, launch, halt };
-    };
-
-    const workers = Array.from({ length: workerCount }, (_, i) =>
-      member(`worker-${i + 1}`, 'worker', {
-        ...memberEnv,
-        ...(config.metrics.workerPort
-          ? { DOSSIER_WORKER_METRICS_PORT: String(config.metrics.workerPort + i) }
-          : {}),
-      }),
-    );
-    const gateways = Array.from({ length: gatewayCount }, (_, i) =>
-      member(
-        `gateway-${i + 1}`,
-        'gateway',
-        {
-          ...memberEnv,
-          DOSSIER_PORT: String(config.port + i),
-          // A client or load balancer may address any replica by its own port.
-          DOSSIER_ALLOWED_HOSTS: [
-            ...config.allowedHosts,
-            ...Array.from({ length: gatewayCount }, (_, j) => `${host}:${config.port + j}`),
-          ]
-            .filter(Boolean)
-            .join(','),
-        },
-        gatewayUrl(i),
-      ),
-    );
+    const memberEnv = memberEnvironment(env, config, { address, storeUrl, uiUrl, clientTls }, sharedKeys);
+    const { workers, gateways } = clusterMembers(config, opts, size, memberEnv, gatewayUrl, () => stopping);
     stoppers.push(async () => {
       await Promise.all([...gateways, ...workers].map((w) => w.halt(config.shutdownGraceMs + 5_000)));
     });
     // Members start one at a time: each loads the same code, and two cores load it faster in turn.
     for (const w of [...workers, ...gateways]) await w.launch();
 
-    let ui: UiServer | undefined;
     if (uiBinary) {
-      // The UI's guard asks the cluster's store whose a token is.
-      const tokens = await openStore(storeUrl);
-      stoppers.push(() => tokens.close());
-      // The UI server reaches Temporal through a door that passes its reads only; the door holds its certificate.
-      const reads = await startTemporalReads({
-        upstream: address,
-        tls: withName(certs.sets.ui),
-        host: '127.0.0.1',
-        port: 0,
-      });
-      stoppers.push(() => reads.stop());
-      ui = await startUiServer({
-        viewer: (token) => tokens.tokens.resolve(token),
-        binary: uiBinary,
-        dir: path.join(clusterDir, 'ui'),
-        temporalAddress: reads.address,
-        host: new URL(uiUrl).hostname,
-        port: Number(new URL(uiUrl).port),
-        namespace: config.namespace,
-        codecEndpoint: gatewayUrl(0).replace(/\/mcp$/, '/codec'),
-      });
-      stoppers.push(() => ui!.stop());
+      const codecEndpoint = gatewayUrl(0).replace(/\/mcp$/, '/codec');
+      await startAuditUi(
+        config,
+        uiBinary,
+        { address, storeUrl, uiUrl, uiTls: temporal.uiTls, codecEndpoint },
+        stoppers,
+      );
     }
 
     const info: ClusterJson = {
-      mcp_urls: gateways.map(({ m }) => m.url!),
+      mcp_urls: gateways.map((m) => m.url!),
       token: await clusterToken(config, storeUrl),
       temporal_address: address,
-      temporal_tls: { ...certs.sets.client, server_name: TEMPORAL_SERVER_NAME },
-      temporal_metrics_url: temporal.metricsUrl,
+      temporal_tls: { ...temporal.clientCerts, server_name: TEMPORAL_SERVER_NAME },
+      temporal_metrics_url: temporal.server().metricsUrl,
       ui_url: uiUrl,
       namespace: config.namespace,
       store: storeUrl,
@@ -396,21 +331,12 @@ export async function startCluster(
 
     return {
       info,
-      gateways: gateways.map(({ m }) => m),
-      workers: workers.map(({ m }) => m),
+      gateways,
+      workers,
       get temporal() {
-        return temporal;
+        return temporal.server();
       },
-      async restartTemporal(restartOpts = {}) {
-        if (restartOpts.graceful) await temporal.stop();
-        else {
-          temporal.process.child.kill('SIGKILL');
-          await temporal.process.exited;
-        }
-        await new Promise((r) => setTimeout(r, restartOpts.downMs ?? 0));
-        temporal = await startTemporalServer(temporalOpts);
-        await waitForPort(temporalHost, ports.frontend, 60_000);
-      },
+      restartTemporal: (restartOpts) => temporal.restart(restartOpts),
       stop,
     };
   } catch (err) {
