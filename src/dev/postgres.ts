@@ -6,7 +6,7 @@
 // PostgreSQL refuses to run as root. The process-level cluster keeps
 // Temporal's and dossier's databases here; the tests start a throwaway one.
 import { execFile } from 'node:child_process';
-import { startOwned } from './owned.ts';
+import { startOwned, type OwnedProcess } from './owned.ts';
 import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -50,22 +50,21 @@ export function postgresBinDir(env: NodeJS.ProcessEnv = process.env): string {
 
 const USER = 'dossier';
 
-export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<LocalPostgres> {
-  const bin = postgresBinDir();
-  const host = opts.host ?? '127.0.0.1';
-  const data = path.join(opts.dir, 'data');
-  const asRoot = process.getuid?.() === 0;
-  const pgTool = async (cmd: string, args: string[]) => {
-    try {
-      await run(
-        asRoot ? 'runuser' : path.join(bin, cmd),
-        asRoot ? ['-u', 'postgres', '--', path.join(bin, cmd), ...args] : args,
-      );
-    } catch (err) {
-      const e = err as { stderr?: string; message: string };
-      throw new Error(`PostgreSQL ${cmd} failed: ${(e.stderr || e.message).trim()}`);
-    }
-  };
+/** Runs a PostgreSQL program (as the `postgres` user when dossier runs as root). */
+async function pgTool(bin: string, asRoot: boolean, cmd: string, args: string[]) {
+  try {
+    await run(
+      asRoot ? 'runuser' : path.join(bin, cmd),
+      asRoot ? ['-u', 'postgres', '--', path.join(bin, cmd), ...args] : args,
+    );
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`PostgreSQL ${cmd} failed: ${(e.stderr || e.message).trim()}`);
+  }
+}
+
+/** Makes the data folder on first use (initdb, with its password) and returns the password. */
+async function dataFolder(bin: string, opts: LocalPostgresOptions, data: string, asRoot: boolean) {
   mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
   const ids = asRoot
     ? await Promise.all(
@@ -79,7 +78,7 @@ export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<Lo
   if (!existsSync(path.join(data, 'PG_VERSION'))) {
     writeFileSync(passwordFile, `${randomBytes(24).toString('base64url')}\n`, { mode: 0o600 });
     if (ids) chownSync(passwordFile, ids[0]!, ids[1]!);
-    await pgTool('initdb', [
+    await pgTool(bin, asRoot, 'initdb', [
       '-D',
       data,
       '-A',
@@ -97,7 +96,15 @@ export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<Lo
     throw new Error(
       `${data} was made without a password file (${passwordFile}); remove ${opts.dir} to start a new PostgreSQL there, or pass --postgres with the URL of a server to use.`,
     );
-  const password = readFileSync(passwordFile, 'utf8').trim();
+  return readFileSync(passwordFile, 'utf8').trim();
+}
+
+export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<LocalPostgres> {
+  const bin = postgresBinDir();
+  const host = opts.host ?? '127.0.0.1';
+  const data = path.join(opts.dir, 'data');
+  const asRoot = process.getuid?.() === 0;
+  const password = await dataFolder(bin, opts, data, asRoot);
   const urlOf = (db: string) =>
     `postgres://${USER}:${encodeURIComponent(password)}@${host}:${opts.port}/${db}`;
   const start = () =>
@@ -124,22 +131,7 @@ export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<Lo
       stopSignal: opts.durable === false ? 'SIGQUIT' : 'SIGINT',
       ready: () => acceptsConnections(urlOf('postgres'), 60_000),
     });
-  // A server that died with its owner a moment ago may still be leaving (its backends notice the
-  // postmaster's death within a second or so): PostgreSQL refuses to start until it has, then
-  // clears the stale lock itself. Anything else fails at once.
-  let proc;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      proc = await start();
-      break;
-    } catch (err) {
-      const leaving = /lock file "postmaster\.pid" already exists|shared memory block is still in use/.test(
-        (err as Error).message,
-      );
-      if (!leaving || attempt >= 40 || postmasterAlive(data)) throw err;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
+  const proc = await startAfterLeaver(start, data);
   let stopped = false;
   return {
     url: urlOf('postgres'),
@@ -164,6 +156,25 @@ export async function startLocalPostgres(opts: LocalPostgresOptions): Promise<Lo
       await proc.stop(30_000);
     },
   };
+}
+
+/**
+ * A server that died with its owner a moment ago may still be leaving (its backends notice the
+ * postmaster's death within a second or so): PostgreSQL refuses to start until it has, then
+ * clears the stale lock itself. Anything else fails at once.
+ */
+async function startAfterLeaver(start: () => Promise<OwnedProcess>, data: string): Promise<OwnedProcess> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      const leaving = /lock file "postmaster\.pid" already exists|shared memory block is still in use/.test(
+        (err as Error).message,
+      );
+      if (!leaving || attempt >= 40 || postmasterAlive(data)) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
 }
 
 /** Whether the postmaster named in the data folder's lock file is alive (not gone, not a zombie). */
