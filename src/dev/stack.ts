@@ -10,7 +10,7 @@ import { openStore, type Store } from '../store/store.ts';
 import { buildGateway } from '../compose.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import { startHttpGateway, type HttpGateway } from '../mcp/http.ts';
-import { payloadKeys, TeamPayloadCodec } from '../temporal/codec.ts';
+import { payloadKeys, TeamPayloadCodec, type PayloadKey } from '../temporal/codec.ts';
 import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
 import { startWorkers, workflowBundle, type RunningWorkers } from '../worker.ts';
 import { startDevServer, type DevServer } from './devServer.ts';
@@ -54,13 +54,110 @@ export interface StackParts {
   log?: (line: string) => void;
 }
 
+/** Things started so far, stopped in reverse order. */
+type Stoppers = (() => Promise<void>)[];
+
+/** The Temporal dev server of this home (which it locks), and the audit UI's binary if one is found. */
+async function startEmbeddedTemporal(config: Config, log: (line: string) => void, stoppers: Stoppers) {
+  // One stack per home: its dev server owns temporal.db, and dev.json is its.
+  const release = lockHome(config.home);
+  stoppers.push(async () => release());
+  // The audit UI is Temporal's UI server with writes disabled; the dev server's own UI cannot disable them.
+  const [cli, uiBinary] = await Promise.all([
+    resolveTemporalCli({ configured: config.temporalCli, log }),
+    resolveUiServer(config.temporalUiServer, log).catch((err: Error) => {
+      log(`dossier: the audit UI will not start: ${err.message}`);
+      return undefined;
+    }),
+  ]);
+  const temporal = await startDevServer({
+    cli,
+    dbFile: path.join(config.home, 'temporal.db'),
+    port: config.temporalPort,
+    uiPort: config.uiPort,
+    namespace: config.namespace,
+    logFile: path.join(config.home, 'temporal.log'),
+    headless: true,
+  });
+  stoppers.push(() => temporal.stop());
+  return { temporal, uiBinary };
+}
+
+/** The angr provider and the unpackers install in the background (once, about a minute); their tools wait for them. */
+function provisionInBackground(config: Config, log: (line: string) => void) {
+  if (config.capabilities.includes('analysis') && !cachedProvider(config.analysis.python)) {
+    provisionProvider(config.analysis.python, { log }).catch((err: Error) =>
+      log(
+        `dossier: the angr provider could not be provisioned (${err.message}); analysis tools will fail until \`npm run provision:analysis\` succeeds.`,
+      ),
+    );
+  }
+  if (config.capabilities.includes('extract') && !cachedFlash(config.analysis.python)) {
+    flashUnpackers(config.analysis.python, log).catch((err: Error) =>
+      log(
+        `dossier: the flash unpackers could not be provisioned (${err.message}); JFFS2 and UBI extractions will try again.`,
+      ),
+    );
+  }
+  if (config.capabilities.includes('extract') && !cachedUnblob(config.analysis.python)) {
+    unblobEnv(config.analysis.python, log).catch((err: Error) =>
+      log(
+        `dossier: unblob could not be provisioned (${err.message}); extractions that need it will try again.`,
+      ),
+    );
+  }
+}
+
+/** The gateway and its HTTP transport; with workers in this process it shares their connection. */
+async function startGatewayHttp(
+  config: Config,
+  store: Store,
+  via: { connection: Connection; workers: RunningWorkers | undefined; uiUrl: string; keys: PayloadKey[] },
+  parts: StackParts,
+  stoppers: Stoppers,
+) {
+  const { connection, workers, uiUrl, keys } = via;
+  // With workers in this process, the gateway shares their connection: launches start eagerly.
+  const gateway = workers
+    ? buildGateway(config, store, workers.connection, uiUrl, { eagerStart: true })
+    : buildGateway(config, store, connection, uiUrl);
+  if (parts.resumeLaunches !== false) {
+    const stopBackground = gateway.startBackgroundWork();
+    stoppers.push(async () => stopBackground());
+  }
+  const http = await startHttpGateway(gateway, store.tokens, {
+    host: config.host,
+    port: config.port,
+    maxRequestBytes: config.maxRequestBytes,
+    maxUploadBytes: config.maxUploadBytes,
+    maxJsonDepth: config.maxJsonDepth,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+    codec: new TeamPayloadCodec(keys),
+    keys,
+    metricsToken: config.metrics.token,
+    sessionStore: store.sessions,
+    ...config.http,
+  });
+  stoppers.push(() => http.close());
+  return { http, gateway };
+}
+
+/** A worker without a gateway in its process serves its metrics on a listener of its own. */
+async function startWorkerMetrics(config: Config, log: (line: string) => void, stoppers: Stoppers) {
+  if (!config.metrics.workerPort) return;
+  const listener = await startMetricsListener(config.host, config.metrics.workerPort, config.metrics.token);
+  stoppers.push(() => new Promise<void>((resolve) => listener.close(() => resolve())));
+  log(`dossier: worker metrics on http://${config.host}:${config.metrics.workerPort}/metrics`);
+}
+
 export async function startStack(config: Config, parts: StackParts = {}): Promise<Stack> {
   const log = parts.log ?? ((line: string) => console.error(line));
   // dossier's state is the worker's alone: no other uid (sandboxed programs included) may enter it.
   mkdirSync(config.home, { recursive: true, mode: 0o700 });
   chmodSync(config.home, 0o700);
   const keys = payloadKeys(config.payloadKeys, config.home);
-  const stoppers: (() => Promise<void>)[] = [];
+  const stoppers: Stoppers = [];
   const stop = async () => {
     for (const s of stoppers.reverse()) await s().catch((err) => log(`dossier: while stopping: ${err}`));
     stoppers.length = 0;
@@ -78,36 +175,14 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
           );
     bundling?.catch(() => undefined);
 
-    let temporal: DevServer | undefined;
-    let address = config.temporalAddress;
-    let uiUrl = config.uiUrl;
-    let uiBinary: string | undefined;
-    if (!address && parts.temporal !== false) {
-      // One stack per home: its dev server owns temporal.db, and dev.json is its.
-      const release = lockHome(config.home);
-      stoppers.push(async () => release());
-      // The audit UI is Temporal's UI server with writes disabled; the dev server's own UI cannot disable them.
-      const [cli, ui] = await Promise.all([
-        resolveTemporalCli({ configured: config.temporalCli, log }),
-        resolveUiServer(config.temporalUiServer, log).catch((err: Error) => {
-          log(`dossier: the audit UI will not start: ${err.message}`);
-          return undefined;
-        }),
-      ]);
-      uiBinary = ui;
-      temporal = await startDevServer({
-        cli,
-        dbFile: path.join(config.home, 'temporal.db'),
-        port: config.temporalPort,
-        uiPort: config.uiPort,
-        namespace: config.namespace,
-        logFile: path.join(config.home, 'temporal.log'),
-        headless: true,
-      });
-      stoppers.push(() => temporal!.stop());
-      address = temporal.address;
-      uiUrl ??= temporal.uiUrl;
-    }
+    const embedded =
+      !config.temporalAddress && parts.temporal !== false
+        ? await startEmbeddedTemporal(config, log, stoppers)
+        : undefined;
+    const temporal = embedded?.temporal;
+    const uiBinary = embedded?.uiBinary;
+    const address = config.temporalAddress ?? temporal?.address;
+    let uiUrl = config.uiUrl ?? temporal?.uiUrl;
     if (!address)
       throw new Error(
         'No Temporal to connect to: set DOSSIER_TEMPORAL_ADDRESS or let dossier start its dev server.',
@@ -128,68 +203,15 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     if (bundling) {
       workers = await startWorkers({ config, store, address, tls, bundle: await bundling });
       stoppers.push(() => workers!.shutdown());
-      // The angr provider installs in the background (once, about a minute); analyses wait for it.
-      if (config.capabilities.includes('analysis') && !cachedProvider(config.analysis.python)) {
-        provisionProvider(config.analysis.python, { log }).catch((err: Error) =>
-          log(
-            `dossier: the angr provider could not be provisioned (${err.message}); analysis tools will fail until \`npm run provision:analysis\` succeeds.`,
-          ),
-        );
-      }
-      if (config.capabilities.includes('extract') && !cachedFlash(config.analysis.python)) {
-        flashUnpackers(config.analysis.python, log).catch((err: Error) =>
-          log(
-            `dossier: the flash unpackers could not be provisioned (${err.message}); JFFS2 and UBI extractions will try again.`,
-          ),
-        );
-      }
-      if (config.capabilities.includes('extract') && !cachedUnblob(config.analysis.python)) {
-        unblobEnv(config.analysis.python, log).catch((err: Error) =>
-          log(
-            `dossier: unblob could not be provisioned (${err.message}); extractions that need it will try again.`,
-          ),
-        );
-      }
+      provisionInBackground(config, log);
     }
 
-    // A worker without a gateway in its process serves its metrics on a listener of its own.
-    if (workers && parts.gateway === false && config.metrics.workerPort) {
-      const listener = await startMetricsListener(
-        config.host,
-        config.metrics.workerPort,
-        config.metrics.token,
-      );
-      stoppers.push(() => new Promise<void>((resolve) => listener.close(() => resolve())));
-      log(`dossier: worker metrics on http://${config.host}:${config.metrics.workerPort}/metrics`);
-    }
+    if (workers && parts.gateway === false) await startWorkerMetrics(config, log, stoppers);
 
-    let http: HttpGateway | undefined;
-    let gateway: Gateway | undefined;
-    if (parts.gateway !== false) {
-      // With workers in this process, the gateway shares their connection: launches start eagerly.
-      gateway = workers
-        ? buildGateway(config, store, workers.connection, uiUrl, { eagerStart: true })
-        : buildGateway(config, store, connection, uiUrl);
-      if (parts.resumeLaunches !== false) {
-        const stopBackground = gateway.startBackgroundWork();
-        stoppers.push(async () => stopBackground());
-      }
-      http = await startHttpGateway(gateway, store.tokens, {
-        host: config.host,
-        port: config.port,
-        maxRequestBytes: config.maxRequestBytes,
-        maxUploadBytes: config.maxUploadBytes,
-        maxJsonDepth: config.maxJsonDepth,
-        allowedHosts: config.allowedHosts,
-        allowedOrigins: config.allowedOrigins,
-        codec: new TeamPayloadCodec(keys),
-        keys,
-        metricsToken: config.metrics.token,
-        sessionStore: store.sessions,
-        ...config.http,
-      });
-      stoppers.push(() => http!.close());
-    }
+    const { http, gateway } =
+      parts.gateway !== false
+        ? await startGatewayHttp(config, store, { connection, workers, uiUrl, keys }, parts, stoppers)
+        : { http: undefined, gateway: undefined };
 
     if (uiBinary && temporal) {
       const ui = await startUiServer({
