@@ -19,7 +19,7 @@ import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
 import { bearerToken } from '../mcp/requests.ts';
-import { ownExecutions, pageTokens, scopeUiRequest, type PageTokens } from './uiScope.ts';
+import { ownExecutions, pageTokens, scopeUiRequest, type PageTokens, type ScopedRequest } from './uiScope.ts';
 import { DECODE_PATH, forwardDecode } from './uiCodec.ts';
 import { AUDIT_LANDING, AUDIT_VIEW_PATH, auditViewPage } from './uiAuditView.ts';
 import {
@@ -112,6 +112,75 @@ function viewerToken(req: IncomingMessage, signIn: SignIn): string | undefined {
   return session ? signIn.sessions.token(session) : undefined;
 }
 
+/** The UI's codec requests: a signed-in viewer's, from this UI's own pages, POST only. */
+async function decode(req: IncomingMessage, res: ServerResponse, signIn: SignIn, codec: string | undefined) {
+  if (req.method !== 'POST') {
+    req.resume();
+    return refuse(res, 405, 'POST the payloads to open: {"payloads": [...]}.', { allow: 'POST' });
+  }
+  // A page of another site, or of another port of this host, opens nothing in the viewer's name.
+  if (!fromOwnPages(req)) {
+    req.resume();
+    return refuse(res, 403, 'Payloads open only for this audit UI’s own pages.');
+  }
+  const token = viewerToken(req, signIn);
+  if (!token || !(await signIn.viewer(token))) {
+    req.resume();
+    return refuse(res, 401, `Sign in at ${SIGN_IN_PATH} to read your team's payloads.`);
+  }
+  return forwardDecode(req, res, codec, token);
+}
+
+/** Passes a scoped read to the UI server without the viewer's credentials, rewriting lists and history pages. */
+function forward(
+  req: IncomingMessage,
+  res: ServerResponse,
+  to: {
+    upstream: { host: string; port: number };
+    scoped: Exclude<ScopedRequest, { refuse: number }>;
+    team: string;
+    tokens: PageTokens;
+  },
+) {
+  const { scoped } = to;
+  const headers = endToEnd(req.headers);
+  for (const h of CREDENTIALS) delete headers[h];
+  // A list or history page is read whole and rewritten: it must come back uncompressed.
+  if (scoped.filter) delete headers['accept-encoding'];
+  const upstream = http.request(
+    {
+      host: to.upstream.host,
+      port: to.upstream.port,
+      method: req.method,
+      path: scoped.forward,
+      headers,
+      timeout: UPSTREAM_TIMEOUT_MS,
+    },
+    (reply) => {
+      if (scoped.filter && reply.statusCode === 200 && req.method === 'GET') {
+        const bound = scoped.bound ?? '';
+        return void rewritten(reply, res, (body) =>
+          scoped.filter === 'executions' ? ownExecutions(body, to.team) : sealPage(body, bound, to.tokens),
+        );
+      }
+      const { 'content-length': length } = reply.headers;
+      res.writeHead(reply.statusCode ?? 502, {
+        ...endToEnd(reply.headers),
+        ...(length !== undefined ? { 'content-length': length } : {}),
+      });
+      // A reply cut short upstream ends the browser's too, rather than leaving it waiting.
+      pipeline(reply, res).catch(() => res.destroy());
+    },
+  );
+  upstream.on('timeout', () => upstream.destroy(new Error('timeout')));
+  upstream.on('error', () => {
+    if (!res.headersSent) refuse(res, 502, 'The audit UI server did not answer; is it running?');
+    else res.destroy();
+  });
+  res.on('close', () => upstream.destroy());
+  upstream.end();
+}
+
 /**
  * Serves `host:port` for the UI server at `upstream`: signed-in viewers only, each seeing the
  * workflows of its own team in `namespace`, reads only.
@@ -128,28 +197,10 @@ export async function startUiGuard(opts: {
   // History page tokens are sealed under a key of this guard's own: a restart asks pages anew.
   const tokens = pageTokens(randomBytes(32));
   const signIn: SignIn = { viewer: opts.viewer, sessions: new UiSessions(), cookie: uiCookie(opts.port) };
-  /** The UI's codec requests: a signed-in viewer's, from this UI's own pages, POST only. */
-  const decode = async (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method !== 'POST') {
-      req.resume();
-      return refuse(res, 405, 'POST the payloads to open: {"payloads": [...]}.', { allow: 'POST' });
-    }
-    // A page of another site, or of another port of this host, opens nothing in the viewer's name.
-    if (!fromOwnPages(req)) {
-      req.resume();
-      return refuse(res, 403, 'Payloads open only for this audit UI’s own pages.');
-    }
-    const token = viewerToken(req, signIn);
-    if (!token || !(await opts.viewer(token))) {
-      req.resume();
-      return refuse(res, 401, `Sign in at ${SIGN_IN_PATH} to read your team's payloads.`);
-    }
-    return forwardDecode(req, res, opts.codec, token);
-  };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const pathname = (req.url ?? '/').split('?')[0];
     if (pathname === SIGN_IN_PATH || pathname === SIGN_OUT_PATH) return signInPage(req, res, signIn);
-    if (pathname === DECODE_PATH) return decode(req, res);
+    if (pathname === DECODE_PATH) return decode(req, res, signIn, opts.codec);
     if (!(UI_READ_METHODS as readonly string[]).includes(req.method ?? '')) {
       req.resume();
       return refuse(res, 405, 'The audit UI is read-only: only GET and HEAD reach it.', {
@@ -179,42 +230,7 @@ export async function startUiGuard(opts: {
     }
     const scoped = scopeUiRequest(req.url ?? '/', viewer.team, opts.namespace, tokens);
     if ('refuse' in scoped) return refuse(res, scoped.refuse, scoped.message);
-    const headers = endToEnd(req.headers);
-    for (const h of CREDENTIALS) delete headers[h];
-    // A list or history page is read whole and rewritten: it must come back uncompressed.
-    if (scoped.filter) delete headers['accept-encoding'];
-    const upstream = http.request(
-      {
-        host: opts.upstream.host,
-        port: opts.upstream.port,
-        method: req.method,
-        path: scoped.forward,
-        headers,
-        timeout: UPSTREAM_TIMEOUT_MS,
-      },
-      (reply) => {
-        if (scoped.filter && reply.statusCode === 200 && req.method === 'GET') {
-          const bound = scoped.bound ?? '';
-          return void rewritten(reply, res, (body) =>
-            scoped.filter === 'executions' ? ownExecutions(body, viewer.team) : sealPage(body, bound, tokens),
-          );
-        }
-        const { 'content-length': length } = reply.headers;
-        res.writeHead(reply.statusCode ?? 502, {
-          ...endToEnd(reply.headers),
-          ...(length !== undefined ? { 'content-length': length } : {}),
-        });
-        // A reply cut short upstream ends the browser's too, rather than leaving it waiting.
-        pipeline(reply, res).catch(() => res.destroy());
-      },
-    );
-    upstream.on('timeout', () => upstream.destroy(new Error('timeout')));
-    upstream.on('error', () => {
-      if (!res.headersSent) refuse(res, 502, 'The audit UI server did not answer; is it running?');
-      else res.destroy();
-    });
-    res.on('close', () => upstream.destroy());
-    upstream.end();
+    forward(req, res, { upstream: opts.upstream, scoped, team: viewer.team, tokens });
   };
   const server = http.createServer((req, res) => {
     handle(req, res).catch(() => {
