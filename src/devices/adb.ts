@@ -77,50 +77,144 @@ export function adbRun(relay: AdbRelay, run: Omit<HelperRun, 'env'>): HelperRun 
   };
 }
 
+/** The phone an adb session talks to, and how its adb reaches the server. */
+interface AdbTarget {
+  /** The device's name in dossier's registry. */
+  device: string;
+  serial: string;
+  sandbox: Sandbox;
+  relay: AdbRelay;
+}
+
+interface AdbOptions {
+  timeoutMs: number;
+  maxOutputBytes: number;
+  signal: AbortSignal;
+  stdin?: string;
+  mounts?: { host: string; inside: string }[];
+}
+
+/** One adb command, its output capped; the adb server is reached through the relay only. */
+async function runAdb(to: AdbTarget, args: string[], opts: AdbOptions): Promise<ExecResult> {
+  const { sandbox, relay, serial } = to;
+  const t0 = performance.now();
+  const helper = streamHelper(
+    sandbox,
+    adbRun(relay, {
+      program: 'adb',
+      pkg: 'adb',
+      args: ['-s', serial, ...args],
+      mounts: opts.mounts,
+      timeoutMs: opts.timeoutMs,
+    }),
+  );
+  const stdout = new CappedOutput(opts.maxOutputBytes);
+  const stderr = new CappedOutput(opts.maxOutputBytes);
+  helper.stdout.on('data', (c: Buffer) => stdout.push(c));
+  helper.stderr?.on('data', (c: Buffer) => stderr.push(c));
+  const onAbort = () => helper.stop();
+  const stopAbort = whenAborted(opts.signal, onAbort);
+  let code: number | null = 0;
+  let endedBy: ExecResult['endedBy'] = 'exit';
+  try {
+    await helper.done;
+  } catch (err) {
+    if (err instanceof DossierError && err.code === 'provider_timeout') endedBy = 'timeout';
+    code = Number(/exit (\d+)/.exec((err as Error).message)?.[1] ?? 1);
+  } finally {
+    stopAbort();
+  }
+  if (opts.signal.aborted) endedBy = 'cancel';
+  return { code, signal: null, endedBy, stdout, stderr, durationMs: Math.round(performance.now() - t0) };
+}
+
+/** A file's bytes, or a folder as a tar stream, from the device. */
+async function pullPath(to: AdbTarget, path: string): Promise<{ kind: 'file' | 'dir'; stream: Readable }> {
+  const stat = await runAdb(
+    to,
+    ['shell', `[ -d ${quote(path)} ] && echo dir || ([ -e ${quote(path)} ] && echo file)`],
+    { timeoutMs: 30_000, maxOutputBytes: 64, signal: new AbortController().signal },
+  );
+  const kind = stat.stdout.text().trim();
+  if (kind !== 'dir' && kind !== 'file')
+    throw new DossierError(
+      'not_found',
+      `No ${path} on device ${to.device}.`,
+      'Check the path on the device.',
+      { path },
+    );
+  const command = kind === 'dir' ? `tar -cf - -C ${quote(path)} .` : `cat ${quote(path)}`;
+  const helper = streamHelper(
+    to.sandbox,
+    adbRun(to.relay, {
+      program: 'adb',
+      pkg: 'adb',
+      args: ['-s', to.serial, 'exec-out', command],
+      timeoutMs: 30 * 60_000,
+    }),
+  );
+  return { kind, stream: helper.stdout as Readable };
+}
+
+/** Writes `file` to `path` on the device beside it first, then moves it into place. */
+async function pushFile(to: AdbTarget, file: string, path: string, mode: number, overwrite: boolean) {
+  const quiet = { maxOutputBytes: 64 * 1024, signal: new AbortController().signal };
+  const refuse = () =>
+    new DossierError(
+      'invalid_params',
+      `${path} already exists on device ${to.device}; nothing was written.`,
+      'Pass overwrite: true to replace it, with a new idempotency_key.',
+      { path },
+    );
+  const exists = await runAdb(to, ['shell', `[ -e ${quote(path)} ] && echo exists || echo absent`], {
+    ...quiet,
+    timeoutMs: 30_000,
+  });
+  if (exists.stdout.text().trim() === 'exists' && !overwrite) throw refuse();
+  // Bytes go to a name of their own beside the target, then move into place
+  // (mv -n when nothing may be replaced): the target is never half written.
+  const staged = `${path}.dossier-${randomBytes(6).toString('hex')}`;
+  const sent = await runAdb(to, ['push', '/input/file', staged], {
+    ...quiet,
+    timeoutMs: 30 * 60_000,
+    mounts: [{ host: file, inside: '/input/file' }],
+  });
+  const cleanup = `rm -f ${quote(staged)}`;
+  if (sent.code !== 0) {
+    await runAdb(to, ['shell', cleanup], { ...quiet, timeoutMs: 30_000 });
+    throw new DossierError(
+      'invalid_params',
+      `Cannot write ${path} on device ${to.device}: ${sent.stderr.text().trim() || sent.stdout.text().trim()}`,
+      'Check the folder exists and is writable by the shell user.',
+      { path },
+    );
+  }
+  const placed = await runAdb(
+    to,
+    [
+      'shell',
+      `if ! chmod ${mode.toString(8)} ${quote(staged)}; then ${cleanup}; echo chmod failed; ` +
+        `else mv ${overwrite ? '-f' : '-n'} ${quote(staged)} ${quote(path)}; ` +
+        `if [ -e ${quote(staged)} ]; then ${cleanup}; echo exists; else echo placed; fi; fi`,
+    ],
+    { ...quiet, timeoutMs: 60_000 },
+  );
+  const outcome = placed.stdout.text().trim();
+  if (outcome !== 'placed') {
+    if (outcome === 'exists' && !overwrite) throw refuse();
+    throw new DossierError(
+      'invalid_params',
+      `Cannot place the pushed file at ${path} on device ${to.device}: ${outcome} ${placed.stderr.text().trim()}`,
+      'Check the folder is writable by the shell user.',
+      { path },
+    );
+  }
+}
+
 export async function openAdb(device: string, serial: string, sandbox: Sandbox): Promise<DeviceSession> {
   const relay = await adbServerRelay();
-  /** One adb command, its output capped; the adb server is reached through the relay only. */
-  async function adb(
-    args: string[],
-    opts: {
-      timeoutMs: number;
-      maxOutputBytes: number;
-      signal: AbortSignal;
-      stdin?: string;
-      mounts?: { host: string; inside: string }[];
-    },
-  ): Promise<ExecResult> {
-    const t0 = performance.now();
-    const helper = streamHelper(
-      sandbox,
-      adbRun(relay, {
-        program: 'adb',
-        pkg: 'adb',
-        args: ['-s', serial, ...args],
-        mounts: opts.mounts,
-        timeoutMs: opts.timeoutMs,
-      }),
-    );
-    const stdout = new CappedOutput(opts.maxOutputBytes);
-    const stderr = new CappedOutput(opts.maxOutputBytes);
-    helper.stdout.on('data', (c: Buffer) => stdout.push(c));
-    helper.stderr?.on('data', (c: Buffer) => stderr.push(c));
-    const onAbort = () => helper.stop();
-    const stopAbort = whenAborted(opts.signal, onAbort);
-    let code: number | null = 0;
-    let endedBy: ExecResult['endedBy'] = 'exit';
-    try {
-      await helper.done;
-    } catch (err) {
-      if (err instanceof DossierError && err.code === 'provider_timeout') endedBy = 'timeout';
-      code = Number(/exit (\d+)/.exec((err as Error).message)?.[1] ?? 1);
-    } finally {
-      stopAbort();
-    }
-    if (opts.signal.aborted) endedBy = 'cancel';
-    return { code, signal: null, endedBy, stdout, stderr, durationMs: Math.round(performance.now() - t0) };
-  }
-
+  const to: AdbTarget = { device, serial, sandbox, relay };
+  const adb = (args: string[], opts: AdbOptions) => runAdb(to, args, opts);
   let state: ExecResult;
   try {
     state = await adb(['get-state'], {
@@ -143,83 +237,8 @@ export async function openAdb(device: string, serial: string, sandbox: Sandbox):
 
   return {
     exec: (req) => adb(['shell', commandLine(req.argv, req.env)], req),
-    async pull(path) {
-      const stat = await adb(
-        ['shell', `[ -d ${quote(path)} ] && echo dir || ([ -e ${quote(path)} ] && echo file)`],
-        { timeoutMs: 30_000, maxOutputBytes: 64, signal: new AbortController().signal },
-      );
-      const kind = stat.stdout.text().trim();
-      if (kind !== 'dir' && kind !== 'file')
-        throw new DossierError(
-          'not_found',
-          `No ${path} on device ${device}.`,
-          'Check the path on the device.',
-          { path },
-        );
-      const command = kind === 'dir' ? `tar -cf - -C ${quote(path)} .` : `cat ${quote(path)}`;
-      const helper = streamHelper(
-        sandbox,
-        adbRun(relay, {
-          program: 'adb',
-          pkg: 'adb',
-          args: ['-s', serial, 'exec-out', command],
-          timeoutMs: 30 * 60_000,
-        }),
-      );
-      return { kind, stream: helper.stdout as Readable };
-    },
-    async push(file, path, mode, overwrite) {
-      const quiet = { maxOutputBytes: 64 * 1024, signal: new AbortController().signal };
-      const refuse = () =>
-        new DossierError(
-          'invalid_params',
-          `${path} already exists on device ${device}; nothing was written.`,
-          'Pass overwrite: true to replace it, with a new idempotency_key.',
-          { path },
-        );
-      const exists = await adb(['shell', `[ -e ${quote(path)} ] && echo exists || echo absent`], {
-        ...quiet,
-        timeoutMs: 30_000,
-      });
-      if (exists.stdout.text().trim() === 'exists' && !overwrite) throw refuse();
-      // Bytes go to a name of their own beside the target, then move into place
-      // (mv -n when nothing may be replaced): the target is never half written.
-      const staged = `${path}.dossier-${randomBytes(6).toString('hex')}`;
-      const sent = await adb(['push', '/input/file', staged], {
-        ...quiet,
-        timeoutMs: 30 * 60_000,
-        mounts: [{ host: file, inside: '/input/file' }],
-      });
-      const cleanup = `rm -f ${quote(staged)}`;
-      if (sent.code !== 0) {
-        await adb(['shell', cleanup], { ...quiet, timeoutMs: 30_000 });
-        throw new DossierError(
-          'invalid_params',
-          `Cannot write ${path} on device ${device}: ${sent.stderr.text().trim() || sent.stdout.text().trim()}`,
-          'Check the folder exists and is writable by the shell user.',
-          { path },
-        );
-      }
-      const placed = await adb(
-        [
-          'shell',
-          `if ! chmod ${mode.toString(8)} ${quote(staged)}; then ${cleanup}; echo chmod failed; ` +
-            `else mv ${overwrite ? '-f' : '-n'} ${quote(staged)} ${quote(path)}; ` +
-            `if [ -e ${quote(staged)} ]; then ${cleanup}; echo exists; else echo placed; fi; fi`,
-        ],
-        { ...quiet, timeoutMs: 60_000 },
-      );
-      const outcome = placed.stdout.text().trim();
-      if (outcome !== 'placed') {
-        if (outcome === 'exists' && !overwrite) throw refuse();
-        throw new DossierError(
-          'invalid_params',
-          `Cannot place the pushed file at ${path} on device ${device}: ${outcome} ${placed.stderr.text().trim()}`,
-          'Check the folder is writable by the shell user.',
-          { path },
-        );
-      }
-    },
+    pull: (path) => pullPath(to, path),
+    push: (file, path, mode, overwrite) => pushFile(to, file, path, mode, overwrite),
     async logs(req) {
       if (req.source !== 'logcat')
         throw new DossierError(
