@@ -3,7 +3,7 @@
 // from memory only, and every command is argv quoted for the device's shell.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
 import { DossierError } from '../domain/errors.ts';
 import {
@@ -66,37 +66,32 @@ function droppedHandshake(err: Error & { code?: string }): boolean {
   return /lost before handshake/i.test(err.message) || err.code === 'ECONNRESET';
 }
 
-export async function openSsh(
-  device: string,
-  config: SshConfig,
-  credential: SshCredential,
-): Promise<DeviceSession> {
-  let client = new Client();
-  for (let attempt = 1; ; attempt++) {
-    const failure = await handshake(client, device, config, credential);
-    if (!failure) break;
-    client.end();
-    if (!failure.dropped || attempt >= HANDSHAKE_ATTEMPTS) throw failure.error;
-    await new Promise((r) => setTimeout(r, HANDSHAKE_PAUSE_MS * attempt * (0.5 + Math.random())));
-    client = new Client();
-  }
+/** A connected device: its command channels and its SFTP session (opened once, on first use). */
+class SshConnection {
+  private sftpSession: Promise<SFTPWrapper> | undefined;
 
-  const channel = (command: string) =>
-    new Promise<ClientChannel>((resolve, reject) =>
-      client.exec(command, (err, stream) =>
+  constructor(
+    readonly device: string,
+    readonly client: Client,
+  ) {}
+
+  channel(command: string): Promise<ClientChannel> {
+    return new Promise<ClientChannel>((resolve, reject) =>
+      this.client.exec(command, (err, stream) =>
         err
-          ? reject(unavailable(device, err.message, 'Retry with a new key once the device answers.'))
+          ? reject(unavailable(this.device, err.message, 'Retry with a new key once the device answers.'))
           : resolve(stream),
       ),
     );
-  let sftpSession: Promise<SFTPWrapper> | undefined;
-  const sftp = () => {
-    sftpSession ??= new Promise<SFTPWrapper>((resolve, reject) =>
-      client.sftp((err, s) =>
+  }
+
+  sftp(): Promise<SFTPWrapper> {
+    this.sftpSession ??= new Promise<SFTPWrapper>((resolve, reject) =>
+      this.client.sftp((err, s) =>
         err
           ? reject(
               unavailable(
-                device,
+                this.device,
                 `no SFTP: ${err.message}`,
                 'Enable the sftp subsystem in the device’s sshd.',
               ),
@@ -104,12 +99,13 @@ export async function openSsh(
           : resolve(s),
       ),
     );
-    return sftpSession;
-  };
+    return this.sftpSession;
+  }
 
-  async function run(command: string, req: Omit<ExecRequest, 'argv' | 'env'>): Promise<ExecResult> {
+  /** One command, its output capped, ended on timeout or cancel. */
+  async run(command: string, req: Omit<ExecRequest, 'argv' | 'env'>): Promise<ExecResult> {
     const t0 = performance.now();
-    const stream = await channel(command);
+    const stream = await this.channel(command);
     const stdout = new CappedOutput(req.maxOutputBytes);
     const stderr = new CappedOutput(req.maxOutputBytes);
     stream.on('data', (c: Buffer) => stdout.push(c));
@@ -134,110 +130,143 @@ export async function openSsh(
   }
 
   /** A file's size on the device, or 0 when it does not exist yet (tail -F waits for it). */
-  async function sizeOf(path: string): Promise<number> {
-    const s = await sftp();
+  async sizeOf(path: string): Promise<number> {
+    const s = await this.sftp();
     return new Promise((resolve) => s.stat(path, (err, st) => resolve(err ? 0 : Number(st.size))));
   }
+}
 
-  return {
-    exec: (req) => run(commandLine(req.argv, req.env), req),
+/** Connects, trying again (after a short random pause) while the device drops the handshake. */
+async function connect(device: string, config: SshConfig, credential: SshCredential): Promise<Client> {
+  let client = new Client();
+  for (let attempt = 1; ; attempt++) {
+    const failure = await handshake(client, device, config, credential);
+    if (!failure) return client;
+    client.end();
+    if (!failure.dropped || attempt >= HANDSHAKE_ATTEMPTS) throw failure.error;
+    await new Promise((r) => setTimeout(r, HANDSHAKE_PAUSE_MS * attempt * (0.5 + Math.random())));
+    client = new Client();
+  }
+}
 
-    async pull(path, signal) {
-      const s = await sftp();
-      const stat = await new Promise<{ isDirectory(): boolean }>((resolve, reject) =>
-        s.stat(path, (err, st) =>
-          err
-            ? reject(
-                new DossierError(
-                  'not_found',
-                  `No ${path} on device ${device}.`,
-                  'Check the path on the device.',
-                  { path },
-                ),
+/** A file over SFTP, or a folder as a tar stream. */
+async function pull(
+  c: SshConnection,
+  path: string,
+  signal: AbortSignal,
+): Promise<{ kind: 'file' | 'dir'; stream: Readable }> {
+  const { device } = c;
+  const s = await c.sftp();
+  const stat = await new Promise<{ isDirectory(): boolean }>((resolve, reject) =>
+    s.stat(path, (err, st) =>
+      err
+        ? reject(
+            new DossierError(
+              'not_found',
+              `No ${path} on device ${device}.`,
+              'Check the path on the device.',
+              { path },
+            ),
+          )
+        : resolve(st),
+    ),
+  );
+  if (!stat.isDirectory()) {
+    const stream = s.createReadStream(path);
+    whenAborted(signal, () => stream.destroy(new Error('cancelled')));
+    return { kind: 'file', stream };
+  }
+  const tar = await c.channel(
+    commandLine(['tar', '-cf', '-', '-C', path, '.'], { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }),
+  );
+  tar.end();
+  const out = new PassThrough();
+  tar.pipe(out);
+  whenAborted(signal, () => (tar.close(), out.destroy(new Error('cancelled'))));
+  return { kind: 'dir', stream: out };
+}
+
+/** Writes `file` to `path` over SFTP; without `overwrite`, an existing file is refused and left alone. */
+async function push(c: SshConnection, file: string, path: string, mode: number, overwrite: boolean) {
+  const { device } = c;
+  const s = await c.sftp();
+  const handle = await new Promise<Buffer>((resolve, reject) =>
+    // wx: create, failing if it exists; nothing is written then.
+    s.open(path, overwrite ? 'w' : 'wx', { mode }, (err, h) => {
+      if (!err) return resolve(h);
+      // SFTP reports "exists" as a generic failure: ask, to say which it was.
+      s.stat(path, (missing) =>
+        reject(
+          !missing && !overwrite
+            ? new DossierError(
+                'invalid_params',
+                `${path} already exists on device ${device}; nothing was written.`,
+                'Pass overwrite: true to replace it, with a new idempotency_key.',
+                { path },
               )
-            : resolve(st),
+            : new DossierError(
+                'invalid_params',
+                `Cannot write ${path} on device ${device}: ${err.message}`,
+                'Check the folder exists and is writable by the device user.',
+                { path },
+              ),
         ),
       );
-      if (!stat.isDirectory()) {
-        const stream = s.createReadStream(path);
-        whenAborted(signal, () => stream.destroy(new Error('cancelled')));
-        return { kind: 'file', stream };
-      }
-      const tar = await channel(
-        commandLine(['tar', '-cf', '-', '-C', path, '.'], { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }),
+    }),
+  );
+  let position = 0;
+  try {
+    for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+      await new Promise<void>((resolve, reject) =>
+        s.write(handle, chunk, 0, chunk.length, position, (err) => (err ? reject(err) : resolve())),
       );
-      tar.end();
-      const out = new PassThrough();
-      tar.pipe(out);
-      whenAborted(signal, () => (tar.close(), out.destroy(new Error('cancelled'))));
-      return { kind: 'dir', stream: out };
-    },
+      position += chunk.length;
+    }
+    await new Promise<void>((resolve, reject) =>
+      s.fchmod(handle, mode, (err) => (err ? reject(err) : resolve())),
+    );
+  } finally {
+    await new Promise<void>((resolve) => s.close(handle, () => resolve()));
+  }
+}
 
-    async push(file, path, mode, overwrite) {
-      const s = await sftp();
-      const handle = await new Promise<Buffer>((resolve, reject) =>
-        // wx: create, failing if it exists; nothing is written then.
-        s.open(path, overwrite ? 'w' : 'wx', { mode }, (err, h) => {
-          if (!err) return resolve(h);
-          // SFTP reports "exists" as a generic failure: ask, to say which it was.
-          s.stat(path, (missing) =>
-            reject(
-              !missing && !overwrite
-                ? new DossierError(
-                    'invalid_params',
-                    `${path} already exists on device ${device}; nothing was written.`,
-                    'Pass overwrite: true to replace it, with a new idempotency_key.',
-                    { path },
-                  )
-                : new DossierError(
-                    'invalid_params',
-                    `Cannot write ${path} on device ${device}: ${err.message}`,
-                    'Check the folder exists and is writable by the device user.',
-                    { path },
-                  ),
-            ),
-          );
-        }),
-      );
-      let position = 0;
-      try {
-        for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
-          await new Promise<void>((resolve, reject) =>
-            s.write(handle, chunk, 0, chunk.length, position, (err) => (err ? reject(err) : resolve())),
-          );
-          position += chunk.length;
-        }
-        await new Promise<void>((resolve, reject) =>
-          s.fchmod(handle, mode, (err) => (err ? reject(err) : resolve())),
-        );
-      } finally {
-        await new Promise<void>((resolve) => s.close(handle, () => resolve()));
-      }
-    },
+/** Follows the journal or a file, or reads dmesg, for the request's duration. */
+async function logs(c: SshConnection, req: LogRequest): Promise<CappedOutput> {
+  const { device } = c;
+  const seconds = Math.max(1, Math.ceil(req.durationMs / 1000));
+  // A file is followed from its size when the capture begins (read over SFTP), not from whenever
+  // tail gets to open it: every line written after the capture said it follows is in it.
+  const fromByte = req.source === 'file' ? await c.sizeOf(req.path!) : null;
+  const argv =
+    req.source === 'journal'
+      ? ['timeout', String(seconds), 'journalctl', '--follow', '--no-pager', '--lines=0']
+      : req.source === 'dmesg'
+        ? ['dmesg']
+        : req.source === 'file'
+          ? ['timeout', String(seconds), 'tail', '-c', `+${fromByte! + 1}`, '-F', req.path!]
+          : null;
+  if (!argv) throw unsupported(device, 'ssh', 'show logcat (it is an Android log: use an adb device)');
+  req.onFollowing?.({ phase: 'following', ...(fromByte === null ? {} : { from_byte: fromByte }) });
+  const result = await c.run(commandLine(argv, { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }), {
+    timeoutMs: req.durationMs + 10_000,
+    maxOutputBytes: req.maxBytes,
+    signal: req.signal,
+  });
+  return result.stdout;
+}
 
-    async logs(req: LogRequest) {
-      const seconds = Math.max(1, Math.ceil(req.durationMs / 1000));
-      // A file is followed from its size when the capture begins (read over SFTP), not from whenever
-      // tail gets to open it: every line written after the capture said it follows is in it.
-      const fromByte = req.source === 'file' ? await sizeOf(req.path!) : null;
-      const argv =
-        req.source === 'journal'
-          ? ['timeout', String(seconds), 'journalctl', '--follow', '--no-pager', '--lines=0']
-          : req.source === 'dmesg'
-            ? ['dmesg']
-            : req.source === 'file'
-              ? ['timeout', String(seconds), 'tail', '-c', `+${fromByte! + 1}`, '-F', req.path!]
-              : null;
-      if (!argv) throw unsupported(device, 'ssh', 'show logcat (it is an Android log: use an adb device)');
-      req.onFollowing?.({ phase: 'following', ...(fromByte === null ? {} : { from_byte: fromByte }) });
-      const result = await run(commandLine(argv, { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }), {
-        timeoutMs: req.durationMs + 10_000,
-        maxOutputBytes: req.maxBytes,
-        signal: req.signal,
-      });
-      return result.stdout;
-    },
-
+export async function openSsh(
+  device: string,
+  config: SshConfig,
+  credential: SshCredential,
+): Promise<DeviceSession> {
+  const client = await connect(device, config, credential);
+  const c = new SshConnection(device, client);
+  return {
+    exec: (req) => c.run(commandLine(req.argv, req.env), req),
+    pull: (path, signal) => pull(c, path, signal),
+    push: (file, path, mode, overwrite) => push(c, file, path, mode, overwrite),
+    logs: (req) => logs(c, req),
     install: async () => {
       throw unsupported(
         device,
@@ -247,7 +276,7 @@ export async function openSsh(
     },
 
     reboot: (signal) =>
-      run(commandLine(config.reboot_command, { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }), {
+      c.run(commandLine(config.reboot_command, { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }), {
         timeoutMs: 30_000,
         maxOutputBytes: 64 * 1024,
         signal,
