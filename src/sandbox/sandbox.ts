@@ -14,7 +14,7 @@ import { DossierError } from '../domain/errors.ts';
 import { sandboxRefusals } from '../metrics/metrics.ts';
 import { IdentityPool, type Identity, type UidRange } from './identities.ts';
 import { startProgram, type PipeContent, type ProgramChild } from './launcher.ts';
-import { keyCallFilterBytes } from './seccomp.ts';
+import { bwrapView, SYSTEM_ETC } from './bwrap.ts';
 import {
   childrenOf,
   liveGroupMembers,
@@ -37,27 +37,6 @@ export interface SandboxPolicy {
   /** Size of the private /tmp every sandbox gets. */
   tmpBytes: number;
 }
-
-/** What a program needs from /etc to run: loader, names, time zone, file magic, tracer prototypes. */
-const SYSTEM_ETC = [
-  'alternatives',
-  'ld.so.cache',
-  'ld.so.conf',
-  'ld.so.conf.d',
-  'localtime',
-  'timezone',
-  'nsswitch.conf',
-  'magic',
-  'magic.mime',
-  'mime.types',
-  'ltrace.conf',
-  'os-release',
-  'debian_version',
-  'protocols',
-  'services',
-];
-/** Only with network: name resolution and certificates. */
-const NETWORK_ETC = ['resolv.conf', 'hosts', 'host.conf', 'gai.conf', 'ssl', 'ca-certificates'];
 
 export interface Mount {
   /** A host path, or an open file descriptor (pins exactly the inode that was checked). */
@@ -189,7 +168,6 @@ export class Sandbox {
   private start(req: SandboxRequest, identity: Identity): SandboxedProcess {
     const isolation = req.isolation ?? 'sandbox';
     const network = req.network ?? false;
-    const mounts = req.mounts ?? [];
     const fds: number[] = [];
     /** Contents bwrap reads from pipes after the mounted descriptors (--ro-bind-data). */
     const data: PipeContent[] = [];
@@ -211,82 +189,11 @@ export class Sandbox {
     const visible = ['/usr', ...SYSTEM_ETC.map((e) => `/etc/${e}`)];
     const writable: string[] = [];
     if (isolation === 'sandbox') {
-      const bwrap: string[] = [which('bwrap', 'bubblewrap')];
-      bwrap.push(
-        ...(isRoot()
-          ? ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try']
-          : ['--unshare-all', '--disable-userns']),
-        ...(network ? ['--share-net'] : isRoot() ? ['--unshare-net'] : []),
-        '--die-with-parent',
-        '--new-session',
-        '--ro-bind',
-        '/usr',
-        '/usr',
-      );
-      for (const link of ['bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32']) {
-        if (existsSync(`/usr/${link}`)) bwrap.push('--symlink', `usr/${link}`, `/${link}`);
-      }
-      // bwrap makes missing parents 0700 (root's): make them traversable first.
-      const made = new Set(['/', '/usr', '/proc', '/dev', '/tmp']);
-      const parents = (dest: string) => {
-        const chain: string[] = [];
-        for (let dir = path.dirname(dest); !made.has(dir); dir = path.dirname(dir)) chain.unshift(dir);
-        for (const dir of chain) {
-          if (this.policy.readOnlyPaths.some((ro) => dir === ro || dir.startsWith(`${ro}/`))) continue;
-          made.add(dir);
-          bwrap.push('--perms', '0755', '--dir', dir);
-        }
-      };
-      for (const entry of [...SYSTEM_ETC, ...(network ? NETWORK_ETC : [])]) {
-        if (!existsSync(`/etc/${entry}`)) continue;
-        parents(`/etc/${entry}`);
-        bwrap.push('--ro-bind', `/etc/${entry}`, `/etc/${entry}`);
-      }
-      for (const extra of this.policy.readOnlyPaths) {
-        if (!existsSync(extra)) continue;
-        parents(extra);
-        bwrap.push('--ro-bind', extra, extra);
-        visible.push(extra);
-      }
-      bwrap.push('--proc', '/proc', '--dev', '/dev');
-      bwrap.push(
-        '--perms',
-        '1777',
-        '--size',
-        String(req.tmpBytes ?? this.policy.tmpBytes),
-        '--tmpfs',
-        '/tmp',
-      );
-      if (req.shmBytes) bwrap.push('--perms', '1777', '--size', String(req.shmBytes), '--tmpfs', '/dev/shm');
-      for (const m of mounts) {
-        const inside = m.inside ?? (typeof m.host === 'string' ? m.host : undefined);
-        if (!inside) throw new Error('a mount of a file descriptor needs its inside path');
-        if (!inside.startsWith('/usr/')) parents(inside);
-        if (typeof m.host === 'number') {
-          fds.push(m.host);
-          bwrap.push(m.writable ? '--bind-fd' : '--ro-bind-fd', String(2 + fds.length), inside);
-        } else {
-          bwrap.push(m.writable ? '--bind' : '--ro-bind', m.host, inside);
-        }
-        (m.writable ? writable : visible).push(inside);
-      }
-      // Names for the uids a program meets (getpwuid must not fail for its own uid), nothing of the host's.
-      const names = {
-        '/etc/passwd': `root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${identity.uid}:${identity.gid}:dossier sandbox:/tmp:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
-        '/etc/group': `root:x:0:\nsandbox:x:${identity.gid}:\nnogroup:x:65534:\n`,
-      };
-      for (const [file, content] of Object.entries(names)) {
-        data.push(content);
-        bwrap.push('--perms', '0444', '--ro-bind-data', String(3 + fds.length + data.length - 1), file);
-      }
-      // No kernel keys: a key outlives the program under its uid, which the next launch may be leased.
-      const filter = keyCallFilterBytes();
-      if (filter) {
-        data.push({ base64: filter.toString('base64') });
-        bwrap.push('--seccomp', String(3 + fds.length + data.length - 1));
-      }
-      if (req.cwd) bwrap.push('--chdir', req.cwd);
-      argv = [...bwrap, '--', ...argv];
+      const bwrap = which('bwrap', 'bubblewrap');
+      const view = bwrapView({ policy: this.policy, req, identity, network, root: isRoot(), fds, data });
+      visible.push(...view.visible);
+      writable.push(...view.writable);
+      argv = [bwrap, ...view.args, '--', ...argv];
     }
     const child = startProgram({
       file: argv[0]!,
@@ -301,54 +208,7 @@ export class Sandbox {
       endGroupOnExit: isolation === 'none',
     });
     child.stdin?.on('error', () => undefined); // the program may exit without reading its input
-    let over = false;
-    child.once('exit', () => (over = true));
-    child.once('error', () => (over = true));
-
-    // bwrap's first process stays outside; its child is the sandbox's PID 1, and every
-    // process the program forks lives in that namespace.
-    // Learned only while the first process runs (pids are handed out in sequence: the one it had
-    // is not another process's within the moment its exit report takes), and never the worker's
-    // own namespace, which would be every process on the host.
-    let sandboxed: { init: number; namespace: string } | undefined;
-    const learnNamespace = () => {
-      if (isolation !== 'sandbox' || child.pid === undefined || sandboxed || over) return;
-      const init = childrenOf(child.pid)[0];
-      const namespace = init === undefined ? undefined : pidNamespaceOf(init);
-      if (!over && namespace && namespace !== OWN_PID_NAMESPACE) sandboxed = { init: init!, namespace };
-    };
-    const members = (): number[] => {
-      if (child.pid === undefined) return [];
-      learnNamespace();
-      if (isolation === 'none') return liveGroupMembers(child.pid).filter((p) => p !== child.pid);
-      return sandboxed ? liveNamespaceTree(sandboxed.init, sandboxed.namespace) : [];
-    };
-    const signalAll = (signal: NodeJS.Signals): void => {
-      // Once the first process is gone, so is its sandbox (and the rest of its group was ended).
-      if (over) return;
-      // Asked before the launcher said it started: as soon as it has.
-      if (child.pid === undefined) return void child.once('spawn', () => signalAll(signal));
-      if (isolation === 'none') {
-        signalGroup(child.pid, signal);
-        return;
-      }
-      for (const pid of members()) signalProcess(pid, signal);
-      if (signal === 'SIGKILL') child.kill(signal);
-    };
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
-      (resolve) => {
-        child.once('error', (error) => {
-          identity.release();
-          resolve({ code: null, signal: null, error });
-        });
-        child.once('exit', (code, signal) => {
-          identity.release();
-          resolve({ code, signal, ...(child.lostBecause ? { error: new Error(child.lostBecause) } : {}) });
-        });
-      },
-    );
-    // Learn the namespace while the program runs, to reach every process it forks.
-    child.once('spawn', () => setImmediate(learnNamespace));
+    const { members, signalAll, exited } = supervise(child, isolation, identity);
     return {
       child,
       facts: { isolation, uid: identity.uid, gid: identity.gid, network, visible, writable },
@@ -362,6 +222,62 @@ export class Sandbox {
       exited,
     };
   }
+}
+
+/**
+ * Follows a started program's processes: which are alive besides its first, a signal to all of
+ * them, and its end (when its uid is given back).
+ */
+function supervise(child: ProgramChild, isolation: 'sandbox' | 'none', identity: Identity) {
+  let over = false;
+  child.once('exit', () => (over = true));
+  child.once('error', () => (over = true));
+
+  // bwrap's first process stays outside; its child is the sandbox's PID 1, and every
+  // process the program forks lives in that namespace.
+  // Learned only while the first process runs (pids are handed out in sequence: the one it had
+  // is not another process's within the moment its exit report takes), and never the worker's
+  // own namespace, which would be every process on the host.
+  let sandboxed: { init: number; namespace: string } | undefined;
+  const learnNamespace = () => {
+    if (isolation !== 'sandbox' || child.pid === undefined || sandboxed || over) return;
+    const init = childrenOf(child.pid)[0];
+    const namespace = init === undefined ? undefined : pidNamespaceOf(init);
+    if (!over && namespace && namespace !== OWN_PID_NAMESPACE) sandboxed = { init: init!, namespace };
+  };
+  const members = (): number[] => {
+    if (child.pid === undefined) return [];
+    learnNamespace();
+    if (isolation === 'none') return liveGroupMembers(child.pid).filter((p) => p !== child.pid);
+    return sandboxed ? liveNamespaceTree(sandboxed.init, sandboxed.namespace) : [];
+  };
+  const signalAll = (signal: NodeJS.Signals): void => {
+    // Once the first process is gone, so is its sandbox (and the rest of its group was ended).
+    if (over) return;
+    // Asked before the launcher said it started: as soon as it has.
+    if (child.pid === undefined) return void child.once('spawn', () => signalAll(signal));
+    if (isolation === 'none') {
+      signalGroup(child.pid, signal);
+      return;
+    }
+    for (const pid of members()) signalProcess(pid, signal);
+    if (signal === 'SIGKILL') child.kill(signal);
+  };
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>(
+    (resolve) => {
+      child.once('error', (error) => {
+        identity.release();
+        resolve({ code: null, signal: null, error });
+      });
+      child.once('exit', (code, signal) => {
+        identity.release();
+        resolve({ code, signal, ...(child.lostBecause ? { error: new Error(child.lostBecause) } : {}) });
+      });
+    },
+  );
+  // Learn the namespace while the program runs, to reach every process it forks.
+  child.once('spawn', () => setImmediate(learnNamespace));
+  return { members, signalAll, exited };
 }
 
 function limitArgs(limits: Limits | undefined): string[] {
