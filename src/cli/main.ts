@@ -2,16 +2,14 @@
 // Each command loads only what it runs (a `call` never loads the worker or
 // Temporal's native bridge), so the short commands start at once.
 import { mkdirSync, realpathSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { PRODUCT } from '../domain/product.ts';
 import type { StackParts } from '../dev/stack.ts';
 import { writeDevJson, type DevJson } from '../dev/devJson.ts';
 import { clientConfig, recordStack } from './stacks.ts';
 
-/** From package.json, two folders up from both src/cli and dist/cli. */
-const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 const USAGE = `usage: dossier <command>
 
@@ -124,7 +122,7 @@ async function main(argv: string[]) {
     case '--version': {
       // Which build runs: the compiled dist/ or the TypeScript sources (bin/dossier.js decides).
       const from = import.meta.url.endsWith('.ts') ? 'sources (src/)' : 'compiled build (dist/)';
-      console.log(`dossier ${VERSION}, running from the ${from}`);
+      console.log(`${PRODUCT.name} ${PRODUCT.version}, running from the ${from}`);
       return;
     }
     case undefined:
