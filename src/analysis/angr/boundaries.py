@@ -145,6 +145,30 @@ def seeded_cfg_class(base, extra_starts, modes=None):
                         return n if n >= threshold else 0
                 return n
 
+            def _nodecode_bytes_ratio(self, cutoff_addr, window_size):
+                # angr skips a window of bytes after many that did not decode; on ARM those are mostly a
+                # jump table's words, and the skip lands past the start of the function after them.
+                return 0.0
+
+            def _generate_cfgnode(self, cfg_job, current_function_addr):
+                self._after_call = cfg_job if cfg_job.jumpkind == "Ijk_FakeRet" and cfg_job.src_node else None
+                try:
+                    return super()._generate_cfgnode(cfg_job, current_function_addr)
+                finally:
+                    self._after_call = None
+
+            def _cascading_remove_lifted_blocks(self, addr):
+                # Bytes after a call that do not decode say the call does not return there (a jump table
+                # after clang's `add lr, pc, #4; ... add pc, lr, r3`, data after a noreturn call), not that
+                # the code before the call was decoded in the wrong mode: angr would drop the caller's blocks
+                # and rescan them in the other mode.  Cut the link, so only the undecodable block goes.
+                job = getattr(self, "_after_call", None)
+                rel = self._decoding_assumption_relations
+                src = job.src_node.addr & ~1 if job is not None else None
+                if src is not None and addr == job.addr & ~1 and rel is not None and rel.has_edge(src, addr):
+                    rel.remove_edge(src, addr)
+                return super()._cascading_remove_lifted_blocks(addr)
+
             def _register_analysis_job(self, func_addr, job):
                 if getattr(getattr(job, "job_type", None), "name", None) == "COMPLETE_SCANNING":
                     func_addr = job.func_addr
