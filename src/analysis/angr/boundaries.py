@@ -124,6 +124,20 @@ def seeded_cfg_class(base, extra_starts, modes=None):
 
         if modes is not None and modes.arm:
 
+            def __init__(self, *args, **kwargs):
+                if not kwargs.get("indirect_jump_resolvers"):
+                    from angr.analyses.cfg.indirect_jump_resolvers.default_resolvers import (
+                        default_indirect_jump_resolvers,
+                    )
+                    from angr.analyses.cfg.indirect_jump_resolvers.resolver import IndirectJumpResolver
+
+                    obj = self.project.loader.main_object
+                    kwargs["indirect_jump_resolvers"] = [
+                        offset_table_resolver(IndirectJumpResolver)(self.project),
+                        *default_indirect_jump_resolvers(obj, self.project),
+                    ]
+                super().__init__(*args, **kwargs)
+
             def _insert_job(self, job):
                 if getattr(getattr(job, "job_type", None), "name", None) == "COMPLETE_SCANNING":
                     even = job.addr & ~1
@@ -144,6 +158,11 @@ def seeded_cfg_class(base, extra_starts, modes=None):
                         n = word - start_addr
                         return n if n >= threshold else 0
                 return n
+
+            def _indirect_jump_resolved(self, jump, jump_addr, resolved_by, targets):
+                if type(resolved_by).__name__ == "OffsetTable":
+                    jump.jumpkind = "Ijk_Boring"  # `add lr, pc, #4` before it is no call
+                return super()._indirect_jump_resolved(jump, jump_addr, resolved_by, targets)
 
             def _nodecode_bytes_ratio(self, cutoff_addr, window_size):
                 # angr skips a window of bytes after many that did not decode; on ARM those are mostly a
@@ -175,6 +194,96 @@ def seeded_cfg_class(base, extra_starts, modes=None):
                 return super()._register_analysis_job(func_addr, job)
 
     return Seeded
+
+
+def _arm_table_bound(insns, index):
+    """Entries of an offset table indexed by register `index`, from the instructions that bound it, or None."""
+    for ins in reversed(insns):
+        ops = [o.strip() for o in ins.op_str.split(",")]
+        if ins.mnemonic == "cmp" and ops[0] == index and ops[-1].startswith("#"):
+            return int(ops[-1][1:], 0) + 1
+        if ops and ops[0] == index:
+            if ins.mnemonic == "ubfx" and len(ops) == 4:
+                return 1 << int(ops[3][1:], 0)
+            if ins.mnemonic == "and" and ops[-1].startswith("#"):
+                return int(ops[-1][1:], 0) + 1
+            return None  # the index is written by something that bounds nothing we read
+    return None
+
+
+def offset_table_resolver(base):
+    """An angr indirect-jump resolver for ARM-mode offset tables (clang's switch lowering, no symbols needed).
+
+        add rA, pc, #k            ; rA = the table, right after the jump
+        ldr rB, [rA, rI, lsl #2]  ; an offset from the table
+        add pc, rA, rB            ; jump
+
+    angr resolves none of them: their targets are then scanned as functions of their own, and when rA is
+    lr angr takes the jump for a call and decodes the table as code after it.  The bound is the `cmp rI, #n`
+    (or `ubfx`/`and`) before the jump; without one, entries are read while each lands in the section.
+    """
+
+    class OffsetTable(base):
+        def __init__(self, project):
+            super().__init__(project, timeless=False)  # resolved later, as jump tables are: targets stay in the function
+
+        def filter(self, cfg, addr, func_addr, block, jumpkind):
+            return addr % 4 == 0 and jumpkind in ("Ijk_Boring", "Ijk_Call")
+
+        def resolve(self, cfg, addr, func_addr, block, jumpkind, func_graph_complete=True, **kwargs):
+            table = _offset_table(self.project, cfg, block)
+            if table is None:
+                return False, []
+            start, targets = table
+            cfg._seg_list.occupy(start, 4 * len(targets), "pointer-array")
+            return True, targets
+
+    return OffsetTable
+
+
+def _offset_table(project, cfg, block):
+    """(table address, targets) when `block` (an IRSB) ends in an ARM offset-table jump, else None."""
+    try:
+        insns = project.factory.block(block.addr, block.size).capstone.insns
+    except Exception:  # noqa: BLE001 - undecodable: not ours
+        return None
+    if len(insns) < 3:
+        return None
+    ops = [[o.strip() for o in i.op_str.split(",")] for i in insns]
+    last = ops[-1]
+    if insns[-1].mnemonic != "add" or len(last) != 3 or last[0] != "pc":
+        return None
+    base_reg, off_reg = last[1], last[2]
+    start = index = None
+    for ins, o in zip(insns[:-1], ops[:-1]):
+        if ins.mnemonic == "add" and len(o) == 3 and o[0] == base_reg and o[1] == "pc" and o[2].startswith("#"):
+            start = ins.address + 8 + int(o[2][1:], 0)
+        elif ins.mnemonic == "ldr" and o[0] == off_reg and len(o) == 4 and o[1] == f"[{base_reg}" and o[3] == "lsl #2]":
+            index = o[2]
+    if start is None or index is None or start != insns[-1].address + 4:
+        return None
+    before = []
+    try:  # the bound is in this block or the one that falls or branches into it, a few words up
+        before = project.factory.block(max(block.addr - 32, 0), 32 + block.size).capstone.insns
+    except Exception:  # noqa: BLE001
+        pass
+    count = _arm_table_bound([i for i in before if i.address < insns[-1].address], index)
+    sec = project.loader.main_object.find_section_containing(start)
+    if sec is None:
+        return None
+    lo, hi = sec.vaddr, sec.vaddr + sec.memsize
+    targets = []
+    for i in range(count or 1024):
+        if start + 4 * i + 4 > hi:
+            break
+        v = int.from_bytes(project.loader.memory.load(start + 4 * i, 4), "little")
+        t = (start + v - (1 << 32 if v >> 31 else 0)) & 0xFFFFFFFF
+        if not lo <= t < hi or t % 4 or start <= t < start + 4 * (i + 1):
+            if count:
+                return None
+            break
+        targets.append(t)
+    return (start, targets) if targets else None
 
 
 def known_functions(frames, symbols, modes, plt_ranges):
