@@ -164,6 +164,18 @@ def seeded_cfg_class(base, extra_starts, modes=None):
                     jump.jumpkind = "Ijk_Boring"  # `add lr, pc, #4` before it is no call
                 return super()._indirect_jump_resolved(jump, jump_addr, resolved_by, targets)
 
+            def _is_branching_to_outside(self, src_node, target_addr, current_function_addr, jumpkind, all_successors):
+                out = super()._is_branching_to_outside(src_node, target_addr, current_function_addr, jumpkind,
+                                                       all_successors)
+                if out[0] or jumpkind != "Ijk_Boring":
+                    return out
+                # A direct jump over another function's start is a tail call: the target starts a function.
+                lo, hi = sorted((src_node.addr & ~1, target_addr & ~1))
+                between = self.functions.ceiling_func(lo + 2)
+                if between is not None and (between.addr & ~1) < hi and between.addr != current_function_addr:
+                    return True, target_addr
+                return out
+
             def _nodecode_bytes_ratio(self, cutoff_addr, window_size):
                 # angr skips a window of bytes after many that did not decode; on ARM those are mostly a
                 # jump table's words, and the skip lands past the start of the function after them.
@@ -423,6 +435,9 @@ def code_pointers(proj, obj, plt):
     """
     code = [(s.vaddr, s.vaddr + s.memsize) for s in obj.sections
             if s.is_executable and s.memsize and not s.name.startswith(".plt")]
+    # In a position-independent file a pointer is relocated: a word without a relocation is a constant
+    # (a CRC table's) that only looks like an address at this load base.
+    relocated = {r.rebased_addr for r in obj.relocs} if obj.pic else None
     out = set()
     for s in obj.sections:
         if s.is_executable or not s.memsize or s.only_contains_uninitialized_data or not s.occupies_memory:
@@ -433,6 +448,6 @@ def code_pointers(proj, obj, plt):
             v = int.from_bytes(data[i:i + 4], "little")
             if v & 2 and not v & 1:
                 continue  # half an ARM word: not code
-            if any(a <= v < b for a, b in code):
+            if any(a <= v < b for a, b in code) and (relocated is None or first + i in relocated):
                 out.add(v)
     return out
