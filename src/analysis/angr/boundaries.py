@@ -167,9 +167,10 @@ def seeded_cfg_class(base, extra_starts, modes=None):
             def _is_branching_to_outside(self, src_node, target_addr, current_function_addr, jumpkind, all_successors):
                 out = super()._is_branching_to_outside(src_node, target_addr, current_function_addr, jumpkind,
                                                        all_successors)
-                if out[0] or jumpkind != "Ijk_Boring":
+                if out[0] or jumpkind != "Ijk_Boring" or (src_node.addr | target_addr) & 1:
                     return out
-                # A direct jump over another function's start is a tail call: the target starts a function.
+                # An ARM-mode jump over another function's start is a tail call: the target starts a function.
+                # (Not in Thumb code: gcc's Thumb-2 functions jump over the fragments angr wrongly lists in them.)
                 lo, hi = sorted((src_node.addr & ~1, target_addr & ~1))
                 between = self.functions.ceiling_func(lo + 2)
                 if between is not None and (between.addr & ~1) < hi and between.addr != current_function_addr:
