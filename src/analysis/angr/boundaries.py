@@ -177,6 +177,22 @@ def seeded_cfg_class(base, extra_starts, modes=None):
                     return True, target_addr
                 return out
 
+            def _arm_thumb_filter_jump_successors(self, irsb, successors, get_ins_addr, get_exit_stmt_idx,
+                                                  get_jumpkind):
+                # angr keeps the exits of Thumb branches and of what it reads as an IT block; it drops the
+                # fall-through of a conditional return in an IT block (libgcc's `it eq; bxeq lr`), so the
+                # rest of the function is scanned as a function of its own.
+                kept = super()._arm_thumb_filter_jump_successors(irsb, successors, get_ins_addr,
+                                                                 get_exit_stmt_idx, get_jumpkind)
+                if len(kept) == len(successors):
+                    return kept
+                try:
+                    insns = self._lift(irsb.addr, size=irsb.size, thumb=True).capstone.insns
+                except Exception:  # noqa: BLE001
+                    return kept
+                ret = {i.address & ~1 for i in insns if i.mnemonic[:2] == "bx" and len(i.mnemonic) == 4}
+                return [s for s in successors if s in kept or (get_ins_addr(s) or 0) & ~1 in ret]
+
             def _nodecode_bytes_ratio(self, cutoff_addr, window_size):
                 # angr skips a window of bytes after many that did not decode; on ARM those are mostly a
                 # jump table's words, and the skip lands past the start of the function after them.
