@@ -115,7 +115,10 @@ def seeded_cfg_class(base, extra_starts, modes=None):
 
     On 32-bit ARM, the code angr scans for in gaps (no call or jump reached it) is decoded in the
     mode its bytes read as (see Modes): angr guesses Thumb from its neighbours, and one wrong guess
-    in ARM-mode code turns a function into a run of Thumb fragments.
+    in ARM-mode code turns a function into a run of Thumb fragments.  Also on 32-bit ARM: clang's
+    offset tables are resolved (offset_table_resolver), undecodable bytes after a call drop only
+    themselves, no window is skipped after undecodable runs, an ARM-mode jump over another function's
+    start is a tail call, and a conditional return in a Thumb IT block keeps its fall-through.
     """
 
     class Seeded(base):
