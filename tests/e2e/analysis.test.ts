@@ -376,6 +376,69 @@ describe('function boundaries against the compiler’s truth', () => {
     expect(score.starts.f1, why).toBeGreaterThanOrEqual(0.98);
     expect(score.extents.f1, why).toBeGreaterThanOrEqual(0.98);
   }, 240_000);
+  // zlib's shape in a few lines: API functions nothing calls, whose switches clang for 32-bit ARM
+  // lowers to offset tables (`add lr, pc, #4; ldr r3, [lr, r3, lsl #2]; add pc, lr, r3`), and a tail
+  // call over other functions (gzclose to gzclose_r). angr resolved none of those tables: each case
+  // was listed as a function of its own, and the bytes of the table after the lr form dropped the
+  // function's ARM blocks for Thumb fragments.
+  const API = `#include <stdio.h>
+#include <stdlib.h>
+struct stream { int state, mode, level, pending, bits; unsigned char *buf; };
+#define CASES switch (s->state) { \
+  case 40: s->level += 3; break; case 41: s->level ^= 5; break; case 42: s->bits -= 8; break; \
+  case 43: s->pending += 13; break; case 44: s->level = s->bits; break; case 45: s->bits = 21; break; \
+  case 46: s->pending >>= 2; break; case 47: s->level |= 9; break; default: return -2; }
+int stream_pending(struct stream *s, unsigned *pending, int *bits) {
+  if (!s || !s->buf) return -2;
+  CASES
+  if (pending) *pending = s->pending;
+  if (bits) *bits = s->bits;
+  return 0;
+}
+int stream_prime(struct stream *s, int bits, int value) {
+  if (!s || !s->buf) return -2;
+  CASES
+  if (bits < 0 || bits > 16) return -2;
+  s->bits += bits; s->pending |= value << bits;
+  return 0;
+}
+int stream_close_read(struct stream *s) {
+  if (!s || s->mode != 7247) return -2;
+  free(s->buf); s->buf = 0; s->state = 0;
+  return 0;
+}
+int stream_close_write(struct stream *s) {
+  if (!s || s->mode != 31153) return -2;
+  fflush(stdout); free(s->buf); s->buf = 0;
+  return s->pending;
+}
+int stream_close(struct stream *s) {
+  if (!s) return -2;
+  return s->mode == 7247 ? stream_close_read(s) : stream_close_write(s);
+}
+int main(int argc, char **argv) {
+  struct stream s = { argc, argc > 2 ? 7247 : 31153, 0, 0, 0, malloc(16) };
+  printf("%d\\n", argc > 1 ? atoi(argv[1]) : 0);
+  return stream_close(&s);
+}
+`;
+  it('on 32-bit ARM, clang’s offset-table switches and tail calls split no function and hide no start', async () => {
+    if (armhf) throw new Error(armhf);
+    const src = path.join(work, 'roots', 'api_armhf.c');
+    const out = path.join(work, 'roots', 'api_armhf');
+    writeFileSync(src, API);
+    execFileSync('clang', ['--target=arm-linux-gnueabihf', '-O2', '-w', '-o', out, src]);
+    const { score, why } = await listAndScore(out, 'arm-linux-gnueabihf-strip');
+    const truth = groundTruth(out);
+    expect(truth.functions.size).toBe(6);
+    expect(score.starts.recall, why).toBe(1);
+    expect(score.extents.recall, why).toBe(1);
+    // crt's code around sizeless symbols may be listed; nothing inside a function the compiler emitted is.
+    const inside = score.spurious
+      .map(Number)
+      .filter((a) => [...truth.functions].some(([lo, f]) => lo < a && a < f.end));
+    expect(inside, why).toEqual([]);
+  }, 240_000);
   it('list_functions on a stripped gcc -O2 build scores F1 ≥ 0.98 on starts and extents against its symbols, and says how each was found', async () => {
     if (absent) throw new Error(absent);
     const out = path.join(work, 'roots', 'list_cpu_features');

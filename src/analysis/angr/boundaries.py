@@ -115,7 +115,10 @@ def seeded_cfg_class(base, extra_starts, modes=None):
 
     On 32-bit ARM, the code angr scans for in gaps (no call or jump reached it) is decoded in the
     mode its bytes read as (see Modes): angr guesses Thumb from its neighbours, and one wrong guess
-    in ARM-mode code turns a function into a run of Thumb fragments.
+    in ARM-mode code turns a function into a run of Thumb fragments.  Also on 32-bit ARM: clang's
+    offset tables are resolved (offset_table_resolver), undecodable bytes after a call drop only
+    themselves, no window is skipped after undecodable runs, an ARM-mode jump over another function's
+    start is a tail call, and a conditional return in a Thumb IT block keeps its fall-through.
     """
 
     class Seeded(base):
@@ -123,6 +126,20 @@ def seeded_cfg_class(base, extra_starts, modes=None):
             return super()._load_func_addrs_from_symbols() | set(extra_starts)
 
         if modes is not None and modes.arm:
+
+            def __init__(self, *args, **kwargs):
+                if not kwargs.get("indirect_jump_resolvers"):
+                    from angr.analyses.cfg.indirect_jump_resolvers.default_resolvers import (
+                        default_indirect_jump_resolvers,
+                    )
+                    from angr.analyses.cfg.indirect_jump_resolvers.resolver import IndirectJumpResolver
+
+                    obj = self.project.loader.main_object
+                    kwargs["indirect_jump_resolvers"] = [
+                        offset_table_resolver(IndirectJumpResolver)(self.project),
+                        *default_indirect_jump_resolvers(obj, self.project),
+                    ]
+                super().__init__(*args, **kwargs)
 
             def _insert_job(self, job):
                 if getattr(getattr(job, "job_type", None), "name", None) == "COMPLETE_SCANNING":
@@ -145,12 +162,160 @@ def seeded_cfg_class(base, extra_starts, modes=None):
                         return n if n >= threshold else 0
                 return n
 
+            def _indirect_jump_resolved(self, jump, jump_addr, resolved_by, targets):
+                if type(resolved_by).__name__ == "OffsetTable":
+                    jump.jumpkind = "Ijk_Boring"  # `add lr, pc, #4` before it is no call
+                return super()._indirect_jump_resolved(jump, jump_addr, resolved_by, targets)
+
+            def _is_branching_to_outside(self, src_node, target_addr, current_function_addr, jumpkind, all_successors):
+                out = super()._is_branching_to_outside(src_node, target_addr, current_function_addr, jumpkind,
+                                                       all_successors)
+                if out[0] or jumpkind != "Ijk_Boring" or (src_node.addr | target_addr) & 1:
+                    return out
+                # An ARM-mode jump over another function's start is a tail call: the target starts a function.
+                # (Not in Thumb code: gcc's Thumb-2 functions jump over the fragments angr wrongly lists in them.)
+                lo, hi = sorted((src_node.addr & ~1, target_addr & ~1))
+                between = self.functions.ceiling_func(lo + 2)
+                if between is not None and (between.addr & ~1) < hi and between.addr != current_function_addr:
+                    return True, target_addr
+                return out
+
+            def _arm_thumb_filter_jump_successors(self, irsb, successors, get_ins_addr, get_exit_stmt_idx,
+                                                  get_jumpkind):
+                # angr keeps the exits of Thumb branches and of what it reads as an IT block; it drops the
+                # fall-through of a conditional return in an IT block (libgcc's `it eq; bxeq lr`), so the
+                # rest of the function is scanned as a function of its own.
+                kept = super()._arm_thumb_filter_jump_successors(irsb, successors, get_ins_addr,
+                                                                 get_exit_stmt_idx, get_jumpkind)
+                if len(kept) == len(successors):
+                    return kept
+                try:
+                    insns = self._lift(irsb.addr, size=irsb.size, thumb=True).capstone.insns
+                except Exception:  # noqa: BLE001
+                    return kept
+                ret = {i.address & ~1 for i in insns if i.mnemonic[:2] == "bx" and len(i.mnemonic) == 4}
+                return [s for s in successors if s in kept or (get_ins_addr(s) or 0) & ~1 in ret]
+
+            def _nodecode_bytes_ratio(self, cutoff_addr, window_size):
+                # angr skips a window of bytes after many that did not decode; on ARM those are mostly a
+                # jump table's words, and the skip lands past the start of the function after them.
+                return 0.0
+
+            def _generate_cfgnode(self, cfg_job, current_function_addr):
+                self._after_call = cfg_job if cfg_job.jumpkind == "Ijk_FakeRet" and cfg_job.src_node else None
+                try:
+                    return super()._generate_cfgnode(cfg_job, current_function_addr)
+                finally:
+                    self._after_call = None
+
+            def _cascading_remove_lifted_blocks(self, addr):
+                # Bytes after a call that do not decode say the call does not return there (a jump table
+                # after clang's `add lr, pc, #4; ... add pc, lr, r3`, data after a noreturn call), not that
+                # the code before the call was decoded in the wrong mode: angr would drop the caller's blocks
+                # and rescan them in the other mode.  Cut the link, so only the undecodable block goes.
+                job = getattr(self, "_after_call", None)
+                rel = self._decoding_assumption_relations
+                src = job.src_node.addr & ~1 if job is not None else None
+                if src is not None and addr == job.addr & ~1 and rel is not None and rel.has_edge(src, addr):
+                    rel.remove_edge(src, addr)
+                return super()._cascading_remove_lifted_blocks(addr)
+
             def _register_analysis_job(self, func_addr, job):
                 if getattr(getattr(job, "job_type", None), "name", None) == "COMPLETE_SCANNING":
                     func_addr = job.func_addr
                 return super()._register_analysis_job(func_addr, job)
 
     return Seeded
+
+
+def _arm_table_bound(insns, index):
+    """Entries of an offset table indexed by register `index`, from the instructions that bound it, or None."""
+    for ins in reversed(insns):
+        ops = [o.strip() for o in ins.op_str.split(",")]
+        if ins.mnemonic == "cmp" and ops[0] == index and ops[-1].startswith("#"):
+            return int(ops[-1][1:], 0) + 1
+        if ops and ops[0] == index:
+            if ins.mnemonic == "ubfx" and len(ops) == 4:
+                return 1 << int(ops[3][1:], 0)
+            if ins.mnemonic == "and" and ops[-1].startswith("#"):
+                return int(ops[-1][1:], 0) + 1
+            return None  # the index is written by something that bounds nothing we read
+    return None
+
+
+def offset_table_resolver(base):
+    """An angr indirect-jump resolver for ARM-mode offset tables (clang's switch lowering, no symbols needed).
+
+        add rA, pc, #k            ; rA = the table, right after the jump
+        ldr rB, [rA, rI, lsl #2]  ; an offset from the table
+        add pc, rA, rB            ; jump
+
+    angr resolves none of them: their targets are then scanned as functions of their own, and when rA is
+    lr angr takes the jump for a call and decodes the table as code after it.  The bound is the `cmp rI, #n`
+    (or `ubfx`/`and`) before the jump; without one, entries are read while each lands in the section.
+    """
+
+    class OffsetTable(base):
+        def __init__(self, project):
+            super().__init__(project, timeless=False)  # resolved later, as jump tables are: targets stay in the function
+
+        def filter(self, cfg, addr, func_addr, block, jumpkind):
+            return addr % 4 == 0 and jumpkind in ("Ijk_Boring", "Ijk_Call")
+
+        def resolve(self, cfg, addr, func_addr, block, jumpkind, func_graph_complete=True, **kwargs):
+            table = _offset_table(self.project, cfg, block)
+            if table is None:
+                return False, []
+            start, targets = table
+            cfg._seg_list.occupy(start, 4 * len(targets), "pointer-array")
+            return True, targets
+
+    return OffsetTable
+
+
+def _offset_table(project, cfg, block):
+    """(table address, targets) when `block` (an IRSB) ends in an ARM offset-table jump, else None."""
+    try:
+        insns = project.factory.block(block.addr, block.size).capstone.insns
+    except Exception:  # noqa: BLE001 - undecodable: not ours
+        return None
+    if len(insns) < 3:
+        return None
+    ops = [[o.strip() for o in i.op_str.split(",")] for i in insns]
+    last = ops[-1]
+    if insns[-1].mnemonic != "add" or len(last) != 3 or last[0] != "pc":
+        return None
+    base_reg, off_reg = last[1], last[2]
+    start = index = None
+    for ins, o in zip(insns[:-1], ops[:-1]):
+        if ins.mnemonic == "add" and len(o) == 3 and o[0] == base_reg and o[1] == "pc" and o[2].startswith("#"):
+            start = ins.address + 8 + int(o[2][1:], 0)
+        elif ins.mnemonic == "ldr" and o[0] == off_reg and len(o) == 4 and o[1] == f"[{base_reg}" and o[3] == "lsl #2]":
+            index = o[2]
+    if start is None or index is None or start != insns[-1].address + 4:
+        return None
+    before = []
+    try:  # the bound is in this block or the one that falls or branches into it, a few words up
+        before = project.factory.block(max(block.addr - 32, 0), 32 + block.size).capstone.insns
+    except Exception:  # noqa: BLE001
+        pass
+    count = _arm_table_bound([i for i in before if i.address < insns[-1].address], index)
+    sec = project.loader.main_object.find_section_containing(start)
+    if sec is None:
+        return None
+    lo, hi = sec.vaddr, sec.vaddr + sec.memsize
+    targets = []
+    for i in range(count or 1024):
+        if start + 4 * i + 4 > hi:
+            break
+        v = int.from_bytes(project.loader.memory.load(start + 4 * i, 4), "little")
+        t = (start + v - (1 << 32 if v >> 31 else 0)) & 0xFFFFFFFF
+        if not lo <= t < hi or t % 4 or start <= t < start + 4 * (i + 1):
+            if count:
+                return None
+            break
+        targets.append(t)
+    return (start, targets) if targets else None
 
 
 def known_functions(frames, symbols, modes, plt_ranges):
@@ -290,6 +455,9 @@ def code_pointers(proj, obj, plt):
     """
     code = [(s.vaddr, s.vaddr + s.memsize) for s in obj.sections
             if s.is_executable and s.memsize and not s.name.startswith(".plt")]
+    # In a position-independent file a pointer is relocated: a word without a relocation is a constant
+    # (a CRC table's) that only looks like an address at this load base.
+    relocated = {r.rebased_addr for r in obj.relocs} if obj.pic else None
     out = set()
     for s in obj.sections:
         if s.is_executable or not s.memsize or s.only_contains_uninitialized_data or not s.occupies_memory:
@@ -300,6 +468,6 @@ def code_pointers(proj, obj, plt):
             v = int.from_bytes(data[i:i + 4], "little")
             if v & 2 and not v & 1:
                 continue  # half an ARM word: not code
-            if any(a <= v < b for a, b in code):
+            if any(a <= v < b for a, b in code) and (relocated is None or first + i in relocated):
                 out.add(v)
     return out
