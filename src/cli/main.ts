@@ -10,7 +10,6 @@ import type { StackParts } from '../dev/stack.ts';
 import { writeDevJson, type DevJson } from '../dev/devJson.ts';
 import { clientConfig, recordStack } from './stacks.ts';
 
-
 const USAGE = `usage: dossier <command>
 
   start                 run the embedded stack: Temporal dev server, worker, gateway (npm start)
