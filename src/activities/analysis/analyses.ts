@@ -6,31 +6,31 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import { WorkflowFailedError } from '@temporalio/client';
-import { buildDatabase } from '../analysis/build.ts';
-import { keepDatabase, openDatabase, scratchFile } from '../analysis/files.ts';
-import { provisionProvider, type AnalysisProvider } from '../analysis/venv.ts';
-import type { Config } from '../config.ts';
-import { artifactNotFound, toToolError, type ToolError } from '../domain/errors.ts';
-import { verifyArtifact } from '../evidence/artifacts.ts';
+import { buildDatabase } from '../../analysis/build.ts';
+import { keepDatabase, openDatabase, scratchFile } from '../../analysis/files.ts';
+import { provisionProvider, type AnalysisProvider } from '../../analysis/venv.ts';
+import type { Config } from '../../config.ts';
+import { artifactNotFound, toToolError, type ToolError } from '../../domain/errors.ts';
+import { verifyArtifact } from '../../evidence/artifacts.ts';
 import type {
   AnalysisBookkeeping,
   AnalysisOutcome,
   AnalysisRequest,
   DatabaseRef,
   DatabaseRequest,
-} from '../launches/protocol.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
-import { ownWorkflow, refuse, vouchForAnalysis, vouchForDatabase } from './provenance.ts';
-import type { Store } from '../store/store.ts';
-import type { AnalysisRecord } from '../store/analyses.ts';
-import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
-import { startOrAttachWorkflow } from '../temporal/start.ts';
-import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
-import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
-import { isAnalysisTool } from '../tools/contract.ts';
-import { bindAll } from '../tools/registry.ts';
-import type { QueryResult } from './analysisQueries.ts';
-import { ANALYSIS_BINDINGS } from './analysisBindings.ts';
+} from '../../launches/protocol.ts';
+import type { Sandbox } from '../../sandbox/sandbox.ts';
+import { ownWorkflow, refuse, vouchForAnalysis, vouchForDatabase } from '../provenance.ts';
+import type { Store } from '../../store/store.ts';
+import type { AnalysisRecord } from '../../store/analyses.ts';
+import { WORKFLOW_TASK_QUEUE } from '../../temporal/queues.ts';
+import { startOrAttachWorkflow } from '../../temporal/start.ts';
+import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.ts';
+import { CATALOG, TOOLS_BY_NAME } from '../../tools/catalog.ts';
+import { isAnalysisTool } from '../../tools/contract.ts';
+import { bindAll } from '../../tools/registry.ts';
+import type { QueryResult } from '../../analysis/queries.ts';
+import { ANALYSIS_BINDINGS } from './bindings.ts';
 import { indexIdentities } from './identityIndex.ts';
 
 export { ANALYSIS_BINDINGS };

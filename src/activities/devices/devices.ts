@@ -5,18 +5,18 @@
 // and only then sends the operation. The turn is kept alive while it runs;
 // if it is lost (this worker stalled past the lease), the operation is ended.
 import path from 'node:path';
-import { DossierError } from '../domain/errors.ts';
-import type { NewUnknown } from '../domain/types.ts';
-import type { CappedOutput, DeviceSession, ExecResult } from '../devices/device.ts';
-import { openDevice } from '../devices/open.ts';
-import { detectType, storeArtifact } from '../evidence/artifacts.ts';
-import type { DeviceRecord } from '../store/devices.ts';
-import { lineRows } from './capture.ts';
-import type { Effect, EffectContext } from './effect.ts';
-import { verifiedArtifact } from './policy.ts';
-import { rootfsKept } from './teamDisk.ts';
+import { DossierError } from '../../domain/errors.ts';
+import type { NewUnknown } from '../../domain/types.ts';
+import type { CappedOutput, DeviceSession, ExecResult } from '../../devices/device.ts';
+import { openDevice } from '../../devices/open.ts';
+import { detectType, storeArtifact } from '../../evidence/artifacts.ts';
+import type { DeviceRecord } from '../../store/devices.ts';
+import { lineRows } from '../capture/capture.ts';
+import type { Effect, EffectContext } from '../effect.ts';
+import { verifiedArtifact } from '../policy.ts';
+import { rootfsKept } from '../workspaces/teamDisk.ts';
 import { execDocument, execStatus, outputLimitations } from './deviceResults.ts';
-import { whenAborted } from '../domain/abort.ts';
+import { whenAborted } from '../../domain/abort.ts';
 
 // Waiters ask the store again every POLL_MS (turns left on other workers); a
 // turn left on this worker wakes its waiters at once.

@@ -10,11 +10,11 @@ import { createHash } from 'node:crypto';
 import { constants, existsSync } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { DossierError } from '../domain/errors.ts';
-import type { ExtractInput } from '../tools/extract.ts';
+import { DossierError } from '../../domain/errors.ts';
+import type { ExtractInput } from '../../tools/extract.ts';
 import { sniff, tooBig, tooDense, tooMany, type ArchiveEntry } from './archives.ts';
-import type { ExtractionContext } from './effect.ts';
-import { outputOf } from './workspaces.ts';
+import type { ExtractionContext } from '../effect.ts';
+import { outputOf } from '../workspaces/workspaces.ts';
 
 /** What sniff() names that extract_artifact can open (with recursive: true, it does). */
 export const OPENABLE = new Set([
