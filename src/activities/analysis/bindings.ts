@@ -3,6 +3,7 @@
 // for decompilation, to the provider run again in the sandbox (decompile.ts);
 // a rule scan to its scanner (src/activities/ruleScan.ts).
 import type { z } from 'zod';
+import type { AnalysisProvider } from '../../analysis/venv.ts';
 import {
   decompileFunction as decompileContract,
   diffBinaries as diffBinariesContract,
@@ -27,28 +28,53 @@ import { diffBinaries } from '../../analysis/diffQuery.ts';
 import { traceFeature } from '../../analysis/trace.ts';
 import { runRuleScan, type ScanContext } from '../ruleScan.ts';
 
-export interface AnalysisContext extends QueryContext, ScanContext, DecompileContext {}
+/** What every analysis gets; the database is there when the request named one (a rule scan reads none). */
+export interface AnalysisContext extends ScanContext {
+  artifact: string;
+  /** The verified artifact file, for the queries that run the provider again (decompilation). */
+  artifactFile(): Promise<string>;
+  provider(): Promise<AnalysisProvider>;
+  opened: Pick<QueryContext, 'db' | 'database' | 'base'> | null;
+}
+
+/** What a query of an analysis database gets. */
+type DatabaseContext = QueryContext & DecompileContext & ScanContext;
 
 export interface AnalysisBinding {
   contract: ToolContract;
-  /** A method: bound by `analysis` below to the query of the contract's own parsed input. */
+  /** A method: bound by `query` or `scan` below to the contract's own parsed input. */
   run(input: ToolInput, ctx: AnalysisContext): QueryResult | Promise<QueryResult>;
 }
 
-function analysis<I extends z.ZodObject>(
+/** Binds a contract to the query that answers it from the artifact's database. */
+function query<I extends z.ZodObject>(
   contract: ToolContract<I>,
-  run: (input: z.output<I>, ctx: AnalysisContext) => QueryResult | Promise<QueryResult>,
+  run: (input: z.output<I>, ctx: DatabaseContext) => QueryResult | Promise<QueryResult>,
+): AnalysisBinding {
+  return {
+    contract,
+    run(input: z.output<I>, ctx: AnalysisContext) {
+      if (!ctx.opened) throw new Error(`${contract.name} reads an analysis database, and none was opened`);
+      return run(input, { ...ctx, ...ctx.opened });
+    },
+  };
+}
+
+/** Binds a contract to an analysis that reads no database. */
+function scan<I extends z.ZodObject>(
+  contract: ToolContract<I>,
+  run: (input: z.output<I>, ctx: ScanContext) => QueryResult | Promise<QueryResult>,
 ): AnalysisBinding {
   return { contract, run };
 }
 
 export const ANALYSIS_BINDINGS: readonly AnalysisBinding[] = [
-  analysis(inspectBinaryContract, inspectBinary),
-  analysis(findStringsContract, findStrings),
-  analysis(listFunctionsContract, listFunctions),
-  analysis(getCallGraphContract, getCallGraph),
-  analysis(decompileContract, decompile),
-  analysis(traceFeatureContract, traceFeature),
-  analysis(scanWithRulesContract, runRuleScan),
-  analysis(diffBinariesContract, diffBinaries),
+  query(inspectBinaryContract, inspectBinary),
+  query(findStringsContract, findStrings),
+  query(listFunctionsContract, listFunctions),
+  query(getCallGraphContract, getCallGraph),
+  query(decompileContract, decompile),
+  query(traceFeatureContract, traceFeature),
+  scan(scanWithRulesContract, runRuleScan),
+  query(diffBinariesContract, diffBinaries),
 ];
