@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { NewUnknown } from '../../domain/types.ts';
 import type { CappedOutput } from '../../devices/device.ts';
 import { detectType, storeArtifact } from '../../evidence/artifacts.ts';
-import { lineRows } from '../capture/capture.ts';
+import { lineRows } from '../capture/result.ts';
 import type { Effect } from '../effect.ts';
 import { verifiedArtifact } from '../policy.ts';
 import { execDocument, execStatus, outputLimitations } from './deviceResults.ts';
