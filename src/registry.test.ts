@@ -3,7 +3,7 @@
 // every contract exactly once on the side that runs it.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ANALYSIS_BINDINGS } from './activities/analyses.ts';
+import { ANALYSIS_BINDINGS } from './activities/analysis/analyses.ts';
 import { EFFECT_BINDINGS } from './activities/effects.ts';
 import { GATEWAY_HANDLERS } from './gateway/handlers.ts';
 import { listTools } from './mcp/surface.ts';

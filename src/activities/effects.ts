@@ -15,7 +15,7 @@ import {
   devicePush as devicePushContract,
   deviceReboot as deviceRebootContract,
 } from '../tools/devices.ts';
-import { exportEvidenceBundle } from './bundle.ts';
+import { exportEvidenceBundle } from './bundles/bundle.ts';
 import {
   deviceCaptureLogs,
   deviceExec,
@@ -23,10 +23,10 @@ import {
   devicePull,
   devicePush,
   deviceReboot,
-} from './devices.ts';
-import { captureProcess, observeNativeCalls } from './capture.ts';
+} from './devices/devices.ts';
+import { captureProcess, observeNativeCalls } from './capture/capture.ts';
 import type { Effect, EffectContext, EffectResult } from './effect.ts';
-import { extractArchive } from './extract.ts';
+import { extractArchive } from './extraction/extract.ts';
 import { extractFirmware } from './firmware.ts';
 
 export interface EffectBinding {

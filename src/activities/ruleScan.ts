@@ -18,7 +18,7 @@ import { sandboxedEnv, type PythonEnv } from '../python/venv.ts';
 import { streamHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { Store } from '../store/store.ts';
-import type { QueryResult } from './analysisQueries.ts';
+import type { QueryResult } from '../analysis/queries.ts';
 
 export interface ScanInput {
   rules: string;

@@ -169,3 +169,14 @@ export interface ArtifactProvenance {
   /** The entry's path in that extraction's output (nested archives' entries under P.extracted/). */
   path: string;
 }
+
+/** A function of `artifact` matched to one of `base` by a diff. */
+export interface FunctionLink {
+  artifact: string;
+  address: string;
+  base: string;
+  base_address: string;
+  match_class: 'identical' | 'changed';
+  similarity: number;
+  confidence: number;
+}

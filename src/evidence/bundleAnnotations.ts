@@ -7,7 +7,7 @@ import type { DossierError } from '../domain/errors.ts';
 import { annotationId } from '../domain/annotations.ts';
 import type { EvidenceRecord } from '../domain/types.ts';
 import type { CarriedAnnotation } from '../store/annotations.ts';
-import type { FunctionLink } from '../store/functionIndex.ts';
+import type { FunctionLink } from '../domain/types.ts';
 
 type Refuse = (why: string, code?: 'invalid_params' | 'integrity_error') => DossierError;
 

@@ -16,7 +16,7 @@ import type { EvidenceRecord, NewUnknown } from '../domain/types.ts';
 import { JSON_DEPTH, JsonTooDeep, parseBoundedJson } from '../domain/json.ts';
 import { checkUnknowns, unknownsDigest } from './bundleUnknowns.ts';
 import type { CarriedAnnotation } from '../store/annotations.ts';
-import type { FunctionLink } from '../store/functionIndex.ts';
+import type { FunctionLink } from '../domain/types.ts';
 import { artifactsOf, diffLinks, readAnnotations, sealed } from './bundleAnnotations.ts';
 
 /**

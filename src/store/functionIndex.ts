@@ -2,6 +2,7 @@
 // function's identity (written when an artifact's analysis database is
 // built), and the links a diff made from the functions of one build to those
 // of another, through which annotations are offered forward.
+import type { FunctionLink } from '../domain/types.ts';
 import { CHUNK, insertMany, now, type Row } from './rows.ts';
 import type { SqlDriver } from './sql.ts';
 
@@ -12,17 +13,6 @@ export interface IndexedFunction {
   identity: string;
   neighbourhood: string | null;
   name: string;
-}
-
-/** A function of `artifact` matched to one of `base` by a diff. */
-export interface FunctionLink {
-  artifact: string;
-  address: string;
-  base: string;
-  base_address: string;
-  match_class: 'identical' | 'changed';
-  similarity: number;
-  confidence: number;
 }
 
 const toIndexed = (r: Row): IndexedFunction => ({

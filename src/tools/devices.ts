@@ -352,10 +352,12 @@ export const deviceReboot = defineTool({
   maxRunMs: () => 20 * 60_000,
 });
 
-/** Operations that change a device: one at a time per device, across the cluster. */
-export const MUTATING_DEVICE_TOOLS = new Set([
-  'device_exec',
-  'device_push',
-  'device_install_package',
-  'device_reboot',
-]);
+/**
+ * Operations that change a device: one at a time per device, across the cluster (the device
+ * effects take the device's turn for these, src/activities/devices/session.ts), and one lost
+ * mid-way leaves an unknown on the device.
+ */
+export const MUTATING_DEVICE_CONTRACTS = [deviceExec, devicePush, deviceInstallPackage, deviceReboot];
+export const MUTATING_DEVICE_TOOLS: ReadonlySet<string> = new Set(
+  MUTATING_DEVICE_CONTRACTS.map((c) => c.name),
+);

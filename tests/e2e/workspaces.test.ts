@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepWorkspaces, workspaceUsage } from '../../src/activities/workspaces.ts';
+import { sweepWorkspaces, workspaceUsage } from '../../src/activities/workspaces/workspaces.ts';
 import { call } from '../helpers/mcp.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 import { scratchDir } from '../helpers/scratch.ts';

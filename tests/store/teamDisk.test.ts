@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TeamDisk } from '../../src/activities/teamDisk.ts';
+import { TeamDisk } from '../../src/activities/workspaces/teamDisk.ts';
 import { openStore, type Store } from '../../src/store/store.ts';
 import { BACKENDS, freshStoreLocation } from '../helpers/backends.ts';
 

@@ -10,10 +10,10 @@
 import { randomBytes } from 'node:crypto';
 import { link, lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { reclaimedBytes } from '../metrics/metrics.ts';
-import type { DeviceRecord } from '../store/devices.ts';
-import { outputReclaimed, type RetainedFolder } from '../store/retained.ts';
-import type { Store } from '../store/store.ts';
+import { reclaimedBytes } from '../../metrics/metrics.ts';
+import type { DeviceRecord } from '../../store/devices.ts';
+import { outputReclaimed, type RetainedFolder } from '../../store/retained.ts';
+import type { Store } from '../../store/store.ts';
 import { diskBytes, finishWorkspace, outputOf, removeWorkspace } from './workspaces.ts';
 
 /** A reclaim a worker began and did not finish (it died) is finished by a later sweep within this window. */

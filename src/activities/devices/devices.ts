@@ -5,180 +5,24 @@
 // and only then sends the operation. The turn is kept alive while it runs;
 // if it is lost (this worker stalled past the lease), the operation is ended.
 import path from 'node:path';
-import { DossierError } from '../domain/errors.ts';
-import type { NewUnknown } from '../domain/types.ts';
-import type { CappedOutput, DeviceSession, ExecResult } from '../devices/device.ts';
-import { openDevice } from '../devices/open.ts';
-import { detectType, storeArtifact } from '../evidence/artifacts.ts';
-import type { DeviceRecord } from '../store/devices.ts';
-import { lineRows } from './capture.ts';
-import type { Effect, EffectContext } from './effect.ts';
-import { verifiedArtifact } from './policy.ts';
-import { rootfsKept } from './teamDisk.ts';
+import type { NewUnknown } from '../../domain/types.ts';
+import type { CappedOutput } from '../../devices/device.ts';
+import { detectType, storeArtifact } from '../../evidence/artifacts.ts';
+import { lineRows } from '../capture/result.ts';
+import type { Effect } from '../effect.ts';
+import { verifiedArtifact } from '../policy.ts';
 import { execDocument, execStatus, outputLimitations } from './deviceResults.ts';
-import { whenAborted } from '../domain/abort.ts';
+import { onDevice, type DeviceInput } from './session.ts';
+import {
+  deviceCaptureLogs as deviceCaptureLogsContract,
+  deviceExec as deviceExecContract,
+  deviceInstallPackage as deviceInstallContract,
+  devicePull as devicePullContract,
+  devicePush as devicePushContract,
+  deviceReboot as deviceRebootContract,
+} from '../../tools/devices.ts';
 
-// Waiters ask the store again every POLL_MS (turns left on other workers); a
-// turn left on this worker wakes its waiters at once.
-const POLL_MS = 250;
-const waiters = new Map<string, Set<() => void>>();
-
-function nextChance(line: string): Promise<void> {
-  return new Promise((resolve) => {
-    const set = waiters.get(line) ?? new Set();
-    waiters.set(line, set);
-    const done = () => {
-      clearTimeout(timer);
-      set.delete(done);
-      if (set.size === 0) waiters.delete(line);
-      resolve();
-    };
-    const timer = setTimeout(done, POLL_MS);
-    set.add(done);
-  });
-}
-
-function wakeWaiters(line: string) {
-  for (const wake of [...(waiters.get(line) ?? [])]) wake();
-}
 const HEAD_CHARS = 512;
-
-interface DeviceInput {
-  device: string;
-}
-
-interface Turn {
-  fencing: number | null;
-  waited_ms: number;
-  ahead_at_arrival: number;
-}
-
-async function registered(ctx: EffectContext, id: string): Promise<DeviceRecord> {
-  const device = await ctx.store.devices.get(ctx.caller.team, id);
-  if (!device) {
-    throw new DossierError(
-      'not_found',
-      `Your team has no device ${id}.`,
-      'list_devices shows your team’s devices.',
-      {
-        device: id,
-      },
-    );
-  }
-  if (device.status !== 'active') {
-    throw new DossierError(
-      'invalid_params',
-      `Device ${id} was retired at ${device.retired_at}: it takes no new operation (its credential is erased); nothing was sent to it.`,
-      'Its past launches and Evidence stay readable. If the device is back on the bench, register it under a new device_id (a retired id is never reused); list_devices shows your team’s active devices.',
-      { device: id, status: device.status, retired_at: device.retired_at },
-    );
-  }
-  return device;
-}
-
-/**
- * Runs `op` on a device: session first, then (mutating) the device's turn,
- * then the journal, then the operation, all within the launch's signal.
- */
-async function onDevice<T>(
-  ctx: EffectContext,
-  input: DeviceInput,
-  mutating: boolean,
-  op: (session: DeviceSession, device: DeviceRecord, signal: AbortSignal) => Promise<T>,
-): Promise<{ value: T; device: DeviceRecord; turn: Turn | null }> {
-  const device = await registered(ctx, input.device);
-  if (device.kind === 'emulated') await rootfsKept(ctx.store, ctx.caller.team, device);
-  const credential = await ctx.store.devices.credential(ctx.caller.team, device.device_id);
-  const session = await openDevice(
-    {
-      team: ctx.caller.team,
-      device_id: device.device_id,
-      kind: device.kind,
-      config: device.config,
-      credential,
-    },
-    { sandbox: ctx.sandbox, keys: ctx.keys },
-  );
-  const abort = new AbortController();
-  const onCancel = () => abort.abort();
-  const stopCancel = whenAborted(ctx.signal, onCancel);
-  const turnId = `${ctx.launchId}#${ctx.attemptId}`;
-  const line = `${ctx.caller.team}/${device.device_id}`;
-  const { devices } = ctx.store;
-  const aliveMs = ctx.config.deviceTurnMs;
-  let keeper: NodeJS.Timeout | undefined;
-  let lost = false;
-  let turn: Turn | null = null;
-  try {
-    if (mutating) {
-      const t0 = Date.now();
-      await devices.arrive(turnId, ctx.caller.team, device.device_id, ctx.launchId, aliveMs);
-      const aheadAtArrival = await devices.ahead(turnId, ctx.caller.team, device.device_id);
-      let fencing: number | null = null;
-      let lastAlive = Date.now();
-      while (fencing === null) {
-        if (ctx.signal.aborted)
-          throw new DossierError(
-            'cancelled',
-            'The launch was cancelled while it waited for the device.',
-            'Nothing was sent to the device.',
-          );
-        fencing = await devices.take(turnId, ctx.caller.team, device.device_id, aliveMs);
-        if (fencing !== null) break;
-        const position = await devices.ahead(turnId, ctx.caller.team, device.device_id);
-        ctx.progress({
-          phase: 'waiting_for_device',
-          device: device.device_id,
-          queue_position: position + 1,
-          ahead: position,
-        });
-        if (Date.now() - lastAlive > aliveMs / 3) {
-          await devices.keepAlive(turnId, aliveMs);
-          lastAlive = Date.now();
-        }
-        await nextChance(line);
-      }
-      turn = { fencing, waited_ms: Date.now() - t0, ahead_at_arrival: aheadAtArrival };
-      keeper = setInterval(() => {
-        devices.keepAlive(turnId, aliveMs).then(
-          (alive) => {
-            if (!alive && !lost) {
-              lost = true;
-              abort.abort();
-            }
-          },
-          () => undefined,
-        );
-      }, aliveMs / 3);
-    }
-    await ctx.begin();
-    ctx.progress({ phase: 'on_device', device: device.device_id, fencing: turn?.fencing ?? null });
-    const value = await op(session, device, abort.signal);
-    // The device knows only that it was aborted; whether by a cancel or this worker's stop is known here.
-    if (ctx.stopping() && isExecResult(value) && value.endedBy === 'cancel') value.endedBy = 'shutdown';
-    if (lost) {
-      throw new DossierError(
-        'interrupted',
-        `This worker lost its turn on device ${device.device_id} (its lease expired) while the operation ran; it was ended, and what it did is unknown.`,
-        'Check the device, then launch again with a new idempotency_key if you still want the effect.',
-        { device: device.device_id, fencing: turn?.fencing },
-      );
-    }
-    return { value, device, turn };
-  } finally {
-    if (keeper) clearInterval(keeper);
-    stopCancel();
-    if (mutating) {
-      await devices.leave(turnId).catch(() => undefined);
-      wakeWaiters(line);
-    }
-    await session.close().catch(() => undefined);
-  }
-}
-
-function isExecResult(value: unknown): value is ExecResult {
-  return typeof value === 'object' && value !== null && 'endedBy' in value;
-}
 
 export const deviceExec: Effect<
   DeviceInput & {
@@ -193,7 +37,7 @@ export const deviceExec: Effect<
     value: r,
     device,
     turn,
-  } = await onDevice(ctx, input, true, (session, _d, signal) =>
+  } = await onDevice(ctx, input, deviceExecContract, (session, _d, signal) =>
     session.exec({
       argv: input.argv,
       env: input.env,
@@ -236,7 +80,7 @@ export const deviceExec: Effect<
 };
 
 export const devicePull: Effect<DeviceInput & { path: string; max_bytes: number }> = async (input, ctx) => {
-  const { value, device } = await onDevice(ctx, input, false, async (session, _d, signal) => {
+  const { value, device } = await onDevice(ctx, input, devicePullContract, async (session, _d, signal) => {
     const { kind, stream } = await session.pull(input.path, signal);
     const stored = await storeArtifact(
       ctx.config.home,
@@ -283,7 +127,7 @@ export const devicePush: Effect<
 > = async (input, ctx) => {
   const { file } = await verifiedArtifact(ctx, input.artifact);
   const mode = Number.parseInt(input.mode, 8);
-  const { device, turn } = await onDevice(ctx, input, true, (session) =>
+  const { device, turn } = await onDevice(ctx, input, devicePushContract, (session) =>
     session.push(file, input.path, mode, input.overwrite),
   );
   const summary = {
@@ -310,7 +154,9 @@ export const deviceInstallPackage: Effect<DeviceInput & { artifact: string }> = 
     value: r,
     device,
     turn,
-  } = await onDevice(ctx, input, true, (session, _d, signal) => session.install(file, signal));
+  } = await onDevice(ctx, input, deviceInstallContract, (session, _d, signal) =>
+    session.install(file, signal),
+  );
   const out = `${r.stdout.text()}${r.stderr.text()}`;
   return {
     status: execStatus(r),
@@ -342,7 +188,7 @@ export const deviceCaptureLogs: Effect<
     max_lines: number;
   }
 > = async (input, ctx) => {
-  const { value, device } = await onDevice(ctx, input, false, (session, _d, signal) =>
+  const { value, device } = await onDevice(ctx, input, deviceCaptureLogsContract, (session, _d, signal) =>
     session.logs({
       source: input.source,
       path: input.path,
@@ -393,7 +239,7 @@ export const deviceReboot: Effect<DeviceInput> = async (input, ctx) => {
     value: r,
     device,
     turn,
-  } = await onDevice(ctx, input, true, (session, _d, signal) => session.reboot(signal));
+  } = await onDevice(ctx, input, deviceRebootContract, (session, _d, signal) => session.reboot(signal));
   const summary = {
     device: device.device_id,
     exit_code: r.code,

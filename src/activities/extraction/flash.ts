@@ -2,11 +2,11 @@
 // sandbox, into its private in-memory /tmp sized for this extraction, and
 // dossier's wrapper streams the tree back as one tar, which goes through the
 // same tar reader and checked writer as every other format.
-import { DossierError } from '../domain/errors.ts';
-import { flashUnpackers } from '../python/flash.ts';
-import { sandboxedEnv } from '../python/venv.ts';
-import { checkedOutput, stderrTail, streamHelper } from '../sandbox/helpers.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
+import { DossierError } from '../../domain/errors.ts';
+import { flashUnpackers } from '../../python/flash.ts';
+import { sandboxedEnv } from '../../python/venv.ts';
+import { checkedOutput, stderrTail, streamHelper } from '../../sandbox/helpers.ts';
+import type { Sandbox } from '../../sandbox/sandbox.ts';
 import { corrupt, readTar, type OnEntry } from './archives.ts';
 
 export type FlashFormat = 'jffs2' | 'ubi' | 'ubifs';

@@ -3,16 +3,16 @@
 // extraction thread (unpack.ts through unpackThread.ts) and describe what was
 // written, refused and left unopened.
 import { stat } from 'node:fs/promises';
-import { DossierError } from '../domain/errors.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
-import { ARCHIVE_FORMATS, type ExtractInput } from '../tools/extract.ts';
-import type { Effect } from './effect.ts';
+import { DossierError } from '../../domain/errors.ts';
+import type { Sandbox } from '../../sandbox/sandbox.ts';
+import { ARCHIVE_FORMATS, type ExtractInput } from '../../tools/extract.ts';
+import type { Effect } from '../effect.ts';
 import { flashLimitations } from './flash.ts';
-import { verifiedArtifact } from './policy.ts';
+import { verifiedArtifact } from '../policy.ts';
 import { formatOf, type ArchiveFormat } from './detect.ts';
-import { unblobLimitations, unknownChunkQuestions } from './unblob.ts';
+import { unblobLimitations, unknownChunkQuestions } from '../unblob.ts';
 import { unpackInThread } from './unpackThread.ts';
-import { outputName, publishOutputs } from '../evidence/artifacts.ts';
+import { outputName, publishOutputs } from '../../evidence/artifacts.ts';
 import { deadline, normalized, typeCounts } from './writer.ts';
 
 /** What sniff() names that is surely no archive: unblob is not asked about these. */
@@ -35,6 +35,38 @@ async function detectFormat(
   );
 }
 
+/** What the extraction could not do, or did only in part. */
+function extractLimitations(
+  input: ExtractInput,
+  { archives, unblob, error: failure }: Awaited<ReturnType<typeof unpackInThread>>,
+  refused: number,
+  published: { unpublished: number; reason?: string },
+): string[] {
+  const limitations: string[] = [];
+  if (published.unpublished)
+    limitations.push(
+      `${published.unpublished} written files stay on the extracting host only (register them from there): ${published.reason}`,
+    );
+  if (refused) limitations.push(`${refused} entries were refused (see status "refused" in entries)`);
+  const failedNested = archives.filter((a) => a.status === 'failed').length;
+  if (failedNested)
+    limitations.push(
+      `${failedNested} nested archives could not be read completely (see status "failed" in archives)`,
+    );
+  if (archives.some((a) => a.status === 'not_opened' && a.reason?.includes('max_depth')))
+    limitations.push(`nested archives deeper than max_depth=${input.max_depth} were not opened`);
+  for (const a of archives) {
+    const flash = a.facts?.flash as Record<string, unknown> | undefined;
+    if (flash) limitations.push(...flashLimitations(flash, a.path || 'the artifact'));
+  }
+  for (const { at, facts } of unblob) limitations.push(...unblobLimitations(facts, at || 'the artifact'));
+  if (failure)
+    limitations.push(
+      'the extraction failed and was rolled back; entries lists what was read before the failure',
+    );
+  return limitations;
+}
+
 export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   const { artifact: archive, file } = await verifiedArtifact(ctx, input.artifact);
   const archiveBytes = (await stat(file)).size;
@@ -43,7 +75,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
   const limits = input.limits;
 
   await ctx.begin();
-  const { rows, archives, unblob, error, cleanup, total, written } = await unpackInThread(
+  const unpacked = await unpackInThread(
     {
       input: { limits, recursive: input.recursive, max_depth: input.max_depth, timeout_ms: input.timeout_ms },
       file,
@@ -54,6 +86,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
     },
     ctx,
   );
+  const { rows, archives, unblob, error, cleanup, total, written } = unpacked;
   const failure = error;
   // On a store hosts share, what was written is published, so the team registers it from any host.
   const published =
@@ -98,28 +131,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
       carved_to: c.carved_to && (at ? `${at}.extracted/${c.carved_to}` : c.carved_to),
     })),
   );
-  const limitations: string[] = [];
-  if (published.unpublished)
-    limitations.push(
-      `${published.unpublished} written files stay on the extracting host only (register them from there): ${published.reason}`,
-    );
-  if (refused) limitations.push(`${refused} entries were refused (see status "refused" in entries)`);
-  const failedNested = archives.filter((a) => a.status === 'failed').length;
-  if (failedNested)
-    limitations.push(
-      `${failedNested} nested archives could not be read completely (see status "failed" in archives)`,
-    );
-  if (archives.some((a) => a.status === 'not_opened' && a.reason?.includes('max_depth')))
-    limitations.push(`nested archives deeper than max_depth=${input.max_depth} were not opened`);
-  for (const a of archives) {
-    const flash = a.facts?.flash as Record<string, unknown> | undefined;
-    if (flash) limitations.push(...flashLimitations(flash, a.path || 'the artifact'));
-  }
-  for (const { at, facts } of unblob) limitations.push(...unblobLimitations(facts, at || 'the artifact'));
-  if (failure)
-    limitations.push(
-      'the extraction failed and was rolled back; entries lists what was read before the failure',
-    );
+  const limitations = extractLimitations(input, unpacked, refused, published);
   return {
     // A cancel is the launch's own end, not a failure of the archive.
     status: !failure ? 'succeeded' : failure.code === 'cancelled' ? 'cancelled' : 'failed',
@@ -148,7 +160,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
 };
 
 /** unblob's runs in one line each: handlers met, chunks, unknown bytes. */
-function unblobSummary(runs: import('./unblob.ts').UnblobFacts[]) {
+function unblobSummary(runs: import('../unblob.ts').UnblobFacts[]) {
   const handlers: Record<string, number> = {};
   for (const r of runs) for (const [h, n] of Object.entries(r.handlers)) handlers[h] = (handlers[h] ?? 0) + n;
   const chunks = runs.flatMap((r) => r.chunks);

@@ -1,7 +1,7 @@
 // What a program run on a device leaves in its Evidence: the exit and its ending, the
 // limitations of what was kept, and the launch's status.
-import type { ExecResult } from '../devices/device.ts';
-import type { EffectResult } from './effect.ts';
+import type { ExecResult } from '../../devices/device.ts';
+import type { EffectResult } from '../effect.ts';
 
 export function execDocument(r: ExecResult) {
   return {

@@ -10,11 +10,11 @@ import { createHash } from 'node:crypto';
 import { constants, existsSync } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { DossierError } from '../domain/errors.ts';
-import type { ExtractInput } from '../tools/extract.ts';
+import { DossierError } from '../../domain/errors.ts';
+import type { ExtractInput } from '../../tools/extract.ts';
 import { sniff, tooBig, tooDense, tooMany, type ArchiveEntry } from './archives.ts';
-import type { ExtractionContext } from './effect.ts';
-import { outputOf } from './workspaces.ts';
+import type { ExtractionContext } from '../effect.ts';
+import { outputOf } from '../workspaces/workspaces.ts';
 
 /** What sniff() names that extract_artifact can open (with recursive: true, it does). */
 export const OPENABLE = new Set([
@@ -113,6 +113,144 @@ const TOP: EntryOrigin = { depth: 0, parent: null };
 /** A nested archive's entries go to a folder beside it: `<its path>.extracted/`. */
 export const NESTED_SUFFIX = '.extracted';
 
+/** Every bound an extraction's bytes count against, and its clock. */
+class Budget {
+  total = 0;
+  constructor(
+    private readonly signal: AbortSignal,
+    private readonly limits: ExtractInput['limits'],
+    private readonly archiveBytes: number,
+    private readonly teamBytes: number,
+    private readonly deadline: number,
+    private readonly timeoutMs: number,
+  ) {}
+
+  checkClock() {
+    if (this.signal.aborted)
+      throw new DossierError(
+        'cancelled',
+        'The extraction was cancelled.',
+        'Launch again with a new idempotency_key.',
+      );
+    if (Date.now() > this.deadline) {
+      throw new DossierError(
+        'provider_timeout',
+        `The extraction ran past timeout_ms=${this.timeoutMs}.`,
+        'Raise timeout_ms or split the archive.',
+      );
+    }
+  }
+
+  /** Counts `n` more bytes of an entry (its size so far given) against every bound; returns its new size. */
+  count(n: number, size: number, rel: string) {
+    const { limits } = this;
+    const now = size + n;
+    this.total += n;
+    const total = this.total;
+    if (now > limits.max_entry_bytes) {
+      throw new DossierError(
+        'resource_constraint',
+        `Entry ${rel} unpacks to more than max_entry_bytes=${limits.max_entry_bytes}; the extraction was rolled back.`,
+        'Raise limits.max_entry_bytes (up to its ceiling) with a new idempotency_key if this is expected.',
+        { path: rel, max_entry_bytes: limits.max_entry_bytes },
+      );
+    }
+    if (total > limits.max_total_bytes) throw tooBig(total, limits.max_total_bytes);
+    if (total > this.teamBytes) throw overTeamBound(total, this.teamBytes);
+    if (total > limits.max_ratio * Math.max(this.archiveBytes, 1))
+      throw tooDense(total, this.archiveBytes, limits.max_ratio);
+    // Once per MiB or so: a reader that emits a long run of bytes still notices a cancel or the clock.
+    if ((total & 0xfffff) < n) this.checkClock();
+    return now;
+  }
+}
+
+/** The manifest row of an entry, refused until it is written or recorded. */
+function newRow(entry: ArchiveEntry, inner: ArchiveEntry, at: EntryOrigin, occurrence: number): ManifestRow {
+  return {
+    occurrence,
+    path: entry.name,
+    type: entry.type,
+    size: null,
+    sha256: null,
+    artifact: null,
+    detected_type: null,
+    nested_archive: false,
+    link_target: entry.linkTarget,
+    executable: entry.type === 'file' && Boolean(entry.executable),
+    status: 'refused',
+    reason: null,
+    depth: at.depth,
+    parent: at.parent,
+    inner_path: inner.name,
+    extracted_to: null,
+  };
+}
+
+/** Writes a file entry's bytes (never through a link, never over a file), hashing them and sniffing its head. */
+async function writeFile(
+  target: string,
+  entry: ArchiveEntry,
+  row: ManifestRow,
+  count: (n: number, size: number) => number,
+): Promise<void> {
+  const fd = await open(
+    target,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    entry.executable ? 0o755 : 0o644,
+  );
+  const hash = createHash('sha256');
+  let size = 0;
+  const heads: Buffer[] = [];
+  let headBytes = 0;
+  try {
+    for await (const chunk of entry.content!) {
+      const buf = chunk as Buffer;
+      size = count(buf.length, size);
+      if (headBytes < HEAD_BYTES) {
+        const piece = Buffer.from(buf.subarray(0, HEAD_BYTES - headBytes));
+        heads.push(piece);
+        headBytes += piece.length;
+      }
+      hash.update(buf);
+      await fd.write(buf);
+    }
+  } catch (err) {
+    // Never leave a partial file behind a nested archive that is reported failed and kept.
+    await fd.close();
+    await rm(target, { force: true });
+    row.reason = `not written: ${(err as Error).message}`;
+    throw err;
+  }
+  await fd.close();
+  const kind = sniff(Buffer.concat(heads));
+  const hex = hash.digest('hex');
+  Object.assign(row, {
+    size,
+    sha256: hex,
+    artifact: `sha256:${hex}`,
+    detected_type: kind,
+    nested_archive: OPENABLE.has(kind) || UNBLOB_KINDS.has(kind),
+    status: 'written',
+    reason: null,
+  });
+}
+
+/** On failure remove everything staged; on success move it into place, whole. */
+async function settle(
+  staging: string,
+  output: string,
+  failure: unknown,
+): Promise<{ staging_removed: boolean; output: string | null }> {
+  if (failure) {
+    await rm(staging, { recursive: true, force: true });
+    return { staging_removed: !existsSync(staging), output: null };
+  }
+  await mkdir(path.dirname(output), { recursive: true });
+  await rename(staging, output); // the output directory is created exactly once, whole
+  return { staging_removed: true, output };
+}
+
 /** The bounded, checked writer every extraction feeds entries to; see the file comment. */
 export async function startExtraction(
   ctx: ExtractionContext,
@@ -126,47 +264,13 @@ export async function startExtraction(
   const teamBytes = ctx.config.teamWorkspaceBytes;
   await mkdir(staging);
   const deadline = Date.now() + timeoutMs;
-  const input = { timeout_ms: timeoutMs };
   const rows: ManifestRow[] = [];
   const taken = new Map<string, ArchiveEntry['type']>(); // normalized path → what occupies it
-  let total = 0;
   let written = 0;
 
-  const checkClock = () => {
-    if (ctx.signal.aborted)
-      throw new DossierError(
-        'cancelled',
-        'The extraction was cancelled.',
-        'Launch again with a new idempotency_key.',
-      );
-    if (Date.now() > deadline) {
-      throw new DossierError(
-        'provider_timeout',
-        `The extraction ran past timeout_ms=${input.timeout_ms}.`,
-        'Raise timeout_ms or split the archive.',
-      );
-    }
-  };
-  /** Counts `n` more bytes of an entry (its size so far given) against every bound; returns its new size. */
-  const count = (n: number, size: number, rel: string) => {
-    const now = size + n;
-    total += n;
-    if (now > limits.max_entry_bytes) {
-      throw new DossierError(
-        'resource_constraint',
-        `Entry ${rel} unpacks to more than max_entry_bytes=${limits.max_entry_bytes}; the extraction was rolled back.`,
-        'Raise limits.max_entry_bytes (up to its ceiling) with a new idempotency_key if this is expected.',
-        { path: rel, max_entry_bytes: limits.max_entry_bytes },
-      );
-    }
-    if (total > limits.max_total_bytes) throw tooBig(total, limits.max_total_bytes);
-    if (total > teamBytes) throw overTeamBound(total, teamBytes);
-    if (total > limits.max_ratio * Math.max(archiveBytes, 1))
-      throw tooDense(total, archiveBytes, limits.max_ratio);
-    // Once per MiB or so: a reader that emits a long run of bytes still notices a cancel or the clock.
-    if ((total & 0xfffff) < n) checkClock();
-    return now;
-  };
+  const budget = new Budget(ctx.signal, limits, archiveBytes, teamBytes, deadline, timeoutMs);
+  const checkClock = () => budget.checkClock();
+  const count = (n: number, size: number, rel: string) => budget.count(n, size, rel);
 
   const onEntry = async (inner: ArchiveEntry, at: EntryOrigin = TOP) => {
     const entry =
@@ -175,24 +279,7 @@ export async function startExtraction(
         : { ...inner, name: `${at.parent}${NESTED_SUFFIX}/${inner.name.replace(/^(\.\/+)+/, '')}` };
     if (rows.length >= limits.max_entries) throw tooMany(rows.length + 1, limits.max_entries);
     checkClock();
-    const row: ManifestRow = {
-      occurrence: rows.length,
-      path: entry.name,
-      type: entry.type,
-      size: null,
-      sha256: null,
-      artifact: null,
-      detected_type: null,
-      nested_archive: false,
-      link_target: entry.linkTarget,
-      executable: entry.type === 'file' && Boolean(entry.executable),
-      status: 'refused',
-      reason: null,
-      depth: at.depth,
-      parent: at.parent,
-      inner_path: inner.name,
-      extracted_to: null,
-    };
+    const row = newRow(entry, inner, at, rows.length);
     rows.push(row);
     // A refused entry's bytes are still read (the next entry may follow them in the same stream)
     // and counted against the bounds, but written nowhere.
@@ -237,60 +324,10 @@ export async function startExtraction(
     if (taken.has(rel)) return refuse('duplicate path');
     taken.set(rel, 'file');
     await mkdir(path.dirname(target), { recursive: true });
-    const fd = await open(
-      target,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      entry.executable ? 0o755 : 0o644,
-    );
-    const hash = createHash('sha256');
-    let size = 0;
-    const heads: Buffer[] = [];
-    let headBytes = 0;
-    try {
-      for await (const chunk of entry.content!) {
-        const buf = chunk as Buffer;
-        size = count(buf.length, size, rel);
-        if (headBytes < HEAD_BYTES) {
-          const piece = Buffer.from(buf.subarray(0, HEAD_BYTES - headBytes));
-          heads.push(piece);
-          headBytes += piece.length;
-        }
-        hash.update(buf);
-        await fd.write(buf);
-      }
-    } catch (err) {
-      // Never leave a partial file behind a nested archive that is reported failed and kept.
-      await fd.close();
-      await rm(target, { force: true });
-      row.reason = `not written: ${(err as Error).message}`;
-      throw err;
-    }
-    await fd.close();
-    const kind = sniff(Buffer.concat(heads));
-    const hex = hash.digest('hex');
-    Object.assign(row, {
-      size,
-      sha256: hex,
-      artifact: `sha256:${hex}`,
-      detected_type: kind,
-      nested_archive: OPENABLE.has(kind) || UNBLOB_KINDS.has(kind),
-      status: 'written',
-      reason: null,
-    });
+    await writeFile(target, entry, row, (n, size) => count(n, size, rel));
     written++;
-    ctx.progress({ phase: 'extracting', entries: rows.length, written, bytes: total });
+    ctx.progress({ phase: 'extracting', entries: rows.length, written, bytes: budget.total });
   };
-
-  /** On failure remove everything staged; on success move it into place, whole. */
-  async function settle(failure: unknown): Promise<{ staging_removed: boolean; output: string | null }> {
-    if (failure) {
-      await rm(staging, { recursive: true, force: true });
-      return { staging_removed: !existsSync(staging), output: null };
-    }
-    await mkdir(path.dirname(output), { recursive: true });
-    await rename(staging, output); // the output directory is created exactly once, whole
-    return { staging_removed: true, output };
-  }
 
   /** Feeds a nested archive's entries to the writer under `<its path>.extracted/`, one level deeper. */
   const nestedIn = (row: ManifestRow) => {
@@ -303,8 +340,8 @@ export async function startExtraction(
     nestedIn,
     checkClock,
     rows,
-    settle,
-    stats: () => ({ total, written }),
+    settle: (failure: unknown) => settle(staging, output, failure),
+    stats: () => ({ total: budget.total, written }),
     /** Where a written entry is in the staging tree (only before settle). */
     staged: (row: ManifestRow) => path.join(staging, normalized(row.path)),
   };

@@ -5,9 +5,9 @@ import { createReadStream } from 'node:fs';
 import { pipeline, Readable } from 'node:stream';
 import { crc32, createGunzip } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
-import { DossierError } from '../domain/errors.ts';
-import { checkedOutput, runHelper, streamHelper } from '../sandbox/helpers.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
+import { DossierError } from '../../domain/errors.ts';
+import { checkedOutput, runHelper, streamHelper } from '../../sandbox/helpers.ts';
+import type { Sandbox } from '../../sandbox/sandbox.ts';
 
 export type EntryType = 'file' | 'dir' | 'symlink' | 'hardlink' | 'other';
 

@@ -4,10 +4,10 @@
 // bounds. This runs in the extraction thread (unpackThread.ts), away from the
 // gateway's and worker's event loop and heap.
 import path from 'node:path';
-import { DossierError, toToolError, type ToolError } from '../domain/errors.ts';
-import type { ExtractInput } from '../tools/extract.ts';
+import { DossierError, toToolError, type ToolError } from '../../domain/errors.ts';
+import type { ExtractInput } from '../../tools/extract.ts';
 import { decompressed, read7z, readSingle, readTar, type OnEntry } from './archives.ts';
-import type { ExtractionContext } from './effect.ts';
+import type { ExtractionContext } from '../effect.ts';
 import { readFlash } from './flash.ts';
 import {
   apkSigningBlock,
@@ -16,8 +16,8 @@ import {
   readThroughBsdtar,
   readUImage,
 } from './formats.ts';
-import { readUnblob, type UnblobFacts } from './unblob.ts';
-import { settleUnblobRows } from './unblobRows.ts';
+import { readUnblob, type UnblobFacts } from '../unblob.ts';
+import { settleUnblobRows } from '../unblobRows.ts';
 import { readZip } from './zip.ts';
 import { NESTED_SUFFIX, normalized, startExtraction, type ManifestRow } from './writer.ts';
 

@@ -4,8 +4,8 @@
 // its digest.
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { BUNDLE_FORMAT, buildBundle } from '../evidence/bundles.ts';
-import type { Effect } from './effect.ts';
+import { BUNDLE_FORMAT, buildBundle } from '../../evidence/bundles.ts';
+import type { Effect } from '../effect.ts';
 
 export const exportEvidenceBundle: Effect<{ evidence_ids?: string[]; investigation?: string }> = async (
   input,

@@ -6,54 +6,20 @@ import { createHash } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
 import { chmod, chown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { DossierError } from '../domain/errors.ts';
-import { ARTIFACT_DIGEST } from '../domain/types.ts';
-import { verifyArtifact } from '../evidence/artifacts.ts';
-import { openUnder } from '../sandbox/paths.ts';
-import { helperPath, type Mount, type SandboxedProcess } from '../sandbox/sandbox.ts';
-import { KILL_GRACE_MS, type CaptureInput, type ObserveInput } from '../tools/capture.ts';
-import type { Effect, EffectContext, EffectResult } from './effect.ts';
-import { registeredArtifact } from './policy.ts';
+import { DossierError } from '../../domain/errors.ts';
+import { ARTIFACT_DIGEST } from '../../domain/types.ts';
+import { verifyArtifact } from '../../evidence/artifacts.ts';
+import { openUnder } from '../../sandbox/paths.ts';
+import { helperPath, type Mount, type SandboxedProcess } from '../../sandbox/sandbox.ts';
+import { KILL_GRACE_MS, type CaptureInput, type ObserveInput } from '../../tools/capture.ts';
+import type { Effect, EffectContext } from '../effect.ts';
+import { registeredArtifact } from '../policy.ts';
 import { listTree, parseLtraceLine, readStrace, readTrace, tracedExit } from './observe.ts';
-import { workspaceUsage } from './workspaces.ts';
-import { whenAborted } from '../domain/abort.ts';
-import { CappedOutput } from '../domain/capped.ts';
+import { workspaceUsage } from '../workspaces/workspaces.ts';
+import { whenAborted } from '../../domain/abort.ts';
+import { captureResult, SANDBOX_PATHS, type CaptureRan, type Ending } from './result.ts';
 
-const HEAD_CHARS = 512;
-
-/**
- * Where a sandboxed program finds its workspace, its tracer's folder and a registered artifact's
- * copy: names of the sandbox's own, so nothing the program sees or prints, and nothing its Evidence
- * says, names the worker's folders (DOSSIER_HOME's layout is no business of the team's).
- */
-export const SANDBOX_PATHS = { workspace: '/workspace', trace: '/trace', artifact: '/artifact' } as const;
-const LINE_PART_CHARS = 4_096;
-
-/**
- * Output as rows: one per line, long lines split into parts so no row is huge;
- * at most `limit` rows are made (runEffect keeps a result's collections within
- * DOSSIER_MAX_COLLECTION_ROWS and says so, so pass that plus one).
- */
-export function lineRows(
-  text: string,
-  limit = Number.POSITIVE_INFINITY,
-): { line: number; part: number; text: string }[] {
-  const rows: { line: number; part: number; text: string }[] = [];
-  let start = 0;
-  for (let n = 1; start < text.length && rows.length < limit; n++) {
-    const end = text.indexOf('\n', start);
-    const line = text.slice(start, end === -1 ? text.length : end);
-    for (
-      let part = 0, at = 0;
-      (part === 0 || at < line.length) && rows.length < limit;
-      part++, at += LINE_PART_CHARS
-    ) {
-      rows.push({ line: n, part, text: line.slice(at, at + LINE_PART_CHARS) });
-    }
-    start = end === -1 ? text.length : end + 1;
-  }
-  return rows;
-}
+import { CappedOutput } from '../../domain/capped.ts';
 
 /** A capture as the effects run it: observe_native_calls sets the tracer to ltrace. */
 export type CaptureRun = CaptureInput & { tracer?: 'ltrace'; call_filter?: string };
@@ -64,6 +30,41 @@ function tracerOf(input: CaptureRun): 'strace' | 'ltrace' | undefined {
 
 export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   const tracer = tracerOf(input);
+  const { proc, program, traceFile, shown } = await startProgram(input, ctx, tracer);
+  const ran = await superviseRun(input, ctx, proc);
+  const { exit } = ran;
+  const [trace, tree] = await Promise.all([
+    tracer === 'strace'
+      ? readStrace(traceFile, input.max_events)
+      : tracer === 'ltrace'
+        ? readTrace(traceFile, input.max_events, parseLtraceLine)
+        : undefined,
+    listTree(ctx.workspace, input.max_files, FILE_HASH_BUDGET),
+  ]);
+  // ltrace exits 0 whatever its program did: the program's own ending is in its output.
+  const traced = tracer === 'ltrace' && !exit.error ? await tracedExit(traceFile) : undefined;
+  if (traced) Object.assign(exit, traced);
+  const status = traced
+    ? { signal: traced.signal, inferred: false }
+    : exitStatus(exit, input.isolation !== 'none');
+  return captureResult({
+    ...ran,
+    input,
+    ctx,
+    tracer,
+    program: { ...program, real: shown(program.real) },
+    pid: proc.child.pid,
+    sandboxFacts: proc.facts,
+    commandLine: [...tracerArgs(input, shown(traceFile)), shown(program.path), ...input.args],
+    status,
+    trace,
+    tree,
+    traced,
+  });
+};
+
+/** Checks the program, readies the workspace (and the tracer's folder), journals the start and spawns it. */
+async function startProgram(input: CaptureRun, ctx: EffectContext, tracer: 'strace' | 'ltrace' | undefined) {
   ctx.sandbox.check({ network: input.network, isolation: input.isolation });
   const program = ARTIFACT_DIGEST.test(input.executable)
     ? await artifactProgram(ctx, input.executable)
@@ -122,6 +123,15 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   // The checked file stays open until the program holds its own descriptor of it (the timeout and
   // a cancel apply meanwhile).
   void proc.started.finally(() => program.close().catch(() => undefined));
+  return { proc, program, traceFile, shown };
+}
+
+/** Watches the program to its end: its output capped, its workspace bounded, its time and the launch's signal obeyed. */
+async function superviseRun(
+  input: CaptureRun,
+  ctx: EffectContext,
+  proc: SandboxedProcess,
+): Promise<CaptureRan> {
   const startedAt = new Date();
   const t0 = performance.now();
   const { child } = proc;
@@ -130,8 +140,8 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   child.stdout.on('data', (c: Buffer) => stdout.push(c));
   child.stderr.on('data', (c: Buffer) => stderr.push(c));
 
-  let ending: 'timeout' | 'cancel' | 'shutdown' | 'workspace_limit' | undefined;
-  const end = (why: NonNullable<typeof ending>) => {
+  let ending: Ending | undefined;
+  const end = (why: Ending) => {
     if (ending) return;
     ending = why;
     proc.terminate();
@@ -186,147 +196,8 @@ export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
   // The uid is given back: nothing of it may reach the workspace any more.
   await chown(ctx.workspace, process.getuid?.() ?? 0, process.getgid?.() ?? 0).catch(() => undefined);
 
-  const [trace, tree] = await Promise.all([
-    tracer === 'strace'
-      ? readStrace(traceFile, input.max_events)
-      : tracer === 'ltrace'
-        ? readTrace(traceFile, input.max_events, parseLtraceLine)
-        : undefined,
-    listTree(ctx.workspace, input.max_files, FILE_HASH_BUDGET),
-  ]);
-  // ltrace exits 0 whatever its program did: the program's own ending is in its output.
-  const traced = tracer === 'ltrace' && !exit.error ? await tracedExit(traceFile) : undefined;
-  if (traced) Object.assign(exit, traced);
-  const status = traced
-    ? { signal: traced.signal, inferred: false }
-    : exitStatus(exit, input.isolation !== 'none');
-  const out = stdout.describe();
-  const err = stderr.describe();
-  const outText = stdout.text();
-  const errText = stderr.text();
-  const limitations: string[] = [];
-  if (out.truncated) limitations.push(`stdout was capped at ${input.max_output_bytes} bytes`);
-  if (err.truncated) limitations.push(`stderr was capped at ${input.max_output_bytes} bytes`);
-  if (ending === 'timeout') limitations.push(`the process was ended after timeout_ms=${input.timeout_ms}`);
-  if (ending === 'cancel') limitations.push('the launch was cancelled; the process group was ended');
-  if (ending === 'shutdown')
-    limitations.push(
-      `its worker was stopped and waited DOSSIER_SHUTDOWN_GRACE_MS=${ctx.config.shutdownGraceMs} ms; the process group was ended`,
-    );
-  if (ending === 'workspace_limit')
-    limitations.push(
-      unmeasured
-        ? `the workspace's size could not be measured (${unmeasured}), which counts as past DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes}; the process group was ended`
-        : `the workspace passed DOSSIER_WORKSPACE_BYTES=${ctx.config.workspaceBytes} bytes (or 200,000 entries); the process group was ended`,
-    );
-  if (status.inferred)
-    limitations.push(
-      `the sandbox reports a program killed by signal N as exit status 128+N: exit status ${exit.code} is read as ${status.signal} (a program that exits with ${exit.code} itself reads the same)`,
-    );
-  if (trace?.truncated) limitations.push(`${tracer} events were capped at max_events=${input.max_events}`);
-  if (tracer === 'ltrace' && !exit.error)
-    limitations.push(
-      traced
-        ? "the exit status is the program's as ltrace reported it"
-        : "ltrace reported no ending for the program (it was ended first): the exit status is ltrace's own",
-    );
-  if (tree.truncated) limitations.push(`the workspace listing was capped at max_files=${input.max_files}`);
-  if (tree.unhashed) limitations.push(`${tree.unhashed} large workspace files were listed without SHA-256`);
-  if (input.isolation === 'none') {
-    limitations.push(
-      `isolation "none" (allowed by the cluster admin): the program saw the worker host filesystem as its uid could, without namespaces; it ran in the worker's own folders, which this Evidence names as the sandbox does (${SANDBOX_PATHS.workspace}, ${SANDBOX_PATHS.trace}, ${SANDBOX_PATHS.artifact})`,
-    );
-  }
-  if (process.getuid?.() !== 0) {
-    limitations.push(
-      'the worker is not root, so the program ran as the worker uid and the process limit (RLIMIT_NPROC) counted the worker too',
-    );
-  }
-
-  const document = {
-    executable: {
-      path: input.executable,
-      resolved_path: shown(program.real),
-      sha256: program.sha256,
-      bytes: program.bytes,
-    },
-    args: input.args,
-    env_names: Object.keys(input.env).sort(),
-    stdin:
-      input.stdin === undefined ? null : { bytes: Buffer.byteLength(input.stdin), sha256: sha(input.stdin) },
-    workspace: SANDBOX_PATHS.workspace,
-    pid: child.pid ?? null,
-    exit: { code: exit.code, signal: status.signal, signal_inferred: status.inferred },
-    ended_by: ending ?? 'exit',
-    stray_processes_killed: strays,
-    isolation: input.isolation,
-    sandbox: proc.facts,
-    limits: input.limits,
-    command_line: [...tracerArgs(input, shown(traceFile)), shown(program.path), ...input.args],
-    trace: trace ? { tracer, events: trace.events.length, truncated: trace.truncated } : null,
-    started_at: startedAt.toISOString(),
-    duration_ms: durationMs,
-    stdout: out,
-    stderr: err,
-  };
-  const summary = {
-    exit_code: exit.code,
-    signal: status.signal,
-    ended_by: ending ?? 'exit',
-    duration_ms: durationMs,
-    stdout_bytes: out.bytes,
-    stderr_bytes: err.bytes,
-    stdout_truncated: out.truncated,
-    stderr_truncated: err.truncated,
-    events: trace?.events.length ?? null,
-    files: tree.files.length,
-    stdout_head: outText.slice(0, HEAD_CHARS),
-    stderr_head: errText.slice(0, HEAD_CHARS),
-  };
-  const result: EffectResult = {
-    // A launch ended by its worker's stop is recorded interrupted (activities/index.ts), as cancelled here.
-    status: ending === 'cancel' || ending === 'shutdown' ? 'cancelled' : exit.error ? 'failed' : 'succeeded',
-    document,
-    collections: {
-      stdout: lineRows(outText, ctx.config.maxCollectionRows + 1),
-      stderr: lineRows(errText, ctx.config.maxCollectionRows + 1),
-      files: tree.files,
-      ...(trace ? { events: trace.events } : {}),
-    },
-    summary,
-    truncated: out.truncated || err.truncated,
-    limitations,
-    target: { path: shown(program.real), digest: `sha256:${program.sha256}` },
-    unknowns: [
-      ...(out.truncated
-        ? [{ question: 'What did stdout contain past the retained cap?', scope: `${ctx.launchId} stdout` }]
-        : []),
-      ...(err.truncated
-        ? [{ question: 'What did stderr contain past the retained cap?', scope: `${ctx.launchId} stderr` }]
-        : []),
-      ...(ending === 'timeout'
-        ? [{ question: 'What would the process have done after the timeout?', scope: `${ctx.launchId} run` }]
-        : []),
-      ...(ending === 'shutdown'
-        ? [
-            {
-              question: 'What would the process have done had its worker not stopped?',
-              scope: `${ctx.launchId} run`,
-            },
-          ]
-        : []),
-    ],
-  };
-  if (exit.error) {
-    result.error = new DossierError(
-      'provider_unavailable',
-      `could not start ${shown(program.real)}: ${exit.error.message}`,
-      'Check that the program can run on the worker host, then launch again with a new idempotency_key.',
-      { resolved: shown(program.real) },
-    ).toToolError();
-  }
-  return result;
-};
+  return { startedAt, durationMs, exit, ending, unmeasured, strays, stdout, stderr };
+}
 
 /** The program a capture runs: where the sandbox shows it, what was checked, and its mount. */
 interface Program {
@@ -404,10 +275,6 @@ export function tracerArgs(input: CaptureRun, traceFile: string): string[] {
     return [helperPath('ltrace', 'ltrace'), '-f', '-s', '96', '-o', traceFile, ...filter, '--'];
   }
   return [];
-}
-
-function sha(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
 }
 
 /** observe_native_calls: the same bounded capture, traced with ltrace -f into `events`. */

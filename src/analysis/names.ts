@@ -1,7 +1,7 @@
 // Which functions an answer names, by address, so a reader's overlay can put
 // the team's names in their place: the functions a decompiled text names, the
 // functions that reference each string.
-import type { AnalysisDatabase } from '../analysis/database.ts';
+import type { AnalysisDatabase } from './database.ts';
 
 const hex = (n: number) => `0x${n.toString(16)}`;
 

@@ -6,10 +6,10 @@
 // milliseconds and halved the throughput. The thread's heap is small, so its
 // collections are cheap and the main event loop stays free.
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import type { Config } from '../config.ts';
-import { DossierError, toToolError, type ToolError } from '../domain/errors.ts';
-import { Sandbox } from '../sandbox/sandbox.ts';
-import type { EffectContext } from './effect.ts';
+import type { Config } from '../../config.ts';
+import { DossierError, toToolError, type ToolError } from '../../domain/errors.ts';
+import { Sandbox } from '../../sandbox/sandbox.ts';
+import type { EffectContext } from '../effect.ts';
 import { unpack, type UnpackJob, type UnpackOutcome } from './unpack.ts';
 
 type ToThread =

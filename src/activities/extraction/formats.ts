@@ -10,8 +10,8 @@ import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
-import { checkedOutput, streamHelper } from '../sandbox/helpers.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
+import { checkedOutput, streamHelper } from '../../sandbox/helpers.ts';
+import type { Sandbox } from '../../sandbox/sandbox.ts';
 import { corrupt as unreadable, readTar, type OnEntry } from './archives.ts';
 
 /** The formats here name themselves whole ("the Android sparse image", "the uImage"). */

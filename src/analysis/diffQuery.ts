@@ -2,9 +2,9 @@
 // retained as Evidence like every analysis answer, and the matches kept as the
 // team's links between the two builds, through which annotations of the base
 // are offered on the artifact (propagated when identical, suggested when changed).
-import { DIFF_ALGORITHM, Differ, matchClass, type Fn } from '../analysis/diff.ts';
+import { DIFF_ALGORITHM, Differ, matchClass, type Fn } from './diff.ts';
 import { DossierError } from '../domain/errors.ts';
-import { hex, type QueryContext, type QueryResult } from './analysisQueries.ts';
+import { hex, type QueryContext, type QueryResult } from './queries.ts';
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
 

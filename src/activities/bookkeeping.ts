@@ -1,0 +1,54 @@
+// The launch workflow's bookkeeping activities: what the journal says of a
+// launch, and its outcome recorded once (first writer wins).
+import { unknownId } from '../domain/evidence.ts';
+import { isFinished, type LaunchOutcome } from '../domain/types.ts';
+import type { JournalView } from '../launches/protocol.ts';
+import type { Store } from '../store/store.ts';
+import { MUTATING_DEVICE_TOOLS } from '../tools/devices.ts';
+import { interruptedOnDevice } from './devices/devices.ts';
+import { ownWorkflow } from './provenance.ts';
+
+export async function readJournal(store: Store, workflowId: string): Promise<JournalView> {
+  ownWorkflow(workflowId);
+  const record = await store.launches.byWorkflowId(workflowId);
+  if (!record) return { effect: 'not_started', finished: null };
+  return {
+    effect: record.effect,
+    finished: isFinished(record.status)
+      ? {
+          status: record.status,
+          evidenceId: record.evidenceId,
+          summary: record.summary,
+          error: record.error,
+        }
+      : null,
+  };
+}
+
+/** First writer wins: returns the outcome that the store holds afterwards. */
+export async function finishLaunch(
+  store: Store,
+  workflowId: string,
+  outcome: LaunchOutcome,
+): Promise<LaunchOutcome> {
+  ownWorkflow(workflowId);
+  const record = await store.launches.finish(workflowId, outcome);
+  if (!record || !isFinished(record.status)) return outcome;
+  if (record.status === 'interrupted' && MUTATING_DEVICE_TOOLS.has(record.tool)) {
+    // A device operation lost mid-way leaves the device in a state nobody knows: say so, on the device.
+    const unknown = interruptedOnDevice(record.tool, record.input as Record<string, unknown>, workflowId);
+    await store.unknowns.record(
+      record.team,
+      record.principal,
+      { ...unknown, unknown_id: unknownId(unknown) },
+      record.investigation,
+      [],
+    );
+  }
+  return {
+    status: record.status,
+    evidenceId: record.evidenceId,
+    summary: record.summary,
+    error: record.error,
+  };
+}

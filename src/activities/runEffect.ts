@@ -1,0 +1,244 @@
+// runEffect wraps every effectful tool in the same launch discipline: journal
+// before the effect, heartbeat while it runs, retain the complete result as
+// Evidence, record the outcome, return only a small reference (Temporal
+// payloads must stay far below 2 MiB).
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import path from 'node:path';
+import type { Config } from '../config.ts';
+import { sha256Hex } from '../domain/canonical.ts';
+import { DossierError, toToolError } from '../domain/errors.ts';
+import { PRODUCT } from '../domain/product.ts';
+import type { LaunchOutcome } from '../domain/types.ts';
+import { WORKER_SHUTDOWN, type LaunchRequest } from '../launches/protocol.ts';
+import { effectSeconds } from '../metrics/metrics.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { Store } from '../store/store.ts';
+import type { PayloadKey } from '../temporal/codec.ts';
+import { finishLaunch } from './bookkeeping.ts';
+import type { EffectContext, EffectResult } from './effect.ts';
+import type { EffectBinding } from './effects.ts';
+import { evidenceOf } from './evidenceRecord.ts';
+import { vouchForLaunch } from './provenance.ts';
+import { makeWorkspace } from './workspaces/workspaces.ts';
+
+export const PROVIDER = PRODUCT;
+
+const PROGRESS_WRITE_INTERVAL_MS = 1_000;
+
+/** What every launch on this worker shares. */
+export interface EffectDeps {
+  store: Store;
+  config: Config;
+  sandbox: Sandbox;
+  keys: PayloadKey[];
+  effects: ReadonlyMap<string, EffectBinding>;
+  /** Records what a finished launch keeps for its team; never fails. */
+  retain(req: LaunchRequest, workspace: string): Promise<void>;
+}
+
+type Activity = ReturnType<typeof Context.current>;
+
+/** The launch's own workspace: one per dispatch (a launch re-dispatched after a lost worker is another activity of the same run). */
+function workspaceOf(config: Config, req: LaunchRequest, activity: Activity): string {
+  const runId = activity.info.workflowExecution?.runId ?? 'unknown';
+  return path.join(
+    config.home,
+    'workspaces',
+    sha256Hex(req.workflowId).slice(0, 24),
+    `${runId}-${activity.info.activityId}-${activity.info.attempt}`,
+  );
+}
+
+/**
+ * The launch's heartbeat and progress. The first heartbeat goes after a second (well inside the
+ * 10 s heartbeat timeout): a launch that ends sooner costs Temporal no heartbeat at all. Progress
+ * reaches the store at most once a second; the last facts of a burst go with the next beat.
+ */
+function launchProgress(store: Store, req: LaunchRequest, activity: Activity) {
+  let lastWrite = 0;
+  let latest: Record<string, unknown> = { phase: 'starting' };
+  let written: Record<string, unknown> | undefined = latest;
+  const writeProgress = () => {
+    written = latest;
+    lastWrite = Date.now();
+    store.launches.recordProgress(req.workflowId, latest).catch(() => undefined);
+  };
+  const beat = setInterval(() => {
+    activity.heartbeat(latest);
+    if (written !== latest) writeProgress();
+  }, 1_000);
+  return {
+    progress(facts: Record<string, unknown>) {
+      latest = facts;
+      activity.heartbeat(facts);
+      if (Date.now() - lastWrite >= PROGRESS_WRITE_INTERVAL_MS) writeProgress();
+    },
+    stop: () => clearInterval(beat),
+  };
+}
+
+/** What the effect gets: `begin` journals the effect's start, once over every attempt. */
+function effectContext(
+  deps: EffectDeps,
+  req: LaunchRequest,
+  workspace: string,
+  activity: Activity,
+  progress: (facts: Record<string, unknown>) => void,
+  began: () => void,
+): EffectContext {
+  const { config, store, sandbox, keys } = deps;
+  return {
+    config,
+    launchId: req.workflowId,
+    caller: { principal: req.principal, team: req.team },
+    store,
+    sandbox,
+    keys,
+    attemptId: path.basename(workspace),
+    workspace,
+    signal: activity.cancellationSignal,
+    stopping: () => Boolean(activity.cancellationDetails?.workerShutdown),
+    begin: async () => {
+      if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }))) {
+        throw ApplicationFailure.nonRetryable(
+          'the journal says an earlier attempt already began this effect; it is not run again',
+          'EffectAlreadyStarted',
+        );
+      }
+      began();
+    },
+    progress,
+  };
+}
+
+/** Keeps every collection within `max` rows, and says so in the result's limitations. */
+export function boundCollections(result: EffectResult, max: number): EffectResult {
+  const over = Object.entries(result.collections).filter(([, rows]) => rows.length > max);
+  if (over.length === 0) return result;
+  return {
+    ...result,
+    collections: {
+      ...result.collections,
+      ...Object.fromEntries(over.map(([name, rows]) => [name, rows.slice(0, max)])),
+    },
+    truncated: true,
+    limitations: [
+      ...result.limitations,
+      ...over.map(
+        ([name]) =>
+          `${name} had more than ${max} rows; the first ${max} are retained (DOSSIER_MAX_COLLECTION_ROWS)`,
+      ),
+    ],
+  };
+}
+
+/** The effect's complete result retained as Evidence; the outcome names it. */
+async function retainResult(store: Store, req: LaunchRequest, result: EffectResult): Promise<LaunchOutcome> {
+  const evidence = await store.evidence.put(
+    evidenceOf({
+      tool: req.tool,
+      provider: PROVIDER,
+      parameters: req.input,
+      parametersDigest: req.bodyDigest,
+      target: result.target,
+      principal: req.principal,
+      team: req.team,
+      investigation: req.investigation,
+      workflowId: req.workflowId,
+      summary: result.summary,
+      truncated: result.truncated,
+      limitations: result.limitations,
+      document: result.document,
+      collections: result.collections,
+      unknowns: result.unknowns,
+    }),
+  );
+  return {
+    status: result.status,
+    evidenceId: evidence.evidence_id,
+    summary: result.summary,
+    error: (result.error as unknown as Record<string, unknown>) ?? null,
+  };
+}
+
+/** A stopping worker is not a principal cancelling: the launch was interrupted, and says why. */
+function interruptedByShutdown(outcome: LaunchOutcome, begun: boolean, config: Config): LaunchOutcome {
+  return {
+    ...outcome,
+    status: 'interrupted',
+    error: new DossierError(
+      'interrupted',
+      `The worker running this launch was stopped (a graceful shutdown) and ended it after waiting ${config.shutdownGraceMs} ms (DOSSIER_SHUTDOWN_GRACE_MS); what it saw is retained and it was not re-run.`,
+      'Inspect the Evidence for what was done, then launch again with a new idempotency_key if you still want the effect.',
+      { reason: 'worker_shutdown', effect_began: begun },
+    ).toToolError() as unknown as Record<string, unknown>,
+  };
+}
+
+async function runEffect(deps: EffectDeps, req: LaunchRequest): Promise<LaunchOutcome> {
+  const { store, config } = deps;
+  const activity = Context.current();
+  await vouchForLaunch(store, req);
+  const effect = deps.effects.get(req.tool)?.run;
+  if (!effect)
+    throw ApplicationFailure.nonRetryable(`no effect implementation for tool ${req.tool}`, 'UnknownTool');
+  const workspace = workspaceOf(config, req, activity);
+  await makeWorkspace(workspace);
+
+  let begun = false;
+  const ran = effectSeconds.startTimer({ tool: req.tool });
+  const beats = launchProgress(store, req, activity);
+  const ctx = effectContext(deps, req, workspace, activity, beats.progress, () => (begun = true));
+  let outcome: LaunchOutcome;
+  try {
+    const result = boundCollections(await effect(req.input, ctx), config.maxCollectionRows);
+    outcome = await retainResult(store, req, result);
+  } catch (err) {
+    if (err instanceof ApplicationFailure && err.type === 'EffectAlreadyStarted') {
+      await deps.retain(req, workspace);
+      throw err;
+    }
+    if (!begun && activity.cancellationDetails?.workerShutdown) {
+      await deps.retain(req, workspace);
+      // Nothing was done: another worker may take the launch (the workflow dispatches it again).
+      throw ApplicationFailure.create({
+        type: WORKER_SHUTDOWN,
+        message: 'the worker stopped before the effect began',
+        nonRetryable: true,
+      });
+    }
+    const error = toToolError(err);
+    outcome = {
+      status: 'failed',
+      evidenceId: null,
+      summary: null,
+      error: { ...error, details: { ...error.details, effect_began: begun } },
+    };
+  } finally {
+    beats.stop();
+  }
+  if (outcome.status !== 'succeeded' && activity.cancellationDetails?.workerShutdown)
+    outcome = interruptedByShutdown(outcome, begun, config);
+  ran({ status: outcome.status });
+  // Before the launch is seen finished: its reply finds the team's disk already within its bound.
+  await deps.retain(req, workspace);
+  const stored = await finishLaunch(store, req.workflowId, outcome);
+  if (outcome.status === 'cancelled') throw new CancelledFailure('the launch was cancelled', [stored]);
+  return stored;
+}
+
+/**
+ * runEffect, whose own unexpected failures (not the effect's, which it records) reach the
+ * workflow as an `internal` tool error with a reference: the failure's text, which may name host
+ * folders, goes to this worker's log under that reference, never to the caller or the audit UI.
+ */
+export async function runEffectReported(deps: EffectDeps, req: LaunchRequest): Promise<LaunchOutcome> {
+  try {
+    return await runEffect(deps, req);
+  } catch (err) {
+    if (err instanceof ApplicationFailure || err instanceof CancelledFailure) throw err;
+    const error = toToolError(err);
+    throw ApplicationFailure.nonRetryable(error.message, 'DossierInternal', error);
+  }
+}
