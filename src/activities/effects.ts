@@ -27,7 +27,7 @@ import {
 import { captureProcess, observeNativeCalls } from './capture/capture.ts';
 import type { Effect, EffectContext, EffectResult } from './effect.ts';
 import { extractArchive } from './extraction/extract.ts';
-import { extractFirmware } from './firmware.ts';
+import { extractFirmware } from './extraction/firmware.ts';
 
 export interface EffectBinding {
   contract: ToolContract;

@@ -1,7 +1,7 @@
 // Every analysis contract bound to the query that answers it from an
 // artifact's database (src/analysis: queries.ts, trace.ts, diffQuery.ts), or,
 // for decompilation, to the provider run again in the sandbox (decompile.ts);
-// a rule scan to its scanner (src/activities/ruleScan.ts).
+// a rule scan to its scanner (ruleScan.ts).
 import type { z } from 'zod';
 import type { AnalysisProvider } from '../../analysis/venv.ts';
 import {
@@ -26,7 +26,7 @@ import {
 import { decompile, type DecompileContext } from '../../analysis/decompile.ts';
 import { diffBinaries } from '../../analysis/diffQuery.ts';
 import { traceFeature } from '../../analysis/trace.ts';
-import { runRuleScan, type ScanContext } from '../ruleScan.ts';
+import { runRuleScan, type ScanContext } from './ruleScan.ts';
 
 /** What every analysis gets; the database is there when the request named one (a rule scan reads none). */
 export interface AnalysisContext extends ScanContext {

@@ -10,7 +10,7 @@ import type { Effect } from '../effect.ts';
 import { flashLimitations } from './flash.ts';
 import { verifiedArtifact } from '../policy.ts';
 import { formatOf, type ArchiveFormat } from './detect.ts';
-import { unblobLimitations, unknownChunkQuestions } from '../unblob.ts';
+import { unblobLimitations, unknownChunkQuestions } from './unblob.ts';
 import { unpackInThread } from './unpackThread.ts';
 import { outputName, publishOutputs } from '../../evidence/artifacts.ts';
 import { deadline, normalized, typeCounts } from './writer.ts';
@@ -160,7 +160,7 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
 };
 
 /** unblob's runs in one line each: handlers met, chunks, unknown bytes. */
-function unblobSummary(runs: import('../unblob.ts').UnblobFacts[]) {
+function unblobSummary(runs: import('./unblob.ts').UnblobFacts[]) {
   const handlers: Record<string, number> = {};
   for (const r of runs) for (const [h, n] of Object.entries(r.handlers)) handlers[h] = (handlers[h] ?? 0) + n;
   const chunks = runs.flatMap((r) => r.chunks);

@@ -16,8 +16,8 @@ import {
   readThroughBsdtar,
   readUImage,
 } from './formats.ts';
-import { readUnblob, type UnblobFacts } from '../unblob.ts';
-import { settleUnblobRows } from '../unblobRows.ts';
+import { readUnblob, type UnblobFacts } from './unblob.ts';
+import { settleUnblobRows } from './unblobRows.ts';
 import { readZip } from './zip.ts';
 import { NESTED_SUFFIX, normalized, startExtraction, type ManifestRow } from './writer.ts';
 

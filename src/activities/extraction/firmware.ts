@@ -6,18 +6,18 @@
 // written outside their folder before), and a region of a kind dossier reads
 // that unblob did not find (a uImage) is carved by dossier by its stated size.
 // Links are recorded, never created, and every bound holds while writing.
-import { outputName, publishOutputs } from '../evidence/artifacts.ts';
+import { outputName, publishOutputs } from '../../evidence/artifacts.ts';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { DossierError, toToolError } from '../domain/errors.ts';
-import { runHelper } from '../sandbox/helpers.ts';
-import type { FirmwareInput } from '../tools/firmware.ts';
-import type { Effect } from './effect.ts';
-import { deadline, normalized, startExtraction, typeCounts } from './extraction/writer.ts';
-import { readSquashfs } from './extraction/formats.ts';
-import { verifiedArtifact } from './policy.ts';
+import { DossierError, toToolError } from '../../domain/errors.ts';
+import { runHelper } from '../../sandbox/helpers.ts';
+import type { FirmwareInput } from '../../tools/firmware.ts';
+import type { Effect } from '../effect.ts';
+import { deadline, normalized, startExtraction, typeCounts } from './writer.ts';
+import { readSquashfs } from './formats.ts';
+import { verifiedArtifact } from '../policy.ts';
 import { readUnblob, unblobLimitations, unknownChunkQuestions, type UnblobFacts } from './unblob.ts';
-import { UNBLOB_HANDLERS } from '../tools/unblobHandlers.ts';
+import { UNBLOB_HANDLERS } from '../../tools/unblobHandlers.ts';
 
 /** binwalk's kinds dossier carves itself when unblob found no chunk there (unblob has no uImage handler). */
 const CARVED_BY_DOSSIER = new Set(['uimage', 'squashfs']);

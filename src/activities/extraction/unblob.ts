@@ -6,12 +6,12 @@
 // tar, which goes through the same tar reader and checked writer as every
 // other format. unblob's own file creation is never trusted: names, links,
 // special files and every byte are checked again as they are written.
-import { DossierError } from '../domain/errors.ts';
-import { unblobEnv } from '../python/unblob.ts';
-import { sandboxedEnv } from '../python/venv.ts';
-import { checkedOutput, stderrTail, streamHelper } from '../sandbox/helpers.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
-import { corrupt, readTar, type OnEntry } from './extraction/archives.ts';
+import { DossierError } from '../../domain/errors.ts';
+import { unblobEnv } from '../../python/unblob.ts';
+import { sandboxedEnv } from '../../python/venv.ts';
+import { checkedOutput, stderrTail, streamHelper } from '../../sandbox/helpers.ts';
+import type { Sandbox } from '../../sandbox/sandbox.ts';
+import { corrupt, readTar, type OnEntry } from './archives.ts';
 
 /** The largest scratch space unblob gets (it is memory). */
 export const UNBLOB_SCRATCH_MAX = 4 * 1024 ** 3;

@@ -9,16 +9,16 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import type { Config } from '../config.ts';
-import { DossierError } from '../domain/errors.ts';
-import { outputFolder, verifyArtifact } from '../evidence/artifacts.ts';
-import { rulesEnv } from '../python/rules.ts';
-import { isUnder } from '../sandbox/paths.ts';
-import { sandboxedEnv, type PythonEnv } from '../python/venv.ts';
-import { streamHelper } from '../sandbox/helpers.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
-import type { Store } from '../store/store.ts';
-import type { QueryResult } from '../analysis/queries.ts';
+import type { Config } from '../../config.ts';
+import { DossierError } from '../../domain/errors.ts';
+import { outputFolder, verifyArtifact } from '../../evidence/artifacts.ts';
+import { rulesEnv } from '../../python/rules.ts';
+import { isUnder } from '../../sandbox/paths.ts';
+import { sandboxedEnv, type PythonEnv } from '../../python/venv.ts';
+import { streamHelper } from '../../sandbox/helpers.ts';
+import type { Sandbox } from '../../sandbox/sandbox.ts';
+import type { Store } from '../../store/store.ts';
+import type { QueryResult } from '../../analysis/queries.ts';
 
 export interface ScanInput {
   rules: string;
