@@ -2,6 +2,7 @@
 // runs the operation: SSH with the credential opened from its seal, adb and
 // emulation through the sandbox.
 import { existsSync } from 'node:fs';
+import type { DeviceKind } from '../domain/devices.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { PayloadKey } from '../temporal/codec.ts';
 import { openAdb } from './adb.ts';
@@ -13,17 +14,20 @@ import { openSsh, type SshConfig, type SshCredential } from './ssh.ts';
 export interface DeviceFacts {
   team: string;
   device_id: string;
-  kind: 'ssh' | 'adb' | 'emulated';
+  kind: DeviceKind;
   config: Record<string, unknown>;
   /** The sealed credential (ssh), as the registry keeps it. */
   credential: string | null;
 }
 
-export async function openDevice(
-  d: DeviceFacts,
-  deps: { sandbox: Sandbox; keys: PayloadKey[] },
-): Promise<DeviceSession> {
-  if (d.kind === 'ssh') {
+type OpenDeps = { sandbox: Sandbox; keys: PayloadKey[] };
+
+/** How each kind of device is opened. */
+const OPENERS: Record<
+  DeviceKind,
+  (d: DeviceFacts, deps: OpenDeps) => Promise<DeviceSession> | DeviceSession
+> = {
+  ssh: (d, deps) => {
     if (!d.credential)
       throw unavailable(
         d.device_id,
@@ -34,15 +38,21 @@ export async function openDevice(
       openCredential(deps.keys, d.team, d.device_id, d.credential),
     ) as SshCredential;
     return openSsh(d.device_id, d.config as unknown as SshConfig, credential);
-  }
-  if (d.kind === 'adb') return openAdb(d.device_id, String(d.config.serial), deps.sandbox);
-  const rootfs = String(d.config.rootfs);
-  if (!existsSync(rootfs)) {
-    throw unavailable(
-      d.device_id,
-      'its rootfs is not on this worker',
-      'Run the device on a worker that shares DOSSIER_HOME/extractions with the one that extracted it.',
-    );
-  }
-  return openEmulated(d.device_id, rootfs, String(d.config.arch), deps.sandbox);
+  },
+  adb: (d, deps) => openAdb(d.device_id, String(d.config.serial), deps.sandbox),
+  emulated: (d, deps) => {
+    const rootfs = String(d.config.rootfs);
+    if (!existsSync(rootfs)) {
+      throw unavailable(
+        d.device_id,
+        'its rootfs is not on this worker',
+        'Run the device on a worker that shares DOSSIER_HOME/extractions with the one that extracted it.',
+      );
+    }
+    return openEmulated(d.device_id, rootfs, String(d.config.arch), deps.sandbox);
+  },
+};
+
+export async function openDevice(d: DeviceFacts, deps: OpenDeps): Promise<DeviceSession> {
+  return OPENERS[d.kind](d, deps);
 }

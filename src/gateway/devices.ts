@@ -3,13 +3,14 @@
 // emulated devices point at a rootfs of one of the team's own extractions.
 import path from 'node:path';
 import { digestOf, sha256Hex } from '../domain/canonical.ts';
+import { DEVICE_KINDS, type DeviceKind } from '../domain/devices.ts';
 import { DossierError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import { sealCredential } from '../devices/secrets.ts';
 import { pinnedFingerprint } from '../devices/ssh.ts';
 import { outputFolder } from '../evidence/artifacts.ts';
 import { findEvidence } from '../evidence/views.ts';
-import type { DeviceKind, DeviceRecord } from '../store/devices.ts';
+import type { DeviceRecord } from '../store/devices.ts';
 import { outputReclaimed } from '../store/retained.ts';
 import type { Store } from '../store/store.ts';
 import type { PayloadKey } from '../temporal/codec.ts';
@@ -17,6 +18,33 @@ import type { registerDevice } from '../tools/devices.ts';
 import type { z } from 'zod';
 
 type RegisterInput = z.output<typeof registerDevice.input>;
+
+/** What a kind's register_device field becomes in the registry: the config shown, the credential sealed. */
+interface KindRecord {
+  config: Record<string, unknown>;
+  credential?: string;
+  /** A digest of the secret, so registering the same device again is told from another key. */
+  secretDigest?: string;
+}
+
+type KindConfig<K extends DeviceKind> = (
+  field: NonNullable<RegisterInput[K]>,
+  at: { caller: Principal; device_id: string; keys: PayloadKey[] },
+  rootfs: (caller: Principal, evidenceId: string, prefix: string) => Promise<string>,
+) => Promise<KindRecord> | KindRecord;
+
+/** Each kind's record: SSH pins the host key and seals the private key; emulated resolves its rootfs. */
+const KIND_CONFIG: { [K in DeviceKind]: KindConfig<K> } = {
+  ssh: ({ private_key, passphrase, host_key, ...facts }, { caller, device_id, keys }) => ({
+    config: { ...facts, host_key_fingerprint: pinnedFingerprint(host_key) },
+    credential: sealCredential(keys, caller.team, device_id, JSON.stringify({ private_key, passphrase })),
+    secretDigest: sha256Hex(`${private_key}\0${passphrase ?? ''}`),
+  }),
+  adb: ({ serial }) => ({ config: { serial } }),
+  emulated: async (emulated, { caller }, rootfs) => ({
+    config: { ...emulated, rootfs: await rootfs(caller, emulated.evidence_id, emulated.prefix) },
+  }),
+};
 
 export class DeviceRegistry {
   constructor(
@@ -28,31 +56,9 @@ export class DeviceRegistry {
   ) {}
 
   async register(caller: Principal, input: RegisterInput) {
-    let kind: DeviceKind;
-    let config: Record<string, unknown>;
-    let credential: string | null = null;
-    let secretDigest: string | null = null;
-    if (input.ssh) {
-      const { private_key, passphrase, host_key, ...facts } = input.ssh;
-      kind = 'ssh';
-      config = { ...facts, host_key_fingerprint: pinnedFingerprint(host_key) };
-      credential = sealCredential(
-        this.deps.keys,
-        caller.team,
-        input.device_id,
-        JSON.stringify({ private_key, passphrase }),
-      );
-      secretDigest = sha256Hex(`${private_key}\0${passphrase ?? ''}`);
-    } else if (input.adb) {
-      kind = 'adb';
-      config = { serial: input.adb.serial };
-    } else {
-      kind = 'emulated';
-      config = {
-        ...input.emulated!,
-        rootfs: await this.rootfs(caller, input.emulated!.evidence_id, input.emulated!.prefix),
-      };
-    }
+    // The refine of register_device lets exactly one kind's field through.
+    const kind = DEVICE_KINDS.find((k) => input[k] !== undefined)!;
+    const { config, credential = null, secretDigest = null } = await this.kindConfig(kind, caller, input);
     const configDigest = digestOf({ kind, config, secret: secretDigest });
     const { created, device } = await this.deps.store.devices.register(caller.team, {
       device_id: input.device_id,
@@ -76,6 +82,14 @@ export class DeviceRegistry {
       );
     }
     return { created, device: shown(device) };
+  }
+
+  /** The kind's connection facts (and sealed credential) from its register_device field. */
+  private kindConfig<K extends DeviceKind>(kind: K, caller: Principal, input: RegisterInput) {
+    const build: KindConfig<K> = KIND_CONFIG[kind];
+    return build(input[kind]!, { caller, device_id: input.device_id, keys: this.deps.keys }, (...a) =>
+      this.rootfs(...a),
+    );
   }
 
   /** The rootfs folder of an extraction of the caller's team, with the prefix inside it. */

@@ -8,25 +8,21 @@ import { DossierError } from '../domain/errors.ts';
 import type { DeviceStore } from '../store/devices.ts';
 import type { LaunchFilter, LaunchStore } from '../store/launches.ts';
 import { isFinished, type LaunchRecord, type Page, type Principal } from '../domain/types.ts';
-import type { LaunchRequest } from '../launches/protocol.ts';
-import { launchTargets, SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
-import { startOrAttachWorkflow } from '../temporal/start.ts';
-import { DEFAULT_MAX_RUN_MS, type ToolContract } from '../tools/contract.ts';
+import type { ToolContract } from '../tools/contract.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
 import { launchCalls, launchWaitSeconds, type Backlog } from '../metrics/metrics.ts';
 import proto from '@temporalio/proto';
 import { CAPABILITIES } from '../domain/types.ts';
-import { grpcCode, waitForWorkflow, type WaitOptions } from './waiting.ts';
+import { waitForWorkflow, type WaitOptions } from './waiting.ts';
+import { deviceAttributes, startLaunchWorkflow, unavailable, unreachable } from './launchStart.ts';
 import { keyReused, launchReply, START_LATE_MS, type LaunchReply } from './launchReplies.ts';
 
 export type { LaunchReply, WaitOptions };
 
 /** gRPC status NOT_FOUND: the workflow does not exist. */
 const GRPC_NOT_FOUND = 5;
-/** gRPC statuses that mean Temporal could not be reached (try again later). */
-const GRPC_UNREACHABLE = new Set([4, 14]); // DEADLINE_EXCEEDED, UNAVAILABLE
 /**
  * The least time a call gives Temporal to start its launch, however short its wait (a slower
  * start leaves the launch pending, and a background round starts it).
@@ -277,72 +273,14 @@ export class LaunchService {
     contract: ToolContract,
     deadline: number,
   ): Promise<string> {
-    const input = record.input as Record<string, unknown>;
-    const request: LaunchRequest = {
-      workflowId: record.workflowId,
-      tool: record.tool,
-      capability: contract.runsOn,
-      input,
-      principal: record.principal,
-      team: record.team,
-      key: record.key,
-      bodyDigest: record.bodyDigest,
-      investigation: record.investigation,
-      maxRunMs: contract.maxRunMs?.(input) ?? DEFAULT_MAX_RUN_MS,
-    };
-    const { client } = this.deps;
-    const device = await this.deviceAttributes(record);
-    const targets = launchTargets(input);
-    let runId: string;
-    try {
-      // Closed already (REJECT_DUPLICATE): this key's one run exists, and the call attaches to it.
-      ({ runId } = await client.connection.withDeadline(deadline, () =>
-        startOrAttachWorkflow(client, 'launchWorkflow', {
-          // On its capability's queue, which every worker polls for workflows: the worker that serves
-          // the capability is handed the effect with the workflow task that schedules it.
-          taskQueue: capabilityQueue(contract.runsOn),
-          workflowId: record.workflowId,
-          args: [request],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          ...(this.deps.eagerStart ? { requestEagerStart: true } : {}),
-          memo: {
-            tool: record.tool,
-            principal: record.principal,
-            team: record.team,
-            key: record.key,
-            body_digest: record.bodyDigest,
-          },
-          typedSearchAttributes: [
-            { key: SEARCH_ATTRIBUTES.tool, value: record.tool },
-            { key: SEARCH_ATTRIBUTES.principal, value: record.principal },
-            { key: SEARCH_ATTRIBUTES.team, value: record.team },
-            { key: SEARCH_ATTRIBUTES.key, value: record.key },
-            { key: SEARCH_ATTRIBUTES.bodyDigest, value: record.bodyDigest },
-            ...(record.investigation
-              ? [{ key: SEARCH_ATTRIBUTES.investigation, value: record.investigation }]
-              : []),
-            ...device,
-            ...(targets.length ? [{ key: SEARCH_ATTRIBUTES.target, value: targets }] : []),
-          ],
-        }),
-      ));
-    } catch (err) {
-      throw unavailable(err);
-    }
+    const { client, devices, eagerStart } = this.deps;
+    const runId = await startLaunchWorkflow(client, record, contract, {
+      deadline,
+      device: await deviceAttributes(devices, record),
+      eagerStart,
+    });
     await this.deps.launches.markRunning(record.workflowId, runId);
     return runId;
-  }
-
-  /** A device operation is found in the audit by its device and the device's kind. */
-  private async deviceAttributes(record: LaunchRecord) {
-    const id = (record.input as { device?: unknown }).device;
-    if (typeof id !== 'string' || !this.deps.devices) return [];
-    const device = await this.deps.devices.get(record.team, id);
-    return [
-      { key: SEARCH_ATTRIBUTES.device, value: id },
-      ...(device ? [{ key: SEARCH_ATTRIBUTES.deviceKind, value: device.kind }] : []),
-    ];
   }
 
   /** Waits for the launch until `deadline` (by default wait_ms from now), then replies as it is. */
@@ -408,21 +346,4 @@ export class LaunchService {
   reply(record: LaunchRecord, attached: boolean, follow = true): LaunchReply {
     return launchReply(record, attached, this.deps, follow);
   }
-}
-
-function unavailable(err: unknown, what: 'start' | 'cancel' = 'start'): DossierError {
-  const wrapped = new DossierError(
-    'provider_unavailable',
-    `Temporal could not ${what} the launch: ${(err as Error).message}`,
-    what === 'start'
-      ? 'Nothing more is needed: the gateway starts the launch once Temporal is back (within 15 minutes; later it is recorded as never started). Retrying the same call with the same idempotency_key is safe and attaches to it.'
-      : 'Retry cancel_launch once Temporal is reachable.',
-  );
-  return Object.assign(wrapped, { cause: err });
-}
-
-/** Temporal could not be reached (no answer, or none in time), as opposed to answering with a refusal. */
-function unreachable(err: unknown): boolean {
-  const code = grpcCode(err);
-  return code === undefined || GRPC_UNREACHABLE.has(code);
 }

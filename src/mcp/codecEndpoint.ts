@@ -4,9 +4,14 @@
 // sealed. The caller is the bearer token's principal, and only that: browsers
 // never call it, the audit UI's guard does, with the signed-in viewer's token
 // (src/dev/uiCodec.ts), so no cookie ever carries a token.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Payload } from '@temporalio/common';
+import { parseBoundedJson } from '../domain/json.ts';
 import type { Principal } from '../domain/types.ts';
 import { sealedTeam, type TeamPayloadCodec } from '../temporal/codec.ts';
+import type { HttpContext } from './httpContext.ts';
+import { bearerToken, readBody } from './requests.ts';
+import { sendJson } from './rest.ts';
 
 /** Payloads one decode request may carry. */
 const MAX_PAYLOADS = 10_000;
@@ -53,4 +58,31 @@ export function decodeForTeam(codec: TeamPayloadCodec, caller: Principal, body: 
     return toJson(codec.open(payload));
   });
   return { payloads: out, opened, withheld };
+}
+
+/** POST /codec/decode (served when the gateway has a codec): the caller's team's payloads, opened. */
+export async function serveCodec(ctx: HttpContext, req: IncomingMessage, res: ServerResponse) {
+  if (req.method !== 'POST') return sendJson(res, 405, { error: 'POST {payloads: [...]}' });
+  const token = bearerToken(req);
+  const caller = token ? await ctx.tokens.resolve(token) : undefined;
+  if (!caller) {
+    return sendJson(res, 401, {
+      error:
+        'Send Authorization: Bearer <token>; payloads open only for their own team (in a browser, the audit UI opens them for its signed-in viewer).',
+    });
+  }
+  const read = await readBody(req, ctx.opts.maxRequestBytes * 16, ctx.bodyTimeoutMs);
+  if (read === 'too_slow') return sendJson(res, 408, { error: 'the request body did not arrive in time' });
+  if (read === 'too_large') return sendJson(res, 413, { error: 'too many payloads in one request' });
+  try {
+    const decoded = decodeForTeam(
+      ctx.opts.codec!,
+      caller,
+      parseBoundedJson(read.toString('utf8'), ctx.maxJsonDepth),
+    );
+    res.setHeader('x-dossier-withheld', String(decoded.withheld));
+    return sendJson(res, 200, { payloads: decoded.payloads });
+  } catch (err) {
+    return sendJson(res, 400, { error: (err as Error).message });
+  }
 }

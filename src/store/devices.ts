@@ -3,12 +3,13 @@
 // oldest waiting turn and nobody holds the device, then holds it with a
 // fencing token; every turn must keep itself alive, so a turn whose worker
 // died expires and the line moves on.
+import type { DeviceKind } from '../domain/devices.ts';
 import type { Page } from '../domain/types.ts';
 import { now, pageBy, teamFilter, type Row } from './rows.ts';
 import { addCandidates } from './candidates.ts';
 import type { SqlDriver } from './sql.ts';
 
-export type DeviceKind = 'ssh' | 'adb' | 'emulated';
+export type { DeviceKind };
 
 export interface DeviceRecord {
   device_id: string;

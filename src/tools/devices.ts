@@ -4,6 +4,7 @@
 // capability, and operations that change a device run one at a time, in
 // arrival order, across the whole cluster.
 import { z } from 'zod';
+import { DEVICE_KINDS } from '../domain/devices.ts';
 import { ARTIFACT_DIGEST } from '../domain/types.ts';
 import {
   bounded,
@@ -130,8 +131,8 @@ export const registerDevice = defineTool({
         })
         .optional(),
     })
-    .refine((d) => [d.ssh, d.adb, d.emulated].filter(Boolean).length === 1, {
-      error: 'give exactly one of ssh, adb, emulated',
+    .refine((d) => DEVICE_KINDS.filter((kind) => d[kind]).length === 1, {
+      error: `give exactly one of ${DEVICE_KINDS.join(', ')}`,
     }),
   effect: LEDGER_WRITE,
   runsOn: 'gateway',
