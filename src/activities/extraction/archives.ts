@@ -1,10 +1,9 @@
-// Archive readers (zip in zip.ts, other formats in formats.ts): each turns one archive format into a sequence of entries,
+// Archive readers (tar in tar.ts, zip in zip.ts, other formats in formats.ts): each turns one archive format into a sequence of entries,
 // handed one at a time to `onEntry`, which consumes a file entry's content
 // before the next entry is read. No reader writes anything itself.
 import { createReadStream } from 'node:fs';
 import { pipeline, Readable } from 'node:stream';
 import { crc32, createGunzip } from 'node:zlib';
-import { Parser, type ReadEntry } from 'tar';
 import { DossierError } from '../../domain/errors.ts';
 import { checkedOutput, runHelper, streamHelper } from '../../sandbox/helpers.ts';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
@@ -106,109 +105,6 @@ export function corrupt(format: string, err: unknown, noun = 'archive'): Dossier
 export const CHUNK_BYTES = 256 * 1024;
 /** Archive files are read in pieces this large. */
 export const READ_BYTES = 1024 * 1024;
-
-/** A tar stream (from a file through a decompressor, or from a helper such as sqfs2tar), entry by entry. */
-export async function readTar(input: Readable, format: string, onEntry: OnEntry): Promise<void> {
-  const parser = new Parser({ strict: true });
-  let chain: Promise<void> = Promise.resolve();
-  let failed: unknown;
-  let settle!: (err?: unknown) => void;
-  const done = new Promise<void>((resolve, reject) => {
-    let settled = false;
-    settle = (err?: unknown) => {
-      if (settled) return;
-      settled = true;
-      if (err) reject(err);
-      else resolve();
-    };
-  });
-  // Entries whose content is still being read: a failure ends them too, so no writer waits forever.
-  const reading = new Set<ReadEntry>();
-  // On the first failure stop reading at once: no more decompression, no more entries; the
-  // entry being written fails with the same error, and the result settles once it has.
-  const stop = (err: unknown) => {
-    const first = failed === undefined;
-    failed ??= err;
-    input.unpipe();
-    input.destroy();
-    if (!first) return;
-    for (const entry of reading) entry.destroy(failed as Error);
-    reading.clear();
-    chain.then(
-      () => settle(failed),
-      () => settle(failed),
-    );
-  };
-  // Entries node-tar's parser does not unpack (sparse files, volume headers,
-  // unknown type flags): every one is in the manifest, refused with what it is.
-  parser.on('ignoredEntry', (entry: ReadEntry) => {
-    const flag = entry.header.typeKey;
-    const what =
-      flag === 'Unsupported'
-        ? 'a tar entry of a type flag tar does not define'
-        : `tar type ${flag} (${entry.type})`;
-    chain = chain.then(async () => {
-      if (failed) return;
-      try {
-        await onEntry({
-          name: entry.path,
-          type: 'other',
-          linkTarget: null,
-          content: null,
-          kind: `${what}, which dossier does not unpack`,
-        });
-      } catch (err) {
-        stop(err);
-      }
-    });
-  });
-  parser.on('entry', (entry: ReadEntry) => {
-    const type: EntryType =
-      entry.type === 'File' || entry.type === 'OldFile' || entry.type === 'ContiguousFile'
-        ? 'file'
-        : entry.type === 'Directory'
-          ? 'dir'
-          : entry.type === 'SymbolicLink'
-            ? 'symlink'
-            : entry.type === 'Link'
-              ? 'hardlink'
-              : 'other';
-    const content = type === 'file' ? (entry as unknown as Readable) : null;
-    if (content) {
-      reading.add(entry);
-      entry.on('end', () => reading.delete(entry));
-      // stop() may end an entry no writer reads yet: its error must not go unheard (and throw).
-      entry.on('error', () => undefined);
-    }
-    if (!content) entry.resume();
-    const linkTarget = type === 'symlink' || type === 'hardlink' ? (entry.linkpath ?? '') : null;
-    chain = chain.then(async () => {
-      if (failed) return;
-      try {
-        await onEntry({
-          name: entry.path,
-          type,
-          linkTarget,
-          content,
-          executable: ((entry.mode ?? 0) & 0o111) !== 0,
-          ...(type === 'other' ? { kind: `tar ${entry.type} entry` } : {}),
-        });
-      } catch (err) {
-        stop(err);
-      }
-    });
-  });
-  parser.on('error', (err: unknown) => stop(corrupt(format, err)));
-  parser.on('warn', (code: string, message: string) => {
-    if (code === 'TAR_ENTRY_INVALID' || code === 'TAR_BAD_ARCHIVE' || code === 'TAR_ABORT') {
-      stop(corrupt(format, new Error(message)));
-    }
-  });
-  input.on('error', (err) => stop(corrupt(format, err)));
-  parser.on('end', () => chain.then(() => settle(failed)));
-  input.pipe(parser as unknown as NodeJS.WritableStream);
-  await done;
-}
 
 export type Compression = 'none' | 'gzip' | 'bzip2' | 'xz';
 

@@ -7,7 +7,8 @@ import { flashUnpackers } from '../../python/flash.ts';
 import { sandboxedEnv } from '../../python/venv.ts';
 import { checkedOutput, stderrTail, streamHelper } from '../../sandbox/helpers.ts';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
-import { corrupt, readTar, type OnEntry } from './archives.ts';
+import { corrupt, type OnEntry } from './archives.ts';
+import { readTar } from './tar.ts';
 
 export type FlashFormat = 'jffs2' | 'ubi' | 'ubifs';
 

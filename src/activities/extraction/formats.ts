@@ -12,7 +12,8 @@ import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import { checkedOutput, streamHelper } from '../../sandbox/helpers.ts';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
-import { corrupt as unreadable, readTar, type OnEntry } from './archives.ts';
+import { corrupt as unreadable, type OnEntry } from './archives.ts';
+import { readTar } from './tar.ts';
 
 /** The formats here name themselves whole ("the Android sparse image", "the uImage"). */
 const corrupt = (format: string, why: string) => unreadable(format, new Error(why), '');

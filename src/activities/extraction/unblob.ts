@@ -11,7 +11,8 @@ import { unblobEnv } from '../../python/unblob.ts';
 import { sandboxedEnv } from '../../python/venv.ts';
 import { checkedOutput, stderrTail, streamHelper } from '../../sandbox/helpers.ts';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
-import { corrupt, readTar, type OnEntry } from './archives.ts';
+import { corrupt, type OnEntry } from './archives.ts';
+import { readTar } from './tar.ts';
 
 /** The largest scratch space unblob gets (it is memory). */
 export const UNBLOB_SCRATCH_MAX = 4 * 1024 ** 3;

@@ -5,7 +5,7 @@
 // did not open are not handed to it again; dossier's own readers still open
 // what unblob left (a squashfs, whose extractor unblob lacks here).
 import type { UnblobFacts } from './unblob.ts';
-import type { ArchiveRow } from './unpack.ts';
+import type { ArchiveRow } from './readArchive.ts';
 import { NESTED_SUFFIX, normalized, UNBLOB_KINDS, type ManifestRow } from './writer.ts';
 
 const EXTRACT = '_extract';
