@@ -18,6 +18,7 @@ import { benchSurface } from './surface.ts';
 import { benchBreadth } from './breadth.ts';
 import { benchBoundaries } from './boundaries.ts';
 import { benchKnowledge } from './knowledge.ts';
+import { benchUnitLoop } from './unitLoop.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
   launches: benchLaunches,
@@ -37,6 +38,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   breadth: benchBreadth,
   boundaries: benchBoundaries,
   knowledge: benchKnowledge,
+  unit: benchUnitLoop,
 };
 const only = process.argv.slice(2);
 
