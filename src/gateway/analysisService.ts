@@ -13,7 +13,7 @@ import { analysisKey, analysisWorkflowId, databaseKey, databaseWorkflowId } from
 import type { AnalysisRequest, DatabaseRequest } from '../launches/protocol.ts';
 import type { AnalysisRecord, AnalysisStore } from '../store/analyses.ts';
 import type { ArtifactStore } from '../store/artifacts.ts';
-import { analysisTargets, SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
+import { analysisTargets, auditAttributes } from '../temporal/searchAttributes.ts';
 import { startOrAttachWorkflow } from '../temporal/start.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import type { ToolContract } from '../tools/contract.ts';
@@ -170,19 +170,16 @@ export class AnalysisService {
           requested_by: record.requestedBy,
           artifact: req.input.artifact ?? req.input.evidence_id,
         },
-        typedSearchAttributes: [
-          { key: SEARCH_ATTRIBUTES.tool, value: req.tool },
-          { key: SEARCH_ATTRIBUTES.principal, value: record.requestedBy },
-          { key: SEARCH_ATTRIBUTES.team, value: req.team },
-          { key: SEARCH_ATTRIBUTES.key, value: req.key },
-          { key: SEARCH_ATTRIBUTES.bodyDigest, value: req.key },
-          {
-            key: SEARCH_ATTRIBUTES.artifact,
-            // What the analysis reads: its artifact and, for a rule scan, the bundle.
-            value: [req.input.artifact, req.input.rules].filter((d): d is string => typeof d === 'string'),
-          },
-          { key: SEARCH_ATTRIBUTES.target, value: analysisTargets(req.input, name) },
-        ],
+        typedSearchAttributes: auditAttributes({
+          tool: req.tool,
+          principal: record.requestedBy,
+          team: req.team,
+          key: req.key,
+          bodyDigest: req.key,
+          // What the analysis reads: its artifact and, for a rule scan, the bundle.
+          artifacts: [req.input.artifact, req.input.rules].filter((d): d is string => typeof d === 'string'),
+          targets: analysisTargets(req.input, name),
+        }),
       }));
     } catch (err) {
       throw new DossierError(

@@ -7,7 +7,7 @@ import type { LaunchRecord } from '../domain/types.ts';
 import type { LaunchRequest } from '../launches/protocol.ts';
 import type { DeviceStore } from '../store/devices.ts';
 import { capabilityQueue } from '../temporal/queues.ts';
-import { launchTargets, SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
+import { auditAttributes, launchTargets, SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import { startOrAttachWorkflow } from '../temporal/start.ts';
 import { DEFAULT_MAX_RUN_MS, type ToolContract } from '../tools/contract.ts';
 import { grpcCode } from './waiting.ts';
@@ -44,7 +44,6 @@ export async function startLaunchWorkflow(
   how: { deadline: number; device: Awaited<ReturnType<typeof deviceAttributes>>; eagerStart?: boolean },
 ): Promise<string> {
   const request = launchRequest(record, contract);
-  const targets = launchTargets(request.input);
   try {
     const { runId } = await client.connection.withDeadline(how.deadline, () =>
       startOrAttachWorkflow(client, 'launchWorkflow', {
@@ -64,16 +63,8 @@ export async function startLaunchWorkflow(
           body_digest: record.bodyDigest,
         },
         typedSearchAttributes: [
-          { key: SEARCH_ATTRIBUTES.tool, value: record.tool },
-          { key: SEARCH_ATTRIBUTES.principal, value: record.principal },
-          { key: SEARCH_ATTRIBUTES.team, value: record.team },
-          { key: SEARCH_ATTRIBUTES.key, value: record.key },
-          { key: SEARCH_ATTRIBUTES.bodyDigest, value: record.bodyDigest },
-          ...(record.investigation
-            ? [{ key: SEARCH_ATTRIBUTES.investigation, value: record.investigation }]
-            : []),
+          ...auditAttributes({ ...record, targets: launchTargets(request.input) }),
           ...how.device,
-          ...(targets.length ? [{ key: SEARCH_ATTRIBUTES.target, value: targets }] : []),
         ],
       }),
     );

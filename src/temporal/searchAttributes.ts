@@ -2,7 +2,7 @@
 // UI (who, what tool, which key, which target). All are exact match: Keyword,
 // but for the artifacts, a Keyword list, because Temporal's SQL visibility
 // (SQLite, PostgreSQL) holds ten Keyword attributes and the ten below fill them.
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 
 export const SEARCH_ATTRIBUTES = {
   tool: defineSearchAttributeKey('DossierTool', SearchAttributeType.KEYWORD),
@@ -25,6 +25,35 @@ export const SEARCH_ATTRIBUTES = {
    */
   target: defineSearchAttributeKey('DossierTarget', SearchAttributeType.KEYWORD_LIST),
 } as const;
+
+/** What the audit shows of every dossier workflow: who, what tool, which key, and what it works on. */
+export interface Audit {
+  tool: string;
+  principal: string;
+  team: string;
+  key: string;
+  bodyDigest?: string;
+  investigation?: string | null;
+  /** The artifacts it reads (sha256:…), when it names them. */
+  artifacts?: string[];
+  /** What it acts on as its caller named it (launchTargets, analysisTargets); left out when empty. */
+  targets?: string[];
+}
+
+/** The search attributes of an audit, for a workflow's start (launches, analyses, database builds). */
+export function auditAttributes(a: Audit): SearchAttributePair[] {
+  const S = SEARCH_ATTRIBUTES;
+  return [
+    { key: S.tool, value: a.tool },
+    { key: S.principal, value: a.principal },
+    { key: S.team, value: a.team },
+    { key: S.key, value: a.key },
+    ...(a.bodyDigest ? [{ key: S.bodyDigest, value: a.bodyDigest }] : []),
+    ...(a.investigation ? [{ key: S.investigation, value: a.investigation }] : []),
+    ...(a.artifacts ? [{ key: S.artifact, value: a.artifacts }] : []),
+    ...(a.targets?.length ? [{ key: S.target, value: a.targets }] : []),
+  ];
+}
 
 /** The longest value kept of a target (an executable path may run to 4 KiB): the audit list shows its head. */
 const TARGET_CHARS = 200;

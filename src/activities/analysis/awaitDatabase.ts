@@ -4,7 +4,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { ToolError } from '../../domain/errors.ts';
 import type { DatabaseRef, DatabaseRequest } from '../../launches/protocol.ts';
 import { WORKFLOW_TASK_QUEUE } from '../../temporal/queues.ts';
-import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.ts';
+import { auditAttributes } from '../../temporal/searchAttributes.ts';
 import { startOrAttachWorkflow } from '../../temporal/start.ts';
 import { vouchForDatabase } from '../provenance.ts';
 import { beating, DATABASE_TOOL, refOf, toolFailure, type AnalysisDeps } from './context.ts';
@@ -25,14 +25,14 @@ async function buildWorkflowResult(deps: AnalysisDeps, req: DatabaseRequest): Pr
       requested_by: req.requestedBy,
       artifact: req.artifact,
     },
-    typedSearchAttributes: [
-      { key: SEARCH_ATTRIBUTES.team, value: req.team },
-      { key: SEARCH_ATTRIBUTES.tool, value: DATABASE_TOOL },
-      { key: SEARCH_ATTRIBUTES.principal, value: req.requestedBy },
-      { key: SEARCH_ATTRIBUTES.key, value: req.key },
-      { key: SEARCH_ATTRIBUTES.artifact, value: [req.artifact] },
-      { key: SEARCH_ATTRIBUTES.target, value: [req.artifact] },
-    ],
+    typedSearchAttributes: auditAttributes({
+      tool: DATABASE_TOOL,
+      principal: req.requestedBy,
+      team: req.team,
+      key: req.key,
+      artifacts: [req.artifact],
+      targets: [req.artifact],
+    }),
   });
   // Attached to a run closed already and not failed: the database exists; the store says where.
   if (started) await store.analyses.markRunning(req.workflowId, runId);
