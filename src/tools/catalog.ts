@@ -100,6 +100,6 @@ export const CATALOG: readonly ToolContract[] = catalogOf([
   whoami,
   listToolsets,
   enableToolsets,
-] as unknown as readonly ToolContract[]);
+]);
 
 export const TOOLS_BY_NAME: ReadonlyMap<string, ToolContract> = new Map(CATALOG.map((c) => [c.name, c]));
