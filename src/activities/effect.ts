@@ -1,6 +1,6 @@
 // What every effectful tool implementation gets and gives back. The launch
 // machinery (journal, heartbeats, cancellation, retention) lives in
-// activities/index.ts, so an effect only does its own job.
+// runEffect.ts, so an effect only does its own job.
 import type { Config } from '../config.ts';
 import type { ToolError } from '../domain/errors.ts';
 import type { Store } from '../store/store.ts';
