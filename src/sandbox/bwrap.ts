@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Identity } from './identities.ts';
 import type { PipeContent } from './launcher.ts';
-import type { SandboxPolicy, SandboxRequest } from './sandbox.ts';
+import type { SandboxPolicy, SandboxRequest } from './request.ts';
 import { keyCallFilterBytes } from './seccomp.ts';
 
 /** What a program needs from /etc to run: loader, names, time zone, file magic, tracer prototypes. */

@@ -11,18 +11,18 @@ import { ARTIFACT_DIGEST } from '../../domain/types.ts';
 import { verifyArtifact } from '../../evidence/artifacts.ts';
 import { openUnder } from '../../sandbox/paths.ts';
 import { helperPath, type Mount, type SandboxedProcess } from '../../sandbox/sandbox.ts';
-import { KILL_GRACE_MS, type CaptureInput, type ObserveInput } from '../../tools/capture.ts';
+import { KILL_GRACE_MS, type ObserveInput } from '../../tools/capture.ts';
 import type { Effect, EffectContext } from '../effect.ts';
 import { registeredArtifact } from '../policy.ts';
 import { listTree, parseLtraceLine, readStrace, readTrace, tracedExit } from './observe.ts';
 import { workspaceUsage } from '../workspaces/workspaces.ts';
 import { whenAborted } from '../../domain/abort.ts';
 import { captureResult, SANDBOX_PATHS, type CaptureRan, type Ending } from './result.ts';
+import type { CaptureRun } from './run.ts';
 
 import { CappedOutput } from '../../domain/capped.ts';
 
-/** A capture as the effects run it: observe_native_calls sets the tracer to ltrace. */
-export type CaptureRun = CaptureInput & { tracer?: 'ltrace'; call_filter?: string };
+export type { CaptureRun };
 
 function tracerOf(input: CaptureRun): 'strace' | 'ltrace' | undefined {
   return input.tracer ?? (input.trace_syscalls ? 'strace' : undefined);

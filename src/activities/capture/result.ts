@@ -5,7 +5,7 @@ import { DossierError } from '../../domain/errors.ts';
 import type { CappedOutput } from '../../domain/capped.ts';
 import type { SandboxedProcess } from '../../sandbox/sandbox.ts';
 import type { EffectContext, EffectResult } from '../effect.ts';
-import type { CaptureRun } from './capture.ts';
+import type { CaptureRun } from './run.ts';
 import type { listTree, tracedExit } from './observe.ts';
 
 const HEAD_CHARS = 512;
