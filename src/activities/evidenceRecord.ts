@@ -1,6 +1,7 @@
 // One builder of the Evidence record an activity retains: a launch's effect
-// (index.ts), an analysis's answer and a failed database build
-// (analysis/run.ts, analysis/build.ts) fill in the same record the same way.
+// (runEffect.ts), an analysis's answer and a failed database build
+// (analysis/runAnalysis.ts, analysis/buildDatabase.ts) fill in the same record
+// the same way.
 import { Context } from '@temporalio/activity';
 import type { NewEvidence, NewUnknown } from '../domain/types.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';

@@ -179,7 +179,7 @@ export function captureResult(f: CaptureFacts): EffectResult {
     stderr_head: errText.slice(0, HEAD_CHARS),
   };
   const result: EffectResult = {
-    // A launch ended by its worker's stop is recorded interrupted (activities/index.ts), as cancelled here.
+    // A launch ended by its worker's stop is recorded interrupted (activities/runEffect.ts), as cancelled here.
     status: ending === 'cancel' || ending === 'shutdown' ? 'cancelled' : exit.error ? 'failed' : 'succeeded',
     document,
     collections: {

@@ -24,6 +24,6 @@ export function outputLimitations(r: ExecResult, cap: number, timeoutMs: number)
 }
 
 export function execStatus(r: ExecResult): EffectResult['status'] {
-  // A launch ended by its worker's stop is recorded interrupted (activities/index.ts).
+  // A launch ended by its worker's stop is recorded interrupted (activities/runEffect.ts).
   return r.endedBy === 'cancel' || r.endedBy === 'shutdown' ? 'cancelled' : 'succeeded';
 }
