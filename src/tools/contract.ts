@@ -118,14 +118,22 @@ export const analysisWaitMsSchema = waitMs('asking the same again attaches to it
 
 const callSchemas = new Map<string, z.ZodObject>();
 
-/** The schema a call is validated against: launches add the key and wait_ms, analyses wait_ms. Unknown fields are refused. */
+/**
+ * The schema a call is validated against: launches add the key and wait_ms,
+ * analyses wait_ms, and both `detail` where the contract does not place it
+ * itself (every worker's reply is delivered within a budget). Unknown fields
+ * are refused.
+ */
 export function callSchema(contract: ToolContract): z.ZodObject {
   let schema = callSchemas.get(contract.name);
   if (!schema) {
+    const detail = 'detail' in contract.input.shape ? {} : { detail: detailSchema };
     schema = isLaunchTool(contract)
-      ? contract.input.extend({ idempotency_key: idempotencyKeySchema, wait_ms: waitMsSchema }).strict()
+      ? contract.input
+          .extend({ ...detail, idempotency_key: idempotencyKeySchema, wait_ms: waitMsSchema })
+          .strict()
       : isAnalysisTool(contract)
-        ? contract.input.extend({ wait_ms: analysisWaitMsSchema }).strict()
+        ? contract.input.extend({ ...detail, wait_ms: analysisWaitMsSchema }).strict()
         : contract.input.strict();
     callSchemas.set(contract.name, schema);
   }
