@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { ANNOTATION_KINDS } from '../domain/annotations.ts';
 import { ARTIFACT_DIGEST } from '../domain/types.ts';
 import { bounded, defineTool, LIST_LIMIT, listCursorSchema, listLimitSchema } from './contract.ts';
-import { HISTORY_LIMIT } from './ledger.ts';
+import { HISTORY_LIMIT, historyPage } from './ledger.ts';
 
 export const ANNOTATION_LIMITS = {
   name: { default: 256, max: 256, unit: 'characters' },
@@ -126,14 +126,7 @@ export const getAnnotation = defineTool({
   input: z
     .strictObject({
       ...item,
-      history_limit: bounded(HISTORY_LIMIT, 'Revisions returned'),
-      before_revision: z
-        .number()
-        .int()
-        .min(2)
-        .max(1_000_000_000)
-        .optional()
-        .describe('Continue the history below this revision (next_before_revision of the previous reply).'),
+      ...historyPage,
     })
     .refine(exactlyOne, oneItem),
   effect: READ,

@@ -159,6 +159,18 @@ export const updateUnknown = defineTool({
 
 export const HISTORY_LIMIT = { default: 20, max: 200, unit: 'revisions' };
 
+/** A page of a history, newest first: get_unknown's and get_annotation's. */
+export const historyPage = {
+  history_limit: bounded(HISTORY_LIMIT, 'Revisions returned'),
+  before_revision: z
+    .number()
+    .int()
+    .min(2)
+    .max(1_000_000_000)
+    .optional()
+    .describe('Continue the history below this revision (next_before_revision of the previous reply).'),
+};
+
 export const getUnknown = defineTool({
   name: 'get_unknown',
   title: 'Get a residual unknown',
@@ -166,14 +178,7 @@ export const getUnknown = defineTool({
     'One unknown of your team by id, with its history: every revision (status, note, settling evidence), who made it and when, newest first.',
   input: z.strictObject({
     unknown_id: z.string().regex(UNKNOWN_ID, { error: 'unknown_id is "unk_" followed by 32 hex digits' }),
-    history_limit: bounded(HISTORY_LIMIT, 'Revisions returned'),
-    before_revision: z
-      .number()
-      .int()
-      .min(2)
-      .max(1_000_000_000)
-      .optional()
-      .describe('Continue the history below this revision (next_before_revision of the previous reply).'),
+    ...historyPage,
   }),
   effect: READ,
   runsOn: 'gateway',
