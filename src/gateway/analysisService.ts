@@ -14,7 +14,7 @@ import type { AnalysisRequest, DatabaseRequest } from '../launches/protocol.ts';
 import type { AnalysisRecord, AnalysisStore } from '../store/analyses.ts';
 import type { ArtifactStore } from '../store/artifacts.ts';
 import { analysisTargets, auditAttributes } from '../temporal/searchAttributes.ts';
-import { startOrAttachWorkflow } from '../temporal/start.ts';
+import { ANSWER_ONCE, startOrAttachWorkflow } from '../temporal/start.ts';
 import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import type { ToolContract } from '../tools/contract.ts';
 import { waitForWorkflow, type WaitOptions } from './waiting.ts';
@@ -161,9 +161,7 @@ export class AnalysisService {
         taskQueue: WORKFLOW_TASK_QUEUE,
         workflowId: req.workflowId,
         args: [req],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        // A failed analysis may run again; a successful one is answered from the store.
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        ...ANSWER_ONCE,
         memo: {
           tool: req.tool,
           team: req.team,

@@ -8,7 +8,7 @@ import type { LaunchRequest } from '../launches/protocol.ts';
 import type { DeviceStore } from '../store/devices.ts';
 import { capabilityQueue } from '../temporal/queues.ts';
 import { auditAttributes, launchTargets, SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
-import { startOrAttachWorkflow } from '../temporal/start.ts';
+import { RUN_ONCE, startOrAttachWorkflow } from '../temporal/start.ts';
 import { DEFAULT_MAX_RUN_MS, type ToolContract } from '../tools/contract.ts';
 import { grpcCode } from './waiting.ts';
 
@@ -52,8 +52,7 @@ export async function startLaunchWorkflow(
         taskQueue: capabilityQueue(contract.runsOn),
         workflowId: record.workflowId,
         args: [request],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        ...RUN_ONCE,
         ...(how.eagerStart ? { requestEagerStart: true } : {}),
         memo: {
           tool: record.tool,

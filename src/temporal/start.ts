@@ -8,6 +8,18 @@ import {
   type WorkflowStartOptions,
 } from '@temporalio/client';
 
+/** A launch: its key's one run, attached to while it runs and after it closes, never run again. */
+export const RUN_ONCE = {
+  workflowIdConflictPolicy: 'USE_EXISTING',
+  workflowIdReusePolicy: 'REJECT_DUPLICATE',
+} as const;
+
+/** An analysis or a database build: answered once; a failed run may run again, a successful one is read from the store. */
+export const ANSWER_ONCE = {
+  workflowIdConflictPolicy: 'USE_EXISTING',
+  workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+} as const;
+
 export interface Started {
   runId: string;
   /** false: an earlier call had started it and this one attached. */

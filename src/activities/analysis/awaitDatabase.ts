@@ -5,7 +5,7 @@ import type { ToolError } from '../../domain/errors.ts';
 import type { DatabaseRef, DatabaseRequest } from '../../launches/protocol.ts';
 import { WORKFLOW_TASK_QUEUE } from '../../temporal/queues.ts';
 import { auditAttributes } from '../../temporal/searchAttributes.ts';
-import { startOrAttachWorkflow } from '../../temporal/start.ts';
+import { ANSWER_ONCE, startOrAttachWorkflow } from '../../temporal/start.ts';
 import { vouchForDatabase } from '../provenance.ts';
 import { beating, DATABASE_TOOL, refOf, toolFailure, type AnalysisDeps } from './context.ts';
 
@@ -16,8 +16,7 @@ async function buildWorkflowResult(deps: AnalysisDeps, req: DatabaseRequest): Pr
     taskQueue: WORKFLOW_TASK_QUEUE,
     workflowId: req.workflowId,
     args: [req],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    ...ANSWER_ONCE,
     // The team's audit lists its builds beside its analyses: the UI narrows lists to DossierTeam.
     memo: {
       tool: DATABASE_TOOL,
