@@ -228,6 +228,13 @@ def seeded_cfg_class(base, extra_starts, modes=None):
     return Seeded
 
 
+# Switch tables larger than any compiler emits for C are not read further (clang's largest in the
+# measured builds: a few hundred entries); a table with no bound is read while its entries land in
+# the section, up to the smaller count.
+MAX_TABLE_ENTRIES = 4096
+UNBOUNDED_TABLE_ENTRIES = 1024
+
+
 def _arm_table_bound(insns, index):
     """Entries of an offset table indexed by register `index`, from the instructions that bound it, or None."""
     for ins in reversed(insns):
@@ -300,12 +307,15 @@ def _offset_table(project, cfg, block):
     except Exception:  # noqa: BLE001
         pass
     count = _arm_table_bound([i for i in before if i.address < insns[-1].address], index)
+    # A hostile file's bound (cmp rI, #0xffffffff) may claim a table as large as its section: read at
+    # most MAX_TABLE_ENTRIES per jump, so many such jumps cannot make the build quadratic in the file.
+    count = min(count, MAX_TABLE_ENTRIES) if count else None
     sec = project.loader.main_object.find_section_containing(start)
     if sec is None:
         return None
     lo, hi = sec.vaddr, sec.vaddr + sec.memsize
     targets = []
-    for i in range(count or 1024):
+    for i in range(count or UNBOUNDED_TABLE_ENTRIES):
         if start + 4 * i + 4 > hi:
             break
         v = int.from_bytes(project.loader.memory.load(start + 4 * i, 4), "little")
