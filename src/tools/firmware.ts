@@ -1,6 +1,7 @@
 // extract_firmware: carving of a firmware image by unblob (exact chunk ends,
 // unknown chunks with their entropy) and every chunk unpacked, recursively,
-// under the bounds of extract_artifact; binwalk's signatures listed beside.
+// under the bounds of extract_artifact; binwalk's signatures listed in what
+// unblob could not read (or over the whole image, or not at all).
 import { z } from 'zod';
 import { ARTIFACT_DIGEST } from '../domain/types.ts';
 import { bounded, defineTool } from './contract.ts';
@@ -21,6 +22,12 @@ const firmwareInput = z.object({
     .describe('Digest of a registered firmware image.'),
   limits: extractInput.shape.limits,
   max_signatures: bounded(FIRMWARE_LIMITS.max_signatures, 'binwalk signatures listed'),
+  signature_scan: z
+    .enum(['unknown', 'image', 'none'])
+    .default('unknown')
+    .describe(
+      "Where binwalk lists signatures: 'unknown' (default) in the chunks unblob matched no format to; 'image' over the whole image, beside unblob (binwalk's pass costs about 0.25 s of CPU per MB, several times unblob's); 'none' nowhere",
+    ),
   max_depth: extractInput.shape.max_depth.describe(
     'Archive levels unpacked below the image (unblob recursion; limits.max_depth bounds path components)',
   ),
@@ -34,7 +41,7 @@ export type FirmwareInput = z.infer<typeof firmwareInput>;
 export const extractFirmwareTool = defineTool({
   name: 'extract_firmware',
   title: 'Extract a firmware image',
-  description: `Carve a registered firmware image into its chunks with unblob (exact ends; unknown chunks kept with their entropy, a high-entropy one recorded as a residual unknown), each as carved/0x<offset>.<kind>, and unpack every chunk into <kind>-0x<offset>/, recursively up to max_depth levels, all through the extract_artifact bounds and manifest rules. Formats, by reader: ${formatsSentence()}. binwalk's signatures are listed too, and the regions it finds of a kind dossier reads that unblob did not (a uImage) are carved by their stated size.`,
+  description: `Carve a registered firmware image into its chunks with unblob (exact ends; unknown chunks kept with their entropy, a high-entropy one recorded as a residual unknown), each as carved/0x<offset>.<kind>, and unpack every chunk into <kind>-0x<offset>/, recursively up to max_depth levels, all through the extract_artifact bounds and manifest rules. Formats, by reader: ${formatsSentence()}. binwalk's signatures are listed in the chunks unblob could not read (signature_scan), and the regions it finds there of a kind dossier reads (a uImage) are carved by their stated size.`,
   input: firmwareInput,
   effect: {
     idempotent: false,
@@ -52,7 +59,8 @@ export const extractFirmwareTool = defineTool({
       filterable: ['type', 'status', 'detected_type', 'path', 'depth', 'artifact'],
     },
     signatures: {
-      description: 'binwalk signatures: {index, offset, offset_hex, kind, length, description}',
+      description:
+        'binwalk signatures in the regions signature_scan names: {index, offset, offset_hex, kind, length, description}',
       filterable: ['kind'],
     },
     chunks: extractArtifact.collections.chunks!,

@@ -196,7 +196,7 @@ describe('extract_artifact on hostile archives', () => {
 });
 
 describe('extract_firmware', () => {
-  it('carves a squashfs found by binwalk and unpacks it, recording links without creating them', async () => {
+  it('carves a squashfs and unpacks it, recording links without creating them; binwalk lists what unblob could not read', async () => {
     const root = path.join(work, 'rootfs');
     mkdirSync(path.join(root, 'etc'), { recursive: true });
     mkdirSync(path.join(root, 'bin'), { recursive: true });
@@ -219,11 +219,32 @@ describe('extract_firmware', () => {
     expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
     expect(reply.summary.filesystems).toEqual(['squashfs-0x1000']);
 
-    const signatures = await call(client, 'inspect_analysis_view', {
+    // binwalk listed only what unblob could not read (the header): not the squashfs unblob carved.
+    type Listed = { offset: number; kind: string };
+    const listed = async (evidence_id: string): Promise<Listed[]> => {
+      const page = await call(client, 'inspect_analysis_view', {
+        evidence_id,
+        view: { kind: 'page', collection: 'signatures', limit: 100 },
+      });
+      return page.rows.map((r: { row: Listed }) => r.row);
+    };
+    const chunks = await call(client, 'inspect_analysis_view', {
       evidence_id: reply.evidence_id,
-      view: { kind: 'page', collection: 'signatures', where: { kind: ['squashfs'] } },
+      view: { kind: 'page', collection: 'chunks', where: { unknown: [true] } },
     });
-    expect(signatures.rows[0].row).toMatchObject({ offset: 4096, kind: 'squashfs' });
+    expect(chunks.rows.map((r: { row: { start: number } }) => r.row.start)).toContain(0);
+    expect((await listed(reply.evidence_id)).every((s) => s.offset < 4096)).toBe(true);
+    // Over the whole image, beside unblob, on request.
+    const whole = await call(client, 'extract_firmware', {
+      artifact: registered.artifact.digest,
+      detail: 'summary',
+      signature_scan: 'image',
+      idempotency_key: 'firmware-whole-listing',
+    });
+    expect(whole.status, JSON.stringify(whole.error)).toBe('succeeded');
+    expect(await listed(whole.evidence_id)).toContainEqual(
+      expect.objectContaining({ offset: 4096, kind: 'squashfs' }),
+    );
 
     const rows = await entries(reply.evidence_id);
     const byPath = Object.fromEntries(rows.map((r) => [r.path.replace(/\/$/, ''), r]));

@@ -3,14 +3,18 @@
 // through the checked writer; squashfs chunks (unblob's extractor, sasquatch,
 // is in no registry) become a tar stream from sqfs2tar in the sandbox. binwalk
 // lists signatures in the sandbox (it never extracts: its own extractors have
-// written outside their folder before), and a region of a kind dossier reads
-// that unblob did not find (a uImage) is carved by dossier by its stated size.
+// written outside their folder before): by default in the chunks unblob could
+// not read, where they say most (its pass over a whole image costs several
+// times unblob's); a region of a kind dossier reads that unblob did not find
+// (a uImage) is carved by dossier by its stated size.
 // Links are recorded, never created, and every bound holds while writing.
 import { outputName, publishOutputs } from '../../evidence/artifacts.ts';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { DossierError, toToolError } from '../../domain/errors.ts';
 import { runHelper } from '../../sandbox/helpers.ts';
+import { helperPath } from '../../sandbox/sandbox.ts';
 import type { FirmwareInput } from '../../tools/firmware.ts';
 import type { Effect } from '../effect.ts';
 import { deadline, normalized, startExtraction, typeCounts } from './writer.ts';
@@ -33,15 +37,26 @@ export interface Signature {
   length: number;
 }
 
-/** Parses binwalk's signature table; lengths run to the stated size, or to the next signature. */
+/** Regions binwalk lists at most in one run (unblob's unknown chunks; the rest are left unlisted, and said so). */
+export const MAX_SIGNATURE_REGIONS = 1_024;
+
+/**
+ * Parses binwalk_regions.py's listing: `region START END`, then `DECIMAL 0xHEX DESCRIPTION` lines.
+ * A signature's length is the size it states, else up to the next signature of its region or the
+ * region's end; never past the image's end.
+ */
 export function parseSignatures(table: string, fileBytes: number, max: number): Signature[] {
-  const found: { offset: number; description: string }[] = [];
+  const found: { offset: number; description: string; end: number }[] = [];
+  let end = fileBytes;
   for (const line of table.split('\n')) {
+    const region = /^region (\d+) (\d+)$/.exec(line.trim());
+    if (region) end = Math.min(Number(region[2]), fileBytes);
     const m = /^(\d+)\s+0x[0-9A-Fa-f]+\s+(.+)$/.exec(line.trim());
-    if (m && found.length < max) found.push({ offset: Number(m[1]), description: m[2]!.trim() });
+    if (m && found.length < max) found.push({ offset: Number(m[1]), description: m[2]!.trim(), end });
   }
-  return found.map((f, i) => {
-    const next = found[i + 1]?.offset ?? fileBytes;
+  return found.map(({ end, ...f }, i) => {
+    const following = found[i + 1];
+    const next = following && following.end === end ? following.offset : end;
     // A uImage states its payload's size after its header's ("header size: 64 bytes, … image size: N bytes"):
     // the region is the header and that payload. Others state the size of the whole region.
     const image = /^uImage header.*\bimage size: (\d+) bytes/.exec(f.description);
@@ -64,20 +79,45 @@ interface Image {
   left: () => number;
 }
 
-/** binwalk lists the image's signatures in the sandbox while unblob carves: both only read it. */
-function listSignatures(ctx: Ctx, image: Image): { listing: Promise<string>; failed: () => string | null } {
+const BINWALK_REGIONS = fileURLToPath(new URL('binwalk_regions.py', import.meta.url));
+
+interface Listing {
+  table: Promise<string>;
+  /** Regions asked for beyond MAX_SIGNATURE_REGIONS (left unlisted). */
+  unlisted: number;
+  failed: () => string | null;
+}
+
+/** binwalk lists the signatures in `regions` of the image, in the sandbox: it only reads the image. */
+function listSignatures(ctx: Ctx, image: Image, regions: { start: number; size: number }[]): Listing {
   let failed: string | null = null;
-  const listing = runHelper(ctx.sandbox, {
-    program: 'binwalk',
-    pkg: 'binwalk',
-    args: ['--signature', '/input/image'],
-    mounts: [{ host: image.file, inside: '/input/image' }],
-    timeoutMs: image.left(),
-  }).catch((err: Error) => {
+  const asked = regions.filter((r) => r.size > 0);
+  const listed = asked.slice(0, MAX_SIGNATURE_REGIONS);
+  const table = (async () => {
+    if (listed.length === 0) return '';
+    helperPath('binwalk', 'binwalk'); // a clear error where it is not installed
+    return runHelper(ctx.sandbox, {
+      program: 'python3',
+      pkg: 'python3',
+      args: ['/input/binwalk_regions.py', '/input/image', ...listed.map((r) => `${r.start}:${r.size}`)],
+      mounts: [
+        { host: image.file, inside: '/input/image' },
+        { host: BINWALK_REGIONS, inside: '/input/binwalk_regions.py' },
+      ],
+      timeoutMs: image.left(),
+    });
+  })().catch((err: Error) => {
     failed = err.message;
     return '';
   });
-  return { listing, failed: () => failed };
+  return { table, unlisted: asked.length - listed.length, failed: () => failed };
+}
+
+/** The top-level regions unblob matched no format to (the whole image when it found nothing there). */
+function unknownRegions(unblob: UnblobFacts, bytes: number): { start: number; size: number }[] {
+  const top = unblob.chunks.filter((c) => c.depth === 0 && c.path === '');
+  if (top.length === 0 && !unblob.whole_file) return [{ start: 0, size: bytes }];
+  return top.filter((c) => c.unknown).map((c) => ({ start: c.start, size: c.size }));
 }
 
 /** unblob carves and unpacks the image into the writer; each entry's depth is its `…_extract/` folders. */
@@ -158,6 +198,7 @@ interface Carving {
   unblob: UnblobFacts | null;
   signatures: Signature[];
   binwalkFailed: string | null;
+  unlistedRegions: number;
   failure: unknown;
   filesystems: string[];
   cleanup: Awaited<ReturnType<Extraction['settle']>>;
@@ -168,14 +209,21 @@ interface Carving {
 async function carve(ctx: Ctx, image: Image): Promise<{ out: Extraction; carving: Carving }> {
   const { input } = image;
   await ctx.begin();
-  const binwalk = listSignatures(ctx, image);
+  // The whole image's listing runs beside unblob; the unknown regions' waits for unblob's chunks.
+  const whole =
+    input.signature_scan === 'image' ? listSignatures(ctx, image, [{ start: 0, size: image.bytes }]) : null;
   const out = await startExtraction(ctx, input.limits, image.bytes, input.timeout_ms);
   let unblob: UnblobFacts | null = null;
+  let binwalk: Listing | null = whole;
   let signatures: Signature[] = [];
   let failure: unknown;
   try {
     unblob = await carveWithUnblob(ctx, image, out);
-    signatures = parseSignatures(await binwalk.listing, image.bytes, input.max_signatures);
+    if (input.signature_scan === 'unknown') {
+      ctx.progress({ phase: 'binwalk: listing the signatures of the unknown chunks' });
+      binwalk = listSignatures(ctx, image, unknownRegions(unblob, image.bytes));
+    }
+    if (binwalk) signatures = parseSignatures(await binwalk.table, image.bytes, input.max_signatures);
     await carveByDossier(image, out, unblob, signatures);
     await unpackSquashfs(ctx, image, out);
   } catch (err) {
@@ -190,7 +238,8 @@ async function carve(ctx: Ctx, image: Image): Promise<{ out: Extraction; carving
   const carving = {
     unblob,
     signatures,
-    binwalkFailed: binwalk.failed(),
+    binwalkFailed: binwalk?.failed() ?? null,
+    unlistedRegions: binwalk?.unlisted ?? 0,
     failure,
     filesystems,
     cleanup,
@@ -240,6 +289,12 @@ function limitationsOf(input: FirmwareInput, carving: Carving, refused: number):
   if (refused) limitations.push(`${refused} entries were refused (see status "refused" in entries)`);
   if (unblob) limitations.push(...unblobLimitations(unblob, 'the image'));
   if (binwalkFailed) limitations.push(`binwalk could not list signatures: ${binwalkFailed}`);
+  if (carving.unlistedRegions)
+    limitations.push(
+      `binwalk listed the first ${MAX_SIGNATURE_REGIONS} unknown chunks; ${carving.unlistedRegions} more were not listed (signature_scan "image" lists the whole image)`,
+    );
+  if (input.signature_scan === 'none')
+    limitations.push('binwalk listed no signatures (signature_scan "none")');
   if (failure)
     limitations.push(
       'the extraction failed and was rolled back; entries lists what was read before the failure',

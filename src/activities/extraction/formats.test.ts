@@ -107,4 +107,24 @@ describe('uImage', () => {
     expect(uimage).toMatchObject({ kind: 'uimage', offset: 0, length: 64 + 102_464 });
     expect(gzip).toMatchObject({ kind: 'gzip', offset: 64, length: 500_000 - 64 });
   });
+
+  it('a signature in a region runs to the next one of its region or the region end, never past the image', () => {
+    const table = [
+      'region 0 64',
+      '0 0x0 uImage header, header size: 64 bytes, header CRC: 0x1, image size: 1000 bytes, OS: Linux',
+      'region 4096 8192',
+      '4100 0x1004 LZMA compressed data',
+      '5000 0x1388 Copyright string: "x"',
+      'region 9000 20000',
+      '9500 0x251C gzip compressed data',
+    ].join('\n');
+    const rows = parseSignatures(table, 10_000, 100);
+    expect(rows.map((r) => [r.offset, r.length])).toEqual([
+      [0, 1064], // the header's stated size reaches past its region, into the payload unblob read
+      [4100, 900],
+      [5000, 3192],
+      [9500, 500], // the region claims more than the image has
+    ]);
+    expect(parseSignatures(table, 10_000, 2)).toHaveLength(2);
+  });
 });
