@@ -73,12 +73,31 @@ function debianSource(pkg: string, log: (line: string) => void): string | undefi
       (d) => d.startsWith(`${pkg}-`) && statSync(path.join(SOURCES, d)).isDirectory(),
     );
   if (!have()) {
+    // The newest version first; a security update's source may be missing from the mirror, then the release's.
+    let listed = '';
     try {
-      execFileSync('apt-get', ['source', '-qq', pkg], { cwd: SOURCES, stdio: 'pipe' });
-    } catch (err) {
-      log(
-        `${pkg}: apt-get source failed (a deb-src line for the mirror is needed): ${(err as Error).message}`,
-      );
+      listed = execFileSync('apt-cache', ['showsrc', pkg], { encoding: 'utf8', stdio: 'pipe' });
+    } catch {
+      // no deb-src line: the plain `apt-get source` below says so
+    }
+    const versions = [
+      pkg,
+      ...listed
+        .split('\n')
+        .filter((l) => l.startsWith('Version: '))
+        .map((l) => `${pkg}=${l.slice('Version: '.length).trim()}`),
+    ];
+    const errors: string[] = [];
+    for (const v of versions) {
+      try {
+        execFileSync('apt-get', ['source', '-qq', v], { cwd: SOURCES, stdio: 'pipe' });
+        break;
+      } catch (err) {
+        errors.push((err as Error).message.split('\n')[0]!);
+      }
+    }
+    if (!have()) {
+      log(`${pkg}: apt-get source failed (a deb-src line for the mirror is needed): ${errors.join('; ')}`);
       return undefined;
     }
   }

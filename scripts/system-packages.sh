@@ -12,9 +12,9 @@ kind="${1:-runtime}"
 # squashfs extractor), which no registry here has; dossier reads squashfs itself (sqfs2tar).
 runtime=(bubblewrap util-linux procps file openssl binutils strace ltrace binwalk squashfs-tools-ng 7zip libarchive-tools bzip2 xz-utils python3 python3-venv adb qemu-user-static lz4 zstd e2fsprogs erofs-utils lziprecover lzop partclone unar android-sdk-libsparse-utils)
 # The breadth fixtures are made with lzip, dosfstools (mkfs.fat) and mtools (mcopy); rule scans are
-# measured against Debian's yara; function boundaries are scored on a 32-bit ARM clang build;
+# measured against Debian's yara; function boundaries are scored on 32-bit ARM clang and gcc builds;
 # the MCP Apps Views are tested in Debian's headless chromium.
-tests=(zip unzip squashfs-tools cpio rpm xorriso android-sdk-libsparse-utils u-boot-tools e2fsprogs mtd-utils gcc openssh-server openssh-client postgresql lzip dosfstools mtools yara clang binutils-arm-linux-gnueabihf libc6-dev-armhf-cross chromium)
+tests=(zip unzip squashfs-tools cpio rpm xorriso android-sdk-libsparse-utils u-boot-tools e2fsprogs mtd-utils gcc openssh-server openssh-client postgresql lzip dosfstools mtools yara clang binutils-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-arm-linux-gnueabihf chromium)
 wanted=("${runtime[@]}")
 [ "$kind" = test ] && wanted+=("${tests[@]}")
 

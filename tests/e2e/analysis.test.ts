@@ -439,6 +439,74 @@ int main(int argc, char **argv) {
       .filter((a) => [...truth.functions].some(([lo, f]) => lo < a && a < f.end));
     expect(inside, why).toEqual([]);
   }, 240_000);
+  // An interpreter's shape in a few lines, as Debian's gcc builds it for 32-bit ARM (Thumb-2, PIE):
+  // a computed goto whose table of labels sits in .data.rel.ro (each label even: the code sets bit
+  // 0 before `bx`), and static functions nothing calls, whose addresses the code computes PC-relative
+  // (`ldr r1, =f-(.L+4)` then `.L: add r1, pc`) to pass them on. The provider before seeded every
+  // label as a function (vm_run split in 15 pieces) and read the labels' even addresses as ARM code.
+  const VM = `#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+struct vm { int acc, pc, steps; const unsigned char *code; };
+static int by_value(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+static int by_value_desc(const void *a, const void *b) { return *(const int *)b - *(const int *)a; }
+static volatile int stopped;
+static void on_signal(int sig) { stopped = sig; }
+static void report(void) { fputs("done\\n", stderr); }
+int vm_run(struct vm *m) {
+  static const void *ops[] = { &&op_halt, &&op_inc, &&op_dec, &&op_dbl, &&op_neg, &&op_sort, &&op_jmp, &&op_out, &&op_sig, &&op_nop };
+  int scratch[8];
+#define NEXT do { m->steps++; goto *ops[m->code[m->pc++] % 10]; } while (0)
+  NEXT;
+op_inc: m->acc += m->code[m->pc++]; NEXT;
+op_dec: m->acc -= m->code[m->pc++]; NEXT;
+op_dbl: m->acc *= 2; if (m->acc > 1000) m->acc %= 997; NEXT;
+op_neg: m->acc = -m->acc; NEXT;
+op_sort:
+  for (int i = 0; i < 8; i++) scratch[i] = (m->acc * (i + 3)) % 17;
+  qsort(scratch, 8, sizeof scratch[0], m->acc & 1 ? by_value : by_value_desc);
+  m->acc += scratch[0];
+  NEXT;
+op_jmp: m->pc = m->code[m->pc]; if (m->steps > 10000) return -1; NEXT;
+op_out: printf("%d\\n", m->acc); NEXT;
+op_sig: signal(SIGUSR1, on_signal); NEXT;
+op_nop: if (stopped) return -2; NEXT;
+op_halt: return m->acc;
+}
+int vm_steps(const struct vm *m) { return m ? m->steps : -1; }
+int main(int argc, char **argv) {
+  static const unsigned char prog[] = { 1, 5, 3, 5, 2, 7, 4, 7, 8, 9, 3, 7, 0 };
+  struct vm m = { argc, 0, 0, prog };
+  atexit(report);
+  int r = vm_run(&m);
+  printf("%d %d %s\\n", r, vm_steps(&m), argc > 1 ? argv[1] : "");
+  return r == 0;
+}
+`;
+  it('on 32-bit ARM Thumb-2, a computed goto splits no function and callbacks taken PC-relative are found whole', async () => {
+    if (armhf) throw new Error(armhf);
+    try {
+      execFileSync('arm-linux-gnueabihf-gcc', ['--version'], { stdio: 'ignore' });
+    } catch {
+      throw new Error('gcc-arm-linux-gnueabihf is not installed: run bash scripts/system-packages.sh test');
+    }
+    const src = path.join(work, 'roots', 'vm_armhf.c');
+    const out = path.join(work, 'roots', 'vm_armhf');
+    writeFileSync(src, VM);
+    execFileSync('arm-linux-gnueabihf-gcc', ['-O2', '-w', '-o', out, src]);
+    const { score, why } = await listAndScore(out, 'arm-linux-gnueabihf-strip');
+    const truth = groundTruth(out);
+    const named = [...truth.functions.values()].map((f) => f.name);
+    expect(named).toEqual(
+      expect.arrayContaining(['vm_run', 'by_value', 'by_value_desc', 'on_signal', 'report']),
+    );
+    expect(score.starts.recall, why).toBe(1);
+    expect(score.extents.recall, why).toBe(1);
+    const inside = score.spurious
+      .map(Number)
+      .filter((a) => [...truth.functions].some(([lo, f]) => lo < a && a < f.end));
+    expect(inside, why).toEqual([]);
+  }, 240_000);
   it('list_functions on a stripped gcc -O2 build scores F1 ≥ 0.98 on starts and extents against its symbols, and says how each was found', async () => {
     if (absent) throw new Error(absent);
     const out = path.join(work, 'roots', 'list_cpu_features');

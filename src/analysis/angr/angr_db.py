@@ -353,6 +353,12 @@ class Owners:
         return None
 
 
+def _no_op(ins):
+    ops = [o.strip() for o in ins.op_str.split(",")]
+    same = len(ops) == 2 and (ops[0] == ops[1] or ops[1] == f"[{ops[0]}]")
+    return ins.mnemonic in ("nop", "nop.w", "int3", "hlt") or (ins.mnemonic in ("xchg", "mov", "lea") and same)
+
+
 def is_padding(proj, addr, spans):
     """Nothing but no-op instructions (nop, int3, `xchg ax,ax`, `mov r,r`, `lea r,[r]`) or zero bytes."""
     for b, size in spans:
@@ -365,12 +371,23 @@ def is_padding(proj, addr, spans):
             insns = proj.factory.block(b, size).capstone.insns
         except Exception:  # noqa: BLE001 - undecodable: not something to drop
             return False
-        for ins in insns:
-            ops = [o.strip() for o in ins.op_str.split(",")]
-            same = len(ops) == 2 and (ops[0] == ops[1] or ops[1] == f"[{ops[0]}]")
-            if not (ins.mnemonic in ("nop", "int3", "hlt") or (ins.mnemonic in ("xchg", "mov", "lea") and same)):
-                return False
+        if not all(_no_op(ins) for ins in insns):
+            return False
     return True
+
+
+def padding_size(proj, addr):
+    """Bytes of no-op instructions at `addr` (as angr writes it: bit 0 set for Thumb), 0 when none."""
+    try:
+        insns = proj.factory.block(addr, 64).capstone.insns
+    except Exception:  # noqa: BLE001 - undecodable: no padding
+        return 0
+    n = 0
+    for ins in insns:
+        if not _no_op(ins):
+            break
+        n += ins.size
+    return n
 
 
 def function_facts(proj, obj, cfg, func_names, frames, symbols, modes):
@@ -397,10 +414,16 @@ def function_facts(proj, obj, cfg, func_names, frames, symbols, modes):
         return [p.addr for p in graph.predecessors(node)] if node is not None else []
 
     padding = []
+    data_size = (lambda a: getattr(cfg.model.memory_data.get(a), "size", None)) if arm else None
+
+    def dropped(a, spans):
+        # padding, or padding before a literal pool angr decoded as code (gcc's nop.w before 8-aligned doubles)
+        pool = arm and (n := padding_size(proj, a)) and data_size((a & ~1) + n) is not None
+        return (pool or is_padding(proj, a, spans)) and not padding.append(a)
+
     listed, owner = boundaries.partition(
-        known, angr_funcs, arm,
-        lambda a, spans: is_padding(proj, a, spans) and not padding.append(a), predecessors, plt,
-        data_size=(lambda a: getattr(cfg.model.memory_data.get(a), "size", None)) if arm else None)
+        known, angr_funcs, arm, dropped, predecessors, plt, data_size=data_size,
+        padding_size=(lambda a: padding_size(proj, a)) if arm else None)
     named_starts = {a for a, _, _ in symbols}
     for f in listed.values():
         if f.found_by == "cfg" and f.start in named_starts:

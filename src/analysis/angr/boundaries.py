@@ -22,6 +22,7 @@ Addresses are angr's load addresses; on 32-bit ARM a Thumb function's address
 has bit 0 set, as angr and the symbol table write it.
 """
 import bisect
+import re
 from dataclasses import dataclass, field
 
 # DW_CFA opcodes that leave the CFA and the saved registers as the CIE set them.
@@ -92,6 +93,8 @@ class Modes:
         self.arm = proj.arch.name.startswith("ARM") and proj.arch.bits == 32
         self.mem = proj.loader.memory
         self.known = {a & ~1: a for a in symbol_addrs} if self.arm else {}
+        # Tables of code labels (a computed goto's, see code_pointers and _label_table): sorted even targets.
+        self.label_tables = []
 
     def addr(self, start, end):
         if not self.arm:
@@ -137,6 +140,8 @@ def seeded_cfg_class(base, extra_starts, modes=None):
                     obj = self.project.loader.main_object
                     kwargs["indirect_jump_resolvers"] = [
                         offset_table_resolver(IndirectJumpResolver)(self.project),
+                        *([label_table_resolver(IndirectJumpResolver, modes.label_tables)(self.project)]
+                          if modes.label_tables else []),
                         *default_indirect_jump_resolvers(obj, self.project),
                     ]
                 super().__init__(*args, **kwargs)
@@ -163,17 +168,22 @@ def seeded_cfg_class(base, extra_starts, modes=None):
                 return n
 
             def _indirect_jump_resolved(self, jump, jump_addr, resolved_by, targets):
-                if type(resolved_by).__name__ == "OffsetTable":
+                if type(resolved_by).__name__ in ("OffsetTable", "LabelTable"):
                     jump.jumpkind = "Ijk_Boring"  # `add lr, pc, #4` before it is no call
                 return super()._indirect_jump_resolved(jump, jump_addr, resolved_by, targets)
 
             def _is_branching_to_outside(self, src_node, target_addr, current_function_addr, jumpkind, all_successors):
                 out = super()._is_branching_to_outside(src_node, target_addr, current_function_addr, jumpkind,
                                                        all_successors)
-                if out[0] or jumpkind != "Ijk_Boring" or (src_node.addr | target_addr) & 1:
+                if out[0] or jumpkind != "Ijk_Boring" or (src_node.addr ^ target_addr) & 1:
                     return out
-                # An ARM-mode jump over another function's start is a tail call: the target starts a function.
-                # (Not in Thumb code: gcc's Thumb-2 functions jump over the fragments angr wrongly lists in them.)
+                # A jump over another function's start is a tail call: the target starts a function.  In Thumb
+                # code only an unconditional one to code not decoded yet: gcc's shrink-wrapped Thumb-2 functions
+                # test their arguments (`cbz r0, fail`) before the `push` angr takes for a prologue, and jump over
+                # it; and their loops jump back over the fragments angr wrongly lists inside them.
+                if src_node.addr & 1 and (all_successors is None or len(all_successors) != 1
+                                          or self._seg_list.is_occupied(target_addr & ~1)):
+                    return out
                 lo, hi = sorted((src_node.addr & ~1, target_addr & ~1))
                 between = self.functions.ceiling_func(lo + 2)
                 if between is not None and (between.addr & ~1) < hi and between.addr != current_function_addr:
@@ -233,6 +243,12 @@ def seeded_cfg_class(base, extra_starts, modes=None):
 # the section, up to the smaller count.
 MAX_TABLE_ENTRIES = 4096
 UNBOUNDED_TABLE_ENTRIES = 1024
+# A computed goto's first dispatch may sit this far before the first label of its table.
+LABEL_TABLE_REACH = 32
+# Fewer consecutive labels than this are no dispatch table (in ARM code, where a label's pointer looks
+# like a function's, the larger bound: a short table of functions may span a `bx rN` or two).
+MIN_LABEL_TABLE = 4
+MIN_ARM_LABEL_TABLE = 8
 
 
 def _arm_table_bound(insns, index):
@@ -278,6 +294,41 @@ def offset_table_resolver(base):
             return True, targets
 
     return OffsetTable
+
+
+def label_table_resolver(base, tables):
+    """An angr indirect-jump resolver for a computed goto (`goto *table[op]`) on 32-bit ARM.
+
+    An interpreter's dispatch (Lua's luaV_execute, built with labels as values) keeps a table of its
+    handlers' labels in a data section, relocated, each label's address even (in Thumb code the code
+    sets bit 0 before `bx`), and ends every handler with a `bx rN`.  angr resolves none of them, and
+    scans each handler as a function of its own.  An indirect jump that lies among a table's targets
+    (or just before the first) jumps to that table's labels, in the jump's own mode.
+    """
+
+    class LabelTable(base):
+        def __init__(self, project):
+            super().__init__(project, timeless=False)
+
+        def _table(self, addr):
+            even = addr & ~1
+            near = [t for t in tables if t[0] - LABEL_TABLE_REACH <= even <= t[-1]]
+            return near[0] if len(near) == 1 else None
+
+        @staticmethod
+        def _jump(addr, block):
+            """The jump instruction's address (the block's last), not the block's."""
+            ins = getattr(block, "instruction_addrs", None)
+            return ins[-1] if ins else addr
+
+        def filter(self, cfg, addr, func_addr, block, jumpkind):
+            return jumpkind == "Ijk_Boring" and self._table(self._jump(addr, block)) is not None
+
+        def resolve(self, cfg, addr, func_addr, block, jumpkind, func_graph_complete=True, **kwargs):
+            table = self._table(self._jump(addr, block))
+            return (True, [t | (addr & 1) for t in table]) if table else (False, [])
+
+    return LabelTable
 
 
 def _offset_table(project, cfg, block):
@@ -354,14 +405,15 @@ def _even(a, arm):
     return a & ~1 if arm else a
 
 
-def partition(known, angr_funcs, arm, is_padding, predecessors, plt_ranges=(), data_size=None):
+def partition(known, angr_funcs, arm, is_padding, predecessors, plt_ranges=(), data_size=None, padding_size=None):
     """The function list: `known` (from known_functions) plus angr's functions outside every known extent.
 
     `angr_funcs`: [(address, block spans [(addr, size)], is_plt, name)] for angr's functions in the
     binary (not SimProcedures, not alignment); `is_padding(addr, spans)`; `predecessors(addr)`:
     addresses of the blocks that jump or fall into `addr`; `data_size(addr)`: the size of the data
     angr found referenced at `addr` (32-bit ARM literal pools, which belong to the function before
-    them), or None.  Returns (functions by even start, owner: angr function address -> even start
+    them), or None; `padding_size(addr)`: bytes of no-op instructions at `addr` (the padding that aligns
+    such a pool), or None.  Returns (functions by even start, owner: angr function address -> even start
     of the listed function it belongs to).
     """
     funcs = dict(known)
@@ -415,6 +467,9 @@ def partition(known, angr_funcs, arm, is_padding, predecessors, plt_ranges=(), d
         while data_size is not None and end < limit:
             at = (end + 3) & ~3  # pools are word-aligned
             size = data_size(at)
+            pad = padding_size(at | (addr & 1)) if size is None and padding_size is not None else 0
+            if pad and at + pad < limit:
+                at, size = at + pad, data_size(at + pad)  # the padding that aligns a pool of doubles
             if size is None:
                 break
             size = max(size, 4)  # a literal is a word, whatever angr made of its bytes
@@ -453,15 +508,18 @@ def prepare(proj, elf):
     seeds = {modes.addr(lo, end) for lo, (end, entry) in frames.items()
              if entry and obj.contains_addr(lo) and not any(a <= lo < b for a, b in plt)}
     if modes.arm and not frames:
-        seeds |= code_pointers(proj, obj, plt)
+        seeds |= code_pointers(proj, obj, modes)
+        seeds |= thumb_pc_relative_pointers(proj, obj, modes)
     return frames, symbols, modes, seeds
 
 
-def code_pointers(proj, obj, plt):
+def code_pointers(proj, obj, modes):
     """Words in the loaded non-executable sections that point into code (32-bit ARM, no call-frame records).
 
     Tables of function pointers (.init_array, .data.rel.ro) name functions nothing calls directly;
-    the pointer's bit 0 says Thumb.  cle's memory has the relocations applied.
+    the pointer's bit 0 says Thumb.  cle's memory has the relocations applied.  A run of even pointers
+    into code that does not read as ARM is a table of labels in Thumb code (a computed goto's), not of
+    functions: it is kept in `modes.label_tables` for the dispatch's resolver.
     """
     code = [(s.vaddr, s.vaddr + s.memsize) for s in obj.sections
             if s.is_executable and s.memsize and not s.name.startswith(".plt")]
@@ -474,10 +532,117 @@ def code_pointers(proj, obj, plt):
             continue
         first = (s.vaddr + 3) & ~3
         data = proj.loader.memory.load(first, (s.vaddr + s.memsize - first) & ~3)
+        labels = []
         for i in range(0, len(data) - 3, 4):
             v = int.from_bytes(data[i:i + 4], "little")
-            if v & 2 and not v & 1:
-                continue  # half an ARM word: not code
-            if any(a <= v < b for a, b in code) and (relocated is None or first + i in relocated):
+            pointer = any(a <= v < b for a, b in code) and (relocated is None or first + i in relocated)
+            label = pointer and not v & 1
+            if label:
+                labels.append(v)
+            elif pointer:
                 out.add(v)
+            if not label or i + 4 >= len(data) - 3:
+                out.update(_label_table(proj, modes, labels))
+                labels = []
+    return out
+
+
+def _arm_dispatches(proj, lo, hi):
+    """ARM-mode indexed dispatches between lo and hi: `ldr rN, [rT, rI, lsl #2]` then, within four
+    instructions, `bx rN` or `mov pc, rN` (N not lr): a jump through a table entry a register picks."""
+    lo &= ~3
+    data = proj.loader.memory.load(lo, max(0, hi - lo) & ~3)
+    words = [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data) - 3, 4)]
+    n = 0
+    for k, w in enumerate(words):
+        if w >> 28 != 0xE or not ((w & 0x0FFFFFF0) == 0x012FFF10 or (w & 0x0FFFFFF0) == 0x01A0F000):
+            continue
+        reg = w & 0xF
+        if reg != 14 and any(p >> 28 == 0xE and (p & 0x0FF00FF0) == 0x07900100 and (p >> 12) & 0xF == reg
+                             for p in words[max(0, k - 4):k]):
+            n += 1
+    return n
+
+
+def _label_table(proj, modes, run):
+    """A run of even pointers into code: kept in `modes.label_tables` when it is a computed goto's labels,
+    else returned, the functions of a table (those that can be: not half an ARM word).
+
+    Labels in Thumb code are even (the code sets bit 0 before `bx`), where a Thumb function's pointer is
+    odd: even pointers to code that reads as Thumb are labels.  In ARM code both are even: the run is a
+    table of labels when it is long and the code among its targets jumps through a table entry that a
+    register picks (`ldr r0, [r1, r0, lsl #2]; bx r0`: the dispatch; a tail call through a function
+    pointer loads it from a fixed offset).
+    """
+    labels = sorted(set(run))
+    if len(labels) >= MIN_LABEL_TABLE:
+        thumb = sum(1 for v in labels if v & 2 or modes.addr(v, v + 64) != v)
+        arm = len(labels) - thumb
+        if thumb == len(labels) or (arm == len(labels) >= MIN_ARM_LABEL_TABLE
+                                    and _arm_dispatches(proj, labels[0] - LABEL_TABLE_REACH, labels[-1])):
+            modes.label_tables.append(labels)
+            return []
+    # too few for a table, or mixed: functions (a short ARM function may read as Thumb: the words after
+    # it are not code)
+    return [v for v in labels if not v & 2]
+
+
+# Thumb `add rN, pc` (16-bit ADD Rdn, PC: 0100 0100 D111 1nnn, little-endian), at a halfword.
+_ADD_PC = re.compile(rb"(?=([\x78-\x7f\xf8-\xff])\x44)")
+# How far before the `add` the literal load that feeds it may be (gcc keeps them a few instructions apart).
+_LOOKBACK = 64
+
+
+def _literal_load(data, base, at, reg):
+    """Where a Thumb `ldr reg, [pc, #imm]` at data offset `at` loads from (an offset in `data`, which is
+    loaded at address `base`), or None."""
+    lo, hi = data[at], data[at + 1]
+    pc = (base + at + 4) & ~3  # Align(PC, 4)
+    if hi == 0x48 | reg and reg < 8:  # 16-bit LDR (literal): 01001 ttt iiiiiiii
+        return pc + lo * 4 - base
+    if at + 4 <= len(data) and (lo, hi) == (0xDF, 0xF8) and data[at + 3] >> 4 == reg:  # LDR.W (literal), U=1
+        return pc + (data[at + 2] | (data[at + 3] & 0xF) << 8) - base
+    return None
+
+
+def thumb_pc_relative_pointers(proj, obj, modes):
+    """Thumb functions whose address the code computes PC-relative (32-bit ARM, no call-frame records).
+
+    A position-independent Thumb-2 file takes a static function's address, to pass it as a callback
+    or store it in a table, as gcc writes it:
+
+        ldr  rN, .Lk        ; .Lk: .word func - (.LPIC + 4)
+        .LPIC: add rN, pc
+
+    Nothing calls such a function directly, so angr finds it only by scanning the gap it sits in, and
+    often a few bytes late (after the literal pool before it).  The pair is read only where the code
+    reads as Thumb (see Modes: in ARM code these bytes are pieces of other instructions), and the
+    target is kept when it is a Thumb address (bit 0 set) in an executable section outside the PLT,
+    at code that reads as Thumb.
+    """
+
+    def thumb(a):
+        word = a & ~3
+        return modes.addr(word, word + 64) != word
+
+    code = [(s.vaddr, s.vaddr + s.memsize) for s in obj.sections
+            if s.is_executable and s.memsize and not s.name.startswith(".plt")]
+    out = set()
+    for lo, hi in code:
+        data = proj.loader.memory.load(lo, hi - lo)
+        for m in _ADD_PC.finditer(data):
+            add = m.start()
+            if add % 2 or not thumb(lo + add):
+                continue
+            reg = (data[add] & 7) | (data[add] & 0x80) >> 4
+            for back in range(2, min(_LOOKBACK, add) + 1, 2):
+                literal = _literal_load(data, lo, add - back, reg)
+                if literal is None:
+                    continue
+                if 0 <= literal and literal + 4 <= len(data):
+                    value = int.from_bytes(data[literal:literal + 4], "little")
+                    target = (value + lo + add + 4) & 0xFFFFFFFF
+                    if target & 1 and any(a <= target < b for a, b in code) and thumb(target):
+                        out.add(target)
+                break
     return out
