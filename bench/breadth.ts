@@ -227,7 +227,6 @@ export async function benchBreadth(): Promise<string[]> {
           wait_ms: 110_000,
         }),
       );
-      (await import('node:fs')).appendFileSync('/tmp/r34prof/prof.log', `bench scan call ${t.toFixed(1)}\n`);
       if (r.status !== 'succeeded') throw new Error(`scan ended ${r.status}: ${JSON.stringify(r.error)}`);
       scans.push(t);
     }

@@ -114,14 +114,25 @@ function listSignatures(ctx: Ctx, image: Image, regions: { start: number; size: 
 }
 
 /** The top-level regions unblob matched no format to (the whole image when it found nothing there). */
-function unknownRegions(unblob: UnblobFacts, bytes: number): { start: number; size: number }[] {
+function unknownRegions(
+  unblob: Pick<UnblobFacts, 'chunks' | 'whole_file'>,
+  bytes: number,
+): { start: number; size: number }[] {
   const top = unblob.chunks.filter((c) => c.depth === 0 && c.path === '');
   if (top.length === 0 && !unblob.whole_file) return [{ start: 0, size: bytes }];
   return top.filter((c) => c.unknown).map((c) => ({ start: c.start, size: c.size }));
 }
 
-/** unblob carves and unpacks the image into the writer; each entry's depth is its `…_extract/` folders. */
-async function carveWithUnblob(ctx: Ctx, image: Image, out: Extraction): Promise<UnblobFacts> {
+/**
+ * unblob carves and unpacks the image into the writer; each entry's depth is its `…_extract/` folders.
+ * `onFacts` hears what unblob found as soon as it is done, while its tree still streams.
+ */
+async function carveWithUnblob(
+  ctx: Ctx,
+  image: Image,
+  out: Extraction,
+  onFacts?: (facts: Omit<UnblobFacts, 'counts'>) => void,
+): Promise<UnblobFacts> {
   const { input } = image;
   const unblob = await readUnblob(
     {
@@ -134,6 +145,7 @@ async function carveWithUnblob(ctx: Ctx, image: Image, out: Extraction): Promise
       scratchBytes: Math.min(input.limits.max_total_bytes, input.limits.max_ratio * Math.max(image.bytes, 1)),
       timeoutMs: image.left(),
       progress: (facts) => ctx.progress(facts),
+      onFacts,
     },
     out.onEntry,
   );
@@ -217,11 +229,15 @@ async function carve(ctx: Ctx, image: Image): Promise<{ out: Extraction; carving
   let binwalk: Listing | null = whole;
   let signatures: Signature[] = [];
   let failure: unknown;
+  // The unknown chunks' listing starts once unblob has found them, while its tree is being written.
+  const unknown = (facts: Pick<UnblobFacts, 'chunks' | 'whole_file'>) => {
+    binwalk ??= listSignatures(ctx, image, unknownRegions(facts, image.bytes));
+  };
   try {
-    unblob = await carveWithUnblob(ctx, image, out);
+    unblob = await carveWithUnblob(ctx, image, out, input.signature_scan === 'unknown' ? unknown : undefined);
     if (input.signature_scan === 'unknown') {
+      unknown(unblob);
       ctx.progress({ phase: 'binwalk: listing the signatures of the unknown chunks' });
-      binwalk = listSignatures(ctx, image, unknownRegions(unblob, image.bytes));
     }
     if (binwalk) signatures = parseSignatures(await binwalk.table, image.bytes, input.max_signatures);
     await carveByDossier(image, out, unblob, signatures);

@@ -9,7 +9,7 @@
 import { DossierError } from '../../domain/errors.ts';
 import { unblobEnv } from '../../python/unblob.ts';
 import { sandboxedEnv } from '../../python/venv.ts';
-import { checkedOutput, stderrTail, streamHelper } from '../../sandbox/helpers.ts';
+import { checkedOutput, stderrTail, streamHelper, type StreamingHelper } from '../../sandbox/helpers.ts';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
 import { corrupt, type OnEntry } from './archives.ts';
 import { readTar } from './tar.ts';
@@ -65,6 +65,8 @@ export interface UnblobRead {
   scratchBytes: number;
   timeoutMs: number;
   progress?: (facts: Record<string, unknown>) => void;
+  /** Called with unblob's facts once it has finished, while its tree still streams into the writer. */
+  onFacts?: (facts: Omit<UnblobFacts, 'counts'>) => void;
 }
 
 /** Reads a file through unblob into the writer; returns unblob's chunks, handlers, tree and errors. */
@@ -93,6 +95,19 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
     env: { PYTHONDONTWRITEBYTECODE: '1' },
   });
   const { ended: stderrEnded, lastLine } = stderrTail(helper, 8 * 1024 * 1024);
+  const version = engine.version;
+  if (read.onFacts) {
+    const onFacts = read.onFacts;
+    onStderrLine(helper, 'dossier-facts ', (line) => {
+      let early: RawFacts;
+      try {
+        early = JSON.parse(line) as RawFacts;
+      } catch {
+        return; // read again, and refused clearly, at the end
+      }
+      onFacts({ ...early, version });
+    });
+  }
   const done = helper.done.catch(async (err: Error) => {
     if (err instanceof DossierError) throw err;
     await stderrEnded;
@@ -117,8 +132,32 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
   await readTar(checkedOutput({ ...helper, done }), 'unblob', onEntry);
   await stderrEnded;
   const facts = lastLine('dossier-facts ');
-  if (!facts) throw corrupt('unblob', new Error('it reported nothing'), 'run');
-  return { ...(JSON.parse(facts) as Omit<UnblobFacts, 'version'>), version: engine.version };
+  const counts = lastLine('dossier-counts ');
+  if (!facts || !counts) throw corrupt('unblob', new Error('it reported nothing'), 'run');
+  return {
+    ...(JSON.parse(facts) as RawFacts),
+    counts: JSON.parse(counts) as UnblobFacts['counts'],
+    version,
+  };
+}
+
+type RawFacts = Omit<UnblobFacts, 'version' | 'counts'>;
+
+/** Calls `found` once, with the rest of the first stderr line that starts with `prefix`, as soon as it is whole. */
+function onStderrLine(helper: StreamingHelper, prefix: string, found: (rest: string) => void) {
+  let pending = '';
+  const scan = (chunk: Buffer) => {
+    pending += chunk.toString();
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    // A line longer than the facts can be is not the facts (they are read again at the end).
+    if (pending.length > 16 * 1024 * 1024) pending = '';
+    const line = lines.find((l) => l.startsWith(prefix));
+    if (line === undefined) return;
+    helper.stderr.off('data', scan);
+    found(line.slice(prefix.length));
+  };
+  helper.stderr.on('data', scan);
 }
 
 /** The chunks a reader should know of: unknown ones with their entropy, the residual unknowns among them. */
