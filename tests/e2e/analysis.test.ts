@@ -345,6 +345,20 @@ describe('function boundaries against the compiler’s truth', () => {
     return { digest, reply, rows, score, why };
   }
 
+  /** A stripped 32-bit ARM build's every function start and extent found, and no start listed inside one. */
+  async function expectEveryFunctionWhole(out: string) {
+    const { score, why } = await listAndScore(out, 'arm-linux-gnueabihf-strip');
+    const truth = groundTruth(out);
+    expect(score.starts.recall, why).toBe(1);
+    expect(score.extents.recall, why).toBe(1);
+    // crt's code around sizeless symbols may be listed; nothing inside a function the compiler emitted is.
+    const inside = score.spurious
+      .map(Number)
+      .filter((a) => [...truth.functions].some(([lo, f]) => lo < a && a < f.end));
+    expect(inside, why).toEqual([]);
+    return truth;
+  }
+
   // clang for 32-bit ARM writes no call-frame records for C: the list rests on angr's CFG.
   const armhf = (() => {
     if (absent) return absent;
@@ -428,16 +442,8 @@ int main(int argc, char **argv) {
     const out = path.join(work, 'roots', 'api_armhf');
     writeFileSync(src, API);
     execFileSync('clang', ['--target=arm-linux-gnueabihf', '-O2', '-w', '-o', out, src]);
-    const { score, why } = await listAndScore(out, 'arm-linux-gnueabihf-strip');
-    const truth = groundTruth(out);
+    const truth = await expectEveryFunctionWhole(out);
     expect(truth.functions.size).toBe(6);
-    expect(score.starts.recall, why).toBe(1);
-    expect(score.extents.recall, why).toBe(1);
-    // crt's code around sizeless symbols may be listed; nothing inside a function the compiler emitted is.
-    const inside = score.spurious
-      .map(Number)
-      .filter((a) => [...truth.functions].some(([lo, f]) => lo < a && a < f.end));
-    expect(inside, why).toEqual([]);
   }, 240_000);
   // An interpreter's shape in a few lines, as Debian's gcc builds it for 32-bit ARM (Thumb-2, PIE):
   // a computed goto whose table of labels sits in .data.rel.ro (each label even: the code sets bit
@@ -494,18 +500,11 @@ int main(int argc, char **argv) {
     const out = path.join(work, 'roots', 'vm_armhf');
     writeFileSync(src, VM);
     execFileSync('arm-linux-gnueabihf-gcc', ['-O2', '-w', '-o', out, src]);
-    const { score, why } = await listAndScore(out, 'arm-linux-gnueabihf-strip');
-    const truth = groundTruth(out);
+    const truth = await expectEveryFunctionWhole(out);
     const named = [...truth.functions.values()].map((f) => f.name);
     expect(named).toEqual(
       expect.arrayContaining(['vm_run', 'by_value', 'by_value_desc', 'on_signal', 'report']),
     );
-    expect(score.starts.recall, why).toBe(1);
-    expect(score.extents.recall, why).toBe(1);
-    const inside = score.spurious
-      .map(Number)
-      .filter((a) => [...truth.functions].some(([lo, f]) => lo < a && a < f.end));
-    expect(inside, why).toEqual([]);
   }, 240_000);
   it('list_functions on a stripped gcc -O2 build scores F1 ≥ 0.98 on starts and extents against its symbols, and says how each was found', async () => {
     if (absent) throw new Error(absent);
