@@ -547,20 +547,44 @@ def code_pointers(proj, obj, modes):
     return out
 
 
+def _arm_slot(w, store):
+    """(base, signed offset, Rt) of an ARM `ldr`/`str` Rt, [sp|fp, #±imm] word, else None."""
+    if w >> 28 != 0xE or (w & 0x0F700000) != (0x05000000 if store else 0x05100000):
+        return None
+    base = (w >> 16) & 0xF
+    if base not in (11, 13):
+        return None
+    return base, (w & 0xFFF) * (1 if w & 0x00800000 else -1), (w >> 12) & 0xF
+
+
 def _arm_dispatches(proj, lo, hi):
-    """ARM-mode indexed dispatches between lo and hi: `ldr rN, [rT, rI, lsl #2]` then, within four
-    instructions, `bx rN` or `mov pc, rN` (N not lr): a jump through a table entry a register picks."""
+    """ARM-mode dispatches through a table between lo and hi: `bx rN` or `mov pc, rN` (N not lr) whose rN
+    was loaded, within four instructions, from a table entry a register picks (`ldr rN, [rT, rI, lsl
+    #2]`), or from a stack slot that such an entry is stored to (clang -O0: `ldr r0, [r0]; str r0,
+    [sp, #108]` in each handler, then `ldr r0, [sp, #108]; bx r0` at the one dispatch)."""
     lo &= ~3
     data = proj.loader.memory.load(lo, max(0, hi - lo) & ~3)
     words = [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data) - 3, 4)]
+    loaded = {r: (w >> 12) & 0xF for r, w in enumerate(words)
+              if w >> 28 == 0xE and (w & 0x0FF00FFF) == 0x05900000}  # ldr rX, [rY]
+    spilled = set()
+    for k, w in enumerate(words):
+        slot = _arm_slot(w, store=True)
+        if slot and any(loaded.get(m) == slot[2] for m in range(max(0, k - 2), k)):
+            spilled.add(slot[:2])
     n = 0
     for k, w in enumerate(words):
         if w >> 28 != 0xE or not ((w & 0x0FFFFFF0) == 0x012FFF10 or (w & 0x0FFFFFF0) == 0x01A0F000):
             continue
         reg = w & 0xF
-        if reg != 14 and any(p >> 28 == 0xE and (p & 0x0FF00FF0) == 0x07900100 and (p >> 12) & 0xF == reg
-                             for p in words[max(0, k - 4):k]):
-            n += 1
+        if reg == 14:
+            continue
+        for p in words[max(0, k - 4):k]:
+            indexed = p >> 28 == 0xE and (p & 0x0FF00FF0) == 0x07900100 and (p >> 12) & 0xF == reg
+            slot = _arm_slot(p, store=False)
+            if indexed or (slot and slot[2] == reg and slot[:2] in spilled):
+                n += 1
+                break
     return n
 
 
@@ -571,8 +595,8 @@ def _label_table(proj, modes, run):
     Labels in Thumb code are even (the code sets bit 0 before `bx`), where a Thumb function's pointer is
     odd: even pointers to code that reads as Thumb are labels.  In ARM code both are even: the run is a
     table of labels when it is long and the code among its targets jumps through a table entry that a
-    register picks (`ldr r0, [r1, r0, lsl #2]; bx r0`: the dispatch; a tail call through a function
-    pointer loads it from a fixed offset).
+    register picks (`ldr r0, [r1, r0, lsl #2]; bx r0`, or that entry spilled to the stack and loaded
+    back: the dispatch; a tail call through a function pointer loads it from a fixed offset).
     """
     labels = sorted(set(run))
     if len(labels) >= MIN_LABEL_TABLE:
