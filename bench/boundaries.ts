@@ -9,7 +9,9 @@
 //
 //   npm run bench -- boundaries
 //   DOSSIER_BENCH_BOUNDARIES='^x86-64/gcc/-O2/' npm run bench -- boundaries   (a subset: a regular expression on the build's name)
+//   DOSSIER_BENCH_RUNS=3 …   (each side three times, alternating; the table has the medians)
 import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { buildDatabase } from '../src/analysis/build.ts';
@@ -18,7 +20,7 @@ import { loadConfig } from '../src/config.ts';
 import { Sandbox } from '../src/sandbox/sandbox.ts';
 import { groundTruth, scoreFunctions, type Predicted, type Score } from '../tests/helpers/boundaries.ts';
 import { LEVELS, TOOLCHAINS, build, programs, toolchainWorks, type Build } from './boundariesBuild.ts';
-import { benchDir } from './lib.ts';
+import { benchDir, median } from './lib.ts';
 
 // The analysis today's provider ran (src/analysis/angr/angr_db.py before issue 36), printing its function list.
 const BARE = `
@@ -59,6 +61,8 @@ function runBare(
     });
   });
 }
+
+const RUNS = Math.min(9, Math.max(1, Number(process.env.DOSSIER_BENCH_RUNS ?? 1) || 1));
 
 interface Row {
   build: Build;
@@ -103,35 +107,26 @@ export async function benchBoundaries(): Promise<string[]> {
           );
           continue;
         }
-        log(`${name}: bare angr`);
         const truth = groundTruth(b.unstripped);
-        const bare = await runBare(provider.python, b.stripped);
-        log(`${name}: database build`);
-        const file = path.join(work, `${name.replaceAll('/', '_')}.sqlite`);
-        const t0 = performance.now();
-        const built = await buildDatabase(sandbox, file, {
-          provider,
-          binary: b.stripped,
-          profile: 'default',
-          timeBudgetS: 3600,
-          memoryBytes: 8 * 1024 ** 3,
-          signal: new AbortController().signal,
-          onProgress: () => undefined,
-        });
-        const buildMs = performance.now() - t0;
-        const db = new Database(file, { readonly: true });
-        const fns = db
-          .prepare('SELECT address, end_address, is_plt, found_by, part_of FROM functions')
-          .all() as {
-          address: number;
-          end_address: number;
-          is_plt: number;
-          found_by: string;
-          part_of: number | null;
-        }[];
-        db.close();
-        const binary = built.meta.binary as { load_base: number; link_base: number };
-        const delta = binary.load_base - binary.link_base;
+        // Each side RUNS times, alternating, the medians reported (the scores do not move between runs).
+        const bareMs: number[] = [];
+        const buildMs: number[] = [];
+        let bare: Awaited<ReturnType<typeof runBare>> | undefined;
+        let built: Awaited<ReturnType<typeof databaseBuild>> | undefined;
+        for (let run = 0; run < RUNS; run++) {
+          log(`${name}: bare angr (${run + 1} of ${RUNS})`);
+          bare = await runBare(provider.python, b.stripped);
+          bareMs.push(bare.ms);
+          log(`${name}: database build (${run + 1} of ${RUNS})`);
+          built = await databaseBuild(
+            sandbox,
+            provider,
+            path.join(work, `${name.replaceAll('/', '_')}.sqlite`),
+            b,
+          );
+          buildMs.push(built.ms);
+        }
+        const { fns, delta } = built!;
         const foundBy: Record<string, number> = {};
         for (const f of fns) foundBy[f.found_by] = (foundBy[f.found_by] ?? 0) + 1;
         const after = scoreFunctions(
@@ -143,17 +138,17 @@ export async function benchBoundaries(): Promise<string[]> {
         );
         const row: Row = {
           build: b,
-          before: scoreFunctions(truth, bare.predicted, bare.delta),
+          before: scoreFunctions(truth, bare!.predicted, bare!.delta),
           after,
-          bareMs: bare.ms,
-          buildMs,
+          bareMs: median(bareMs),
+          buildMs: median(buildMs),
           foundBy,
         };
         rows.push(row);
         log(
           `${name}: truth ${after.truth}; F1 starts ${f3(row.before.starts.f1)} -> ${f3(after.starts.f1)}, ` +
-            `extents ${f3(row.before.extents.f1)} -> ${f3(after.extents.f1)}; ${(bare.ms / 1000).toFixed(1)} s bare, ` +
-            `${(buildMs / 1000).toFixed(1)} s build; missed ${after.missed.slice(0, 5).join(', ')}; ` +
+            `extents ${f3(row.before.extents.f1)} -> ${f3(after.extents.f1)}; ${(row.bareMs / 1000).toFixed(1)} s bare, ` +
+            `${(row.buildMs / 1000).toFixed(1)} s build (medians of ${RUNS}); missed ${after.missed.slice(0, 5).join(', ')}; ` +
             `spurious ${after.spurious.slice(0, 5).join(', ')}`,
         );
         log(`${name}: row ${tableRow(row)}`); // a stopped run keeps its rows
@@ -161,6 +156,38 @@ export async function benchBoundaries(): Promise<string[]> {
     }
   }
   return [...lines, '', ...tables(rows)];
+}
+
+/** dossier's database build of one file (the sandboxed provider and SQLite): its time and function rows. */
+async function databaseBuild(
+  sandbox: Sandbox,
+  provider: Awaited<ReturnType<typeof provisionProvider>>,
+  file: string,
+  b: Build,
+) {
+  rmSync(file, { force: true });
+  const t0 = performance.now();
+  const built = await buildDatabase(sandbox, file, {
+    provider,
+    binary: b.stripped,
+    profile: 'default',
+    timeBudgetS: 3600,
+    memoryBytes: 8 * 1024 ** 3,
+    signal: new AbortController().signal,
+    onProgress: () => undefined,
+  });
+  const ms = performance.now() - t0;
+  const db = new Database(file, { readonly: true });
+  const fns = db.prepare('SELECT address, end_address, is_plt, found_by, part_of FROM functions').all() as {
+    address: number;
+    end_address: number;
+    is_plt: number;
+    found_by: string;
+    part_of: number | null;
+  }[];
+  db.close();
+  const binary = built.meta.binary as { load_base: number; link_base: number };
+  return { ms, fns, delta: binary.load_base - binary.link_base };
 }
 
 function tables(rows: Row[]): string[] {
