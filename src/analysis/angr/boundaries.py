@@ -249,6 +249,8 @@ LABEL_TABLE_REACH = 32
 # like a function's, the larger bound: a short table of functions may span a `bx rN` or two).
 MIN_LABEL_TABLE = 4
 MIN_ARM_LABEL_TABLE = 8
+# A computed goto's labels lie in one function: a run of pointers spread wider is no table of labels.
+MAX_LABEL_SPAN = 256 * 1024
 
 
 def _arm_table_bound(insns, index):
@@ -599,7 +601,7 @@ def _label_table(proj, modes, run):
     back: the dispatch; a tail call through a function pointer loads it from a fixed offset).
     """
     labels = sorted(set(run))
-    if len(labels) >= MIN_LABEL_TABLE:
+    if len(labels) >= MIN_LABEL_TABLE and labels[-1] - labels[0] <= MAX_LABEL_SPAN:
         thumb = sum(1 for v in labels if v & 2 or modes.addr(v, v + 64) != v)
         arm = len(labels) - thumb
         if thumb == len(labels) or (arm == len(labels) >= MIN_ARM_LABEL_TABLE
