@@ -121,8 +121,11 @@ def run_unblob(image, out, depth, max_entries, keep_chunks):
     argv += ["--log", os.path.join(work, "unblob.log"), "-d", str(depth), "-n", "0"]
     if keep_chunks:
         argv.append("-k")
+    # unblob and its extractors print what the input names (paths, headers): none of it may reach this
+    # wrapper's stderr, whose `dossier-facts` line the caller acts on before the run ends. What unblob
+    # says is in its --log file, whose last line a failure reports.
     proc = subprocess.Popen(
-        argv + [image], stdout=subprocess.DEVNULL, stderr=ERR_FD, env=env, start_new_session=True
+        argv + [image], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True
     )
     over = {"entries": False}
 
