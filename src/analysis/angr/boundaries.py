@@ -95,6 +95,7 @@ class Modes:
         self.known = {a & ~1: a for a in symbol_addrs} if self.arm else {}
         # Tables of code labels (a computed goto's, see code_pointers and _label_table): sorted even targets.
         self.label_tables = []
+        self.label_tables_examined = 0
 
     def addr(self, start, end):
         if not self.arm:
@@ -251,6 +252,10 @@ MIN_LABEL_TABLE = 4
 MIN_ARM_LABEL_TABLE = 8
 # A computed goto's labels lie in one function: a run of pointers spread wider is no table of labels.
 MAX_LABEL_SPAN = 256 * 1024
+# Runs examined as label tables at most (a program has a handful of interpreters; a hostile file could
+# hold a run of code pointers every few words, and each run costs a read of the code it spans and a
+# look at every indirect jump): the rest are tables of functions, as before label tables.
+MAX_LABEL_TABLES = 64
 
 
 def _arm_table_bound(insns, index):
@@ -601,7 +606,9 @@ def _label_table(proj, modes, run):
     back: the dispatch; a tail call through a function pointer loads it from a fixed offset).
     """
     labels = sorted(set(run))
-    if len(labels) >= MIN_LABEL_TABLE and labels[-1] - labels[0] <= MAX_LABEL_SPAN:
+    if (len(labels) >= MIN_LABEL_TABLE and labels[-1] - labels[0] <= MAX_LABEL_SPAN
+            and modes.label_tables_examined < MAX_LABEL_TABLES):
+        modes.label_tables_examined += 1
         thumb = sum(1 for v in labels if v & 2 or modes.addr(v, v + 64) != v)
         arm = len(labels) - thumb
         if thumb == len(labels) or (arm == len(labels) >= MIN_ARM_LABEL_TABLE
