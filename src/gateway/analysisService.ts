@@ -110,7 +110,8 @@ export class AnalysisService {
       workflowId,
       requestedBy: caller.principal,
     });
-    if (record.status === 'succeeded') return this.reply(record, true);
+    // The asker that claimed it is not attached, even if another asker's run already finished it.
+    if (record.status === 'succeeded') return this.reply(record, !created);
     let fresh = record;
     if (record.status === 'failed') {
       // A failed analysis may be asked again: it runs anew, once, whoever asks first.

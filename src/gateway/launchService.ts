@@ -90,7 +90,9 @@ export class LaunchService {
       throw keyReused(record, contract.name, body, digest);
     }
     launchCalls.inc({ tool: contract.name, kind: created ? 'new' : 'attached' });
-    if (isFinished(record.status)) return this.reply(record, true);
+    // The caller that claimed the key is never `attached`, even when a retry that found the row
+    // started the launch and it finished before this call read the row back.
+    if (isFinished(record.status)) return this.reply(record, !created);
     const deadline = Date.now() + wait.waitMs;
     let runId = record.runId;
     try {
