@@ -390,6 +390,10 @@ def padding_size(proj, addr):
     return n
 
 
+# The edges angr's Function.graph keeps of a function's transition graph (those that stay inside it).
+LOCAL_EDGES = ("transition", "exception", "fake_return")
+
+
 def function_facts(proj, obj, cfg, func_names, frames, symbols, modes):
     # angr's functions outside the binary (the SimProcedure stand-ins for imports in cle's
     # extern object) and alignment padding are not rows; PLT stubs are, under import names.
@@ -433,11 +437,15 @@ def function_facts(proj, obj, cfg, func_names, frames, symbols, modes):
     by_addr = {f.addr: f for f in funcs}
     start_of = {lo: f.start for lo, f in listed.items()}
     edges = set()
+    local_edges = Counter()  # what f.graph.number_of_edges() counts, without building f.graph
     for f in funcs:
         if f.addr not in owner:
             continue
         for src, dst, data in f.transition_graph.edges(data=True):
-            if data.get("type") != "call":
+            kind = data.get("type")
+            if kind in LOCAL_EDGES and ("outside" not in data or data["outside"] is False):
+                local_edges[f.addr] += 1
+            if kind != "call":
                 continue
             d = dst.addr & ~1 if arm else dst.addr
             if d in start_of:
@@ -453,7 +461,7 @@ def function_facts(proj, obj, cfg, func_names, frames, symbols, modes):
     for a, lo in owner.items():
         f = by_addr[a]
         blocks.setdefault(lo, {}).update((b, n) for b, n in f._block_sizes.items() if b in f.block_addrs_set)
-        cfg_edges[lo] += f.graph.number_of_edges()
+        cfg_edges[lo] += local_edges[a]
     rows = []
     shapes = []  # what angr_identity.py hashes, per listed function
     for lo in sorted(listed):

@@ -27,8 +27,11 @@ instruction and CFG edge counts, and up to 32 distinctive constants
 Blocks are angr's normalised CFG blocks; a changed block boundary (a callee
 angr now believes does not return) changes the GUID like a changed byte.
 """
+import ctypes
 import hashlib
 import uuid
+
+import capstone
 
 FUNCTION_NS = uuid.UUID("0192a179-61ac-7cef-88ed-012296e9492f")
 BLOCK_NS = uuid.UUID("0192a178-7a5f-7936-8653-3cbaa7d6afe7")
@@ -51,15 +54,28 @@ class Hasher:
         self.full_width = proj.arch.bits  # a move of a register this wide to itself is a NOP
         self.x86_64 = proj.arch.name == "AMD64"
         self.cs = proj.arch.capstone  # archinfo's instance, with operand details on
+        # Where capstone keeps an instruction's operands, on the architectures read without its
+        # Python objects (which it builds, with copies of every operand, per instruction).
+        self.raw = {capstone.CS_ARCH_X86: "x86", capstone.CS_ARCH_ARM64: "arm64",
+                    capstone.CS_ARCH_ARM: "arm"}.get(self.cs.arch)
+        names = {}
+        for reg in range(1, 4096):
+            name = self.cs.reg_name(reg)
+            if name:
+                names[reg] = name
+        self.pc_regs = {r for r, n in names.items() if n in PC_REGISTERS}
+        self.wide_regs = {r for r, n in names.items() if n.startswith("r")}
 
     def mapped(self, value):
         return self.lo <= (value & self.mask) <= self.hi
 
-    def relocatable(self, insn):
-        for op in insn.operands:
-            if op.type == IMM and self.mapped(op.imm):
-                return True
-            if op.type == MEM:
+    def relocatable(self, insn, ops):
+        for op in ops:
+            kind = op.type
+            if kind == IMM:
+                if self.mapped(op.imm):
+                    return True
+            elif kind == MEM:
                 mem = op.mem
                 base = getattr(mem, "base", 0)
                 if base and insn.reg_name(base) in PC_REGISTERS:
@@ -68,36 +84,101 @@ class Hasher:
                     return True
         return False
 
-    def is_nop(self, insn):
-        if insn.mnemonic.startswith("nop"):
+    def is_nop(self, insn, mnemonic, ops):
+        if mnemonic.startswith("nop"):
             return True
-        ops = insn.operands
-        if insn.mnemonic not in ("mov", "lea") or len(ops) != 2 or ops[0].type != 1:
+        if mnemonic not in ("mov", "lea") or len(ops) != 2 or ops[0].type != 1:
             return False
         reg = ops[0].reg
         if self.x86_64 and not insn.reg_name(reg).startswith("r"):
             return False  # mov edi, edi zero-extends rdi: not a NOP on x86-64
-        if insn.mnemonic == "mov":
+        if mnemonic == "mov":
             return ops[1].type == 1 and ops[1].reg == reg
         mem = ops[1].mem  # lea esi, [esi + 0], the 32-bit padding idiom
         return ops[1].type == MEM and mem.base == reg and not mem.index and not mem.disp
 
     def block(self, addr, size, constants):
         """(GUID, instruction count) of the block at addr; constants gains its distinctive immediates."""
+        if self.raw is None:
+            return self.block_objects(addr, size, constants)
+        code = self.mem.load(addr, size)
+        insns = ctypes.POINTER(capstone._cs_insn)()
+        n = capstone._cs.cs_disasm(self.cs.csh, code, len(code), addr, 0, ctypes.byref(insns))
+        out = bytearray()
+        end = 0
+        try:
+            for i in range(n):
+                insn = insns[i]
+                start = insn.address - addr
+                end = start + insn.size
+                detail = getattr(insn.detail.contents.arch, self.raw)
+                ops = detail.operands[: detail.op_count]
+                if self.raw_nop(insn.mnemonic, ops):
+                    continue
+                if self.raw_relocatable(ops):
+                    out += bytes(end - start)
+                    continue
+                out += code[start:end]
+                for op in ops:
+                    if op.type == IMM:
+                        v = op.value.imm
+                        if not -255 <= v <= 255:
+                            constants.add(v & self.mask)
+        finally:
+            if n:
+                capstone._cs.cs_free(insns, n)
+        out += code[end:]  # what capstone could not decode counts as it is
+        return uuid5(BLOCK_NS, bytes(out)), n
+
+    def raw_relocatable(self, ops):
+        """relocatable(), on capstone's own operand records."""
+        for op in ops:
+            kind = op.type
+            if kind == IMM:
+                if self.mapped(op.value.imm):
+                    return True
+            elif kind == MEM:
+                mem = op.value.mem
+                if mem.base:
+                    if mem.base in self.pc_regs:
+                        return True
+                elif not mem.index and self.mapped(mem.disp):
+                    return True
+        return False
+
+    def raw_nop(self, mnemonic, ops):
+        """is_nop(), on capstone's own instruction record."""
+        if mnemonic.startswith(b"nop"):
+            return True
+        if mnemonic not in (b"mov", b"lea") or len(ops) != 2 or ops[0].type != 1:
+            return False
+        reg = ops[0].value.reg
+        if self.x86_64 and reg not in self.wide_regs:
+            return False  # mov edi, edi zero-extends rdi: not a NOP on x86-64
+        if mnemonic == b"mov":
+            return ops[1].type == 1 and ops[1].value.reg == reg
+        mem = ops[1].value.mem  # lea esi, [esi + 0], the 32-bit padding idiom
+        return ops[1].type == MEM and mem.base == reg and not mem.index and not mem.disp
+
+    def block_objects(self, addr, size, constants):
+        """block(), through capstone's Python instruction objects (any architecture)."""
         code = self.mem.load(addr, size)
         out = bytearray()
         count = 0
         end = 0
         for insn in self.cs.disasm(code, addr):
-            end = insn.address - addr + insn.size
+            size = insn.size
+            end = insn.address - addr + size
             count += 1
-            if self.is_nop(insn):
+            # capstone builds an instruction's operand objects anew on every read: read them once.
+            ops = insn.operands
+            if self.is_nop(insn, insn.mnemonic, ops):
                 continue
-            if self.relocatable(insn):
-                out += bytes(insn.size)
+            if self.relocatable(insn, ops):
+                out += bytes(size)
                 continue
             out += insn.bytes
-            for op in insn.operands:
+            for op in ops:
                 if op.type == IMM:
                     v = op.imm
                     if not -255 <= v <= 255:
