@@ -18,7 +18,9 @@ import { RULES_LIMITS } from '../tools/rules.ts';
 
 interface Compiled {
   ok: boolean;
-  rules?: { name: string; namespace: string; tags: string[] }[];
+  /** How many rules the bundle holds; `rules` lists the first 64. */
+  count?: number;
+  rules?: { name: string; namespace: string }[];
   source?: string;
   error?: string;
 }
@@ -47,6 +49,30 @@ async function fromArtifact(intake: Intake, caller: Principal, name: string, dig
   };
 }
 
+/** Compiles running on this gateway at once, and whose: each is a sandbox of up to 4 GiB for up to a minute. */
+const MAX_CONCURRENT_COMPILES = 2;
+const compiling = new Set<string>();
+const COMPILE_TIMEOUT_MS = 60_000;
+/** What a reply shows of a rule's name (YARA-X takes names of any length). */
+const NAME_SHOWN = 128;
+
+function compileSlot(who: string): void {
+  if (!compiling.has(who) && compiling.size < MAX_CONCURRENT_COMPILES) return;
+  throw new DossierError(
+    'resource_constraint',
+    compiling.has(who)
+      ? 'Your previous register_rules is still compiling.'
+      : `${compiling.size} rule bundles are compiling on this gateway.`,
+    compiling.has(who)
+      ? 'Register the next bundle when the previous one has answered.'
+      : 'Try again in a few seconds.',
+    { retry_after_ms: 5_000 },
+    true,
+  );
+}
+
+const shown = (name: string) => (name.length > NAME_SHOWN ? `${name.slice(0, NAME_SHOWN - 1)}…` : name);
+
 export async function registerRuleBundle(
   intake: Intake,
   caller: Principal,
@@ -65,7 +91,13 @@ export async function registerRuleBundle(
   const { sandbox, python } = intake.helpers();
   const engine = await rulesEnv(python);
   const env = sandboxedEnv(engine);
-  const scratch = await mkdtemp(path.join(os.tmpdir(), 'dossier-rules-'));
+  const who = `${caller.team}/${caller.principal}`;
+  compileSlot(who);
+  compiling.add(who);
+  const scratch = await mkdtemp(path.join(os.tmpdir(), 'dossier-rules-')).catch((err: Error) => {
+    compiling.delete(who);
+    throw err;
+  });
   let compiled: Compiled;
   try {
     const file = path.join(scratch, 'bundle.json');
@@ -75,12 +107,22 @@ export async function registerRuleBundle(
       pkg: 'python3 (the rules venv: npm run provision:unpackers)',
       args: [env.script('scan_rules.py'), 'compile', '/input/bundle.json'],
       mounts: [...env.mounts, { host: file, inside: '/input/bundle.json' }],
-      timeoutMs: 60_000,
+      timeoutMs: COMPILE_TIMEOUT_MS,
       limits: { addressSpaceBytes: 4 * 1024 ** 3 },
       env: { PYTHONDONTWRITEBYTECODE: '1' },
+    }).catch((err: unknown) => {
+      if (err instanceof DossierError && err.code === 'provider_timeout')
+        throw new DossierError(
+          'provider_timeout',
+          `The bundle did not compile within ${COMPILE_TIMEOUT_MS / 1000} s; nothing was stored.`,
+          'Register fewer rules at a time (several bundles), or simplify the rules with the largest regular expressions.',
+          { timeout_ms: COMPILE_TIMEOUT_MS },
+        );
+      throw err;
     });
     compiled = JSON.parse(out) as Compiled;
   } finally {
+    compiling.delete(who);
     await rm(scratch, { recursive: true, force: true });
   }
   if (!compiled.ok)
@@ -98,9 +140,9 @@ export async function registerRuleBundle(
   return {
     created,
     rules: artifact.digest,
-    rule_count: compiled.rules!.length,
+    rule_count: compiled.count ?? compiled.rules!.length,
     // The first 64: a reply stays small whatever the bundle holds (rule_count says how many).
-    rule_names: compiled.rules!.slice(0, 64).map((r) => `${r.namespace}:${r.name}`),
+    rule_names: compiled.rules!.slice(0, 64).map((r) => `${shown(r.namespace)}:${shown(r.name)}`),
     engine: engine.version,
     artifact,
   };

@@ -69,6 +69,88 @@ describe('register_rules', () => {
   });
 });
 
+describe('hostile rules', () => {
+  it('a rule file cannot include a file of the worker: include is refused, and so is an artifact that is no bundle', async () => {
+    const included = await call(alice, 'register_rules', {
+      name: 'include',
+      sources: [{ name: 'inc', text: 'include "/etc/passwd"\nrule a { condition: true }' }],
+    });
+    expect(included.error?.code).toBe('invalid_params');
+    expect(included.error.message).toMatch(/include/);
+    expect(included.error.message).not.toMatch(/root:/);
+    // A registered artifact that register_rules never checked, named as rules: refused with why.
+    const raw = path.join(work, 'raw.yar');
+    writeFileSync(raw, 'rule a { condition: true }');
+    const artifact = await call(alice, 'register_artifact', { path: raw });
+    const target = await call(alice, 'register_artifact', { path: path.join(work, 'big.bin') });
+    const scan = await call(alice, 'scan_with_rules', {
+      rules: artifact.artifact.digest,
+      artifact: target.artifact.digest,
+      wait_ms: 60_000,
+    });
+    expect(scan.error?.code, JSON.stringify(scan)).toBe('invalid_params');
+    expect(scan.error.message).toMatch(/not a rule bundle/);
+  });
+
+  it('rules that match everywhere are stopped at timeout_s, and what their author wrote is bounded in every row', async () => {
+    const zeros = path.join(work, 'zeros.bin');
+    writeFileSync(zeros, Buffer.alloc(1024 * 1024));
+    const target = await call(alice, 'register_artifact', { path: zeros });
+    const flood = await call(alice, 'register_rules', {
+      name: 'flood',
+      sources: [
+        {
+          name: 'flood',
+          text: Array.from(
+            { length: 1_000 },
+            (_, i) => `rule r${i} { strings: $a = { 00 } condition: $a }`,
+          ).join('\n'),
+        },
+      ],
+    });
+    expect(flood.error).toBeUndefined();
+    const started = Date.now();
+    const scan = await call(alice, 'scan_with_rules', {
+      rules: flood.rules,
+      artifact: target.artifact.digest,
+      timeout_s: 3,
+      wait_ms: 100_000,
+      detail: 'summary',
+    });
+    expect(scan.status, JSON.stringify(scan.error)).toBe('succeeded');
+    expect(['timeout', 'capped']).toContain(scan.summary.status);
+    expect(scan.truncated).toBe(true);
+    expect(Date.now() - started).toBeLessThan(60_000);
+
+    const wordy = await call(alice, 'register_rules', {
+      name: 'wordy',
+      sources: [
+        {
+          name: 'wordy',
+          text: `rule ${'n'.repeat(300)} : ${Array.from({ length: 40 }, (_, i) => `t${i}`).join(' ')} { meta: m = "${'x'.repeat(100_000)}" strings: $a = { 00 00 00 00 } condition: $a }`,
+        },
+      ],
+    });
+    expect(wordy.error).toBeUndefined();
+    expect(wordy.rule_names[0].length).toBeLessThanOrEqual(2 * 128 + 1);
+    const rows = await call(alice, 'scan_with_rules', {
+      rules: wordy.rules,
+      artifact: target.artifact.digest,
+      max_matches: 5,
+      wait_ms: 100_000,
+      detail: 'summary',
+    });
+    expect(rows.summary).toMatchObject({ status: 'capped', matches: 5 });
+    const matches = await allRows(alice, rows.evidence_id, 'matches');
+    expect(matches).toHaveLength(5);
+    for (const m of matches) {
+      expect(m.rule.length).toBeLessThanOrEqual(128);
+      expect(m.tags).toHaveLength(16);
+      expect(String(m.metadata.m).length).toBeLessThanOrEqual(256);
+    }
+  });
+});
+
 describe('scan_with_rules over an extraction', () => {
   it('matches exactly, and the same scan by a second principal attaches', async () => {
     const rules = await call(alice, 'register_rules', {

@@ -19,6 +19,7 @@ import { streamHelper } from '../../sandbox/helpers.ts';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
 import type { Store } from '../../store/store.ts';
 import type { QueryResult } from '../../analysis/queries.ts';
+import { RULES_LIMITS } from '../../tools/rules.ts';
 
 export interface ScanInput {
   rules: string;
@@ -115,7 +116,23 @@ async function present(
 }
 
 type Mounts = { host: string; inside: string }[];
-type Done = { status: string; files: number; matches: number; error?: { error: string } };
+type Done = {
+  status: string;
+  files: number;
+  matches: number;
+  error?: { ok?: boolean; source?: string; error: string };
+};
+
+/**
+ * The largest bundle a scan reads: what register_rules can store (its sources at their ceiling,
+ * in JSON). A larger artifact named as rules is refused before it is compiled.
+ */
+const BUNDLE_MAX_BYTES = RULES_LIMITS.sources.max * RULES_LIMITS.source_bytes.max * 2 + 1024 * 1024;
+/**
+ * What the scanner may write: its match rows are bounded at 128 MiB (MAX_OUTPUT_BYTES in
+ * scan_rules.py), and a file row and the last line come beside them.
+ */
+const SCANNER_OUTPUT_MAX = 160 * 1024 * 1024;
 interface Scanned {
   matches: Record<string, unknown>[];
   files: Map<string, Record<string, unknown>>;
@@ -169,15 +186,50 @@ async function runScanner(
     env: { PYTHONDONTWRITEBYTECODE: '1' },
   });
   const out: Scanned = { matches: [], files: new Map(), done: null };
+  let bytes = 0;
   for await (const line of createInterface({ input: helper.stdout })) {
+    bytes += line.length + 1;
+    if (bytes > SCANNER_OUTPUT_MAX) {
+      // The scanner bounds what it writes; this is the stop behind it.
+      helper.stop();
+      throw new DossierError(
+        'resource_constraint',
+        `The rule scan wrote more than ${SCANNER_OUTPUT_MAX} bytes of results.`,
+        'Lower max_matches or max_match_bytes, or scan with fewer, more specific rules.',
+        { max_matches: input.max_matches, max_match_bytes: input.max_match_bytes },
+      );
+    }
     if (!line.trim()) continue;
     const msg = JSON.parse(line) as Record<string, Record<string, unknown>>;
     if (msg.match) out.matches.push(msg.match);
     else if (msg.file) out.files.set(String(msg.file.path), msg.file);
     else if (msg.done) out.done = msg.done as unknown as Done;
   }
-  await helper.done;
+  try {
+    await helper.done;
+  } catch (err) {
+    const refused = out.done?.error;
+    if (refused && refused.ok === false) throw notABundle(input.rules, refused);
+    if (err instanceof DossierError && err.code === 'provider_timeout')
+      throw new DossierError(
+        'provider_timeout',
+        `The rule scan did not end within timeout_s=${input.timeout_s} s (and its grace of 30 s): it was stopped.`,
+        'Ask again with a larger timeout_s (at most 1800), or scan with fewer, more specific rules.',
+        { timeout_s: input.timeout_s },
+      );
+    throw err;
+  }
   return out;
+}
+
+/** A bundle that does not compile here: one never checked by register_rules (an artifact named as rules). */
+function notABundle(digest: string, refused: { source?: string; error: string }): DossierError {
+  return new DossierError(
+    'invalid_params',
+    `The rules ${digest} do not compile (${refused.source ?? 'the bundle'}): ${refused.error}`,
+    'Pass the digest register_rules returned; it compiles a bundle before storing it.',
+    { rules: digest, source: refused.source },
+  );
 }
 
 /** A file whose bytes are not those its manifest names: no answer about it is kept. */
@@ -244,6 +296,14 @@ export async function runRuleScan(
 ): Promise<QueryResult & { provider: { name: string; version: string } }> {
   const engine = await rulesEnv(ctx.config.analysis.python);
   const bundle = await verifyArtifact(ctx.config.home, input.rules, undefined, ctx.store.blobs);
+  const { size } = await stat(bundle);
+  if (size > BUNDLE_MAX_BYTES)
+    throw new DossierError(
+      'invalid_params',
+      `The rules ${input.rules} are ${size} bytes: more than any bundle register_rules stores (${BUNDLE_MAX_BYTES}).`,
+      'Pass the digest register_rules returned for your rule files.',
+      { rules: input.rules, bytes: size },
+    );
   const mounts: Mounts = [{ host: bundle, inside: '/input/bundle.json' }];
   const targets = await scanTargets(input, ctx, mounts);
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'dossier-scan-'));

@@ -8,7 +8,7 @@ each source compiled in its own namespace) and the files are mounted
 read-only. LIST names the files to scan, one JSON object a line
 ({"path", "file"}: the name to report and where it is mounted).
 
-compile prints one JSON object: {"ok": true, "rules": [...]} or
+compile prints one JSON object: {"ok": true, "count": N, "rules": [the first 64]} or
 {"ok": false, "source": name, "error": the compiler's message}.
 scan prints one JSON object a line: {"match": {...}} per pattern match,
 {"file": {...}} per file scanned (with the SHA-256 of the bytes scanned, for
@@ -16,13 +16,18 @@ the caller to check against what it expects), then {"done": {...}}. The time lim
 whole scan's: each file gets what is left, and a file whose scan runs out of
 it ends the scan ({"file": {..., "status": "timeout"}}). The files are shared among processes
 forked after the compile (one a CPU, at most SHARES); what they report is written in LIST's order,
-the same lines one process would write.
+the same lines one process would write. The time limit holds whatever the rules do: the clock starts
+before the compile, and this process stops the scanners at it even when a scan does not return (a
+rule matching everywhere). What a rule's author wrote into a row is bounded (MAX_NAME, MAX_TAGS,
+MAX_META, MAX_META_TEXT), and so are all the rows together (MAX_OUTPUT_BYTES: past it the scan stops,
+"capped"). `include` is refused: a bundle is the whole of its rules.
 """
 
 import fcntl
 import hashlib
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -35,19 +40,52 @@ IN_MEMORY = 64 * 1024 * 1024
 # Scanning processes at most (the files are shared among them).
 SHARES = 2
 F_SETPIPE_SZ = 1031
+# What one row keeps of its rule: the name, tags and metadata its author wrote, each bounded.
+MAX_NAME, MAX_TAGS, MAX_META, MAX_META_TEXT = 128, 16, 16, 256
+# Match rows a scan writes at most, in bytes of JSON: past it the scan stops as capped.
+MAX_OUTPUT_BYTES = 128 * 1024 * 1024
+# After the deadline, the scanners get this long to report before they are stopped.
+GRACE_S = 1.0
 
 
 def build(bundle_path):
-    with open(bundle_path) as f:
-        bundle = json.load(f)
+    try:
+        with open(bundle_path, encoding="utf-8") as f:
+            bundle = json.load(f)
+    except ValueError:  # not JSON, or not UTF-8
+        bundle = None
     compiler = yara_x.Compiler()
-    for source in bundle["sources"]:
-        compiler.new_namespace(source["name"])
+    compiler.enable_includes(False)  # nothing outside the bundle: a file of the worker, say
+    sources = bundle.get("sources") if isinstance(bundle, dict) else None
+    if not isinstance(sources, list) or not all(
+        isinstance(x, dict) and isinstance(x.get("name"), str) and isinstance(x.get("text"), str) for x in sources
+    ):
+        return None, {"ok": False, "source": "(bundle)", "error": "not a rule bundle: register it with register_rules"}
+    for source in sources:
         try:
+            compiler.new_namespace(source["name"])
             compiler.add_source(source["text"], origin=source["name"])
-        except yara_x.CompileError as err:
-            return None, {"ok": False, "source": source["name"], "error": str(err)[:4000]}
+        except Exception as err:  # noqa: BLE001 - CompileError, or a name YARA-X refuses
+            return None, {"ok": False, "source": source["name"][:MAX_NAME], "error": str(err)[:4000]}
     return compiler.build(), None
+
+
+def clip(text, limit):
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rule_facts(rule):
+    """What every row of a rule's matches says of it, bounded whatever its author wrote."""
+    return {
+        "rule": clip(rule.identifier, MAX_NAME),
+        "namespace": clip(rule.namespace, MAX_NAME),
+        "tags": [clip(t, MAX_NAME) for t in list(rule.tags)[:MAX_TAGS]],
+        "metadata": {
+            clip(k, MAX_NAME): (v if isinstance(v, (int, float, bool)) else clip(v, MAX_META_TEXT))
+            for k, v in list(rule.metadata)[:MAX_META]
+        },
+    }
 
 
 def out(obj):
@@ -68,8 +106,22 @@ def read_and_hash(path):
     return None, digest.hexdigest()
 
 
-def scan_file(scanner, target, deadline, max_matches, max_bytes):
-    """One file: its match rows (at most max_matches) and its file row; status "timeout" ends the scan."""
+def match_rows(rule):
+    """(pattern, match) for each match of a rule, as they are read; (None, None) for a rule that
+    matched by its condition alone."""
+    matched = False
+    for p in rule.patterns:
+        for m in p.matches:
+            matched = True
+            yield p.identifier, m
+    if not matched:
+        yield None, None
+
+
+def scan_file(scanner, target, deadline, max_matches, max_bytes, budget):
+    """One file: its match rows (at most max_matches + 1: one more says there were more) and its file
+    row, and whether rows were left out for the byte budget (budget[0], what may still be written,
+    spent here); status "timeout" ends the scan."""
     scanner.set_timeout(max(1, int(deadline - time.monotonic())))
     started = time.monotonic()
     record = {"path": target["path"]}
@@ -78,17 +130,26 @@ def scan_file(scanner, target, deadline, max_matches, max_bytes):
         data, record["sha256"] = read_and_hash(target["file"])
         result = scanner.scan(data) if data is not None else scanner.scan_file(target["file"])
     except yara_x.TimeoutError:
-        return [], {**record, "status": "timeout", "matches": 0, "seconds": round(time.monotonic() - started, 3)}
-    except (yara_x.ScanError, OSError) as err:
-        return [], {**record, "status": "error", "matches": 0, "reason": str(err)[:500]}
+        return [], {**record, "status": "timeout", "matches": 0, "seconds": round(time.monotonic() - started, 3)}, False
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as err:  # noqa: BLE001 - ScanError, OSError, or a panic in a module on this file
+        return [], {**record, "status": "error", "matches": 0, "reason": clip(err, 500)}, False
     found = []
+    # Rows past the byte budget are not made: `over` says there were more.
+    over = False
     source = open(target["file"], "rb") if data is None else None
     try:
         for rule in result.matching_rules:
-            rows = [(p.identifier, m) for p in rule.patterns for m in p.matches] or [(None, None)]
-            for pattern, m in rows:
+            facts = rule_facts(rule)
+            row_bytes = len(json.dumps(facts)) + len(target["path"]) + 160
+            for pattern, m in match_rows(rule):
                 # One beyond the cap, so that the reader knows there was more.
                 if len(found) > max_matches:
+                    break
+                budget[0] -= row_bytes + 2 * min(m.length if m is not None else 0, max_bytes)
+                if budget[0] < 0:
+                    over = True
                     break
                 taken = b""
                 if m is not None:
@@ -100,10 +161,7 @@ def scan_file(scanner, target, deadline, max_matches, max_bytes):
                 found.append(
                     {
                         "path": target["path"],
-                        "rule": rule.identifier,
-                        "namespace": rule.namespace,
-                        "tags": list(rule.tags),
-                        "metadata": {k: v for k, v in rule.metadata},
+                        **facts,
                         "pattern": pattern,
                         "offset": None if m is None else m.offset,
                         "length": None if m is None else m.length,
@@ -111,27 +169,33 @@ def scan_file(scanner, target, deadline, max_matches, max_bytes):
                         "data_truncated": m is not None and m.length > max_bytes,
                     }
                 )
+            if over or len(found) > max_matches:
+                break
     finally:
         if source is not None:
             source.close()
     seconds = round(time.monotonic() - started, 3)
-    return found, {**record, "status": "scanned", "matches": min(len(found), max_matches), "seconds": seconds}
+    record = {**record, "status": "scanned", "matches": min(len(found), max_matches), "seconds": seconds}
+    return found, record, over
 
 
 def scan_share(rules, targets, indices, deadline, max_matches, max_bytes, write):
-    """Scans targets[i] for i in indices, in order, writing one line a file ({"i", "matches", "file"}),
-    then {"end": "complete" | "timeout"}. Stops at a timeout, or once its own matches reach the cap (the
-    reader's count, in list order, reaches it no later)."""
+    """Scans targets[i] for i in indices, in order, writing one line a file ({"i", "matches", "file",
+    "over"}), then {"end": "complete" | "timeout"}. Stops at a timeout, or once its own matches reach
+    the cap or its rows the byte budget (the reader's count, in list order, reaches them no later)."""
     scanner = yara_x.Scanner(rules)
+    # A pattern matching everywhere stops being searched for past what could be kept.
+    scanner.max_matches_per_pattern(max_matches + 1)
     total = 0
+    budget = [MAX_OUTPUT_BYTES]
     for i in indices:
         if deadline - time.monotonic() <= 0:
             write({"end": "timeout"})
             return
-        found, record = scan_file(scanner, targets[i], deadline, max_matches, max_bytes)
-        write({"i": i, "matches": found, "file": record})
+        found, record, over = scan_file(scanner, targets[i], deadline, max_matches, max_bytes, budget)
+        write({"i": i, "matches": found, "file": record, "over": over})
         total += len(found)
-        if record["status"] == "timeout" or total > max_matches:
+        if record["status"] == "timeout" or over or total > max_matches:
             break
     write({"end": "complete"})
 
@@ -156,18 +220,43 @@ def start_share(rules, targets, indices, deadline, max_matches, max_bytes):
         fcntl.fcntl(read_end, F_SETPIPE_SZ, 1 << 20)  # a share rarely waits for the reader
     except OSError:
         pass
-    return pid, os.fdopen(read_end)
+    return pid, Lines(read_end)
 
 
-def scan(rules, listing, timeout_s, max_matches, max_bytes):
-    deadline = time.monotonic() + timeout_s
+class Lines:
+    """A share's lines, each read by a deadline: a scanner that does not report in time is given up."""
+
+    def __init__(self, fd):
+        self.fd, self.buffer, self.eof = fd, b"", False
+
+    def readline(self, deadline):
+        """The next line, b"" at the end, None when the deadline passed first."""
+        while b"\n" not in self.buffer:
+            if self.eof:
+                line, self.buffer = self.buffer, b""
+                return line
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                return None
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                self.eof = True
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line + b"\n"
+
+    def close(self):
+        os.close(self.fd)
+
+
+def scan(rules, listing, deadline, max_matches, max_bytes):
     with open(listing) as f:
         targets = [json.loads(line) for line in f if line.strip()]
     # The files are shared among processes, one a CPU (two at most), each with the compiled rules;
     # what they found is written in the listing's order, as one scanner would have.
     shares = max(1, min(SHARES, len(targets), len(os.sched_getaffinity(0))))
     children = [start_share(rules, targets, range(k, len(targets), shares), deadline, max_matches, max_bytes) for k in range(shares)]
-    status, matches, files = merge(children, len(targets), max_matches)
+    status, matches, files = merge(children, len(targets), max_matches, deadline + GRACE_S)
     for pid, pipe in children:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -178,15 +267,19 @@ def scan(rules, listing, timeout_s, max_matches, max_bytes):
     out({"done": {"status": status, "files": files, "matches": matches}})
 
 
-def merge(children, count, max_matches):
-    """Writes each file's rows in the listing's order as its share's process reports them."""
+def merge(children, count, max_matches, deadline):
+    """Writes each file's rows in the listing's order as its share's process reports them, until
+    `deadline` (then the scan ran out of time, whatever the scanners are doing)."""
     shares = len(children)
     pending, ended = {}, [None] * shares
     matches = files = 0
+    written = 0
     for i in range(count):
         k = i % shares
         while i not in pending and ended[k] is None:
-            line = children[k][1].readline()
+            line = children[k][1].readline(deadline)
+            if line is None:
+                return "timeout", matches, files
             if not line:
                 ended[k] = "error"
                 break
@@ -200,14 +293,21 @@ def merge(children, count, max_matches):
         msg = pending.pop(i)
         record = msg["file"]
         taken = msg["matches"][: max_matches - matches]
-        # A match beyond the cap stops the scan after this file, as a lone scanner stops.
-        capped = len(taken) < len(msg["matches"])
+        # A match beyond the cap (or the byte budget) stops the scan after this file, as a lone scanner stops.
+        capped = msg.get("over") or len(taken) < len(msg["matches"])
+        kept = 0
         for row in taken:
-            out({"match": row})
-        matches += len(taken)
+            line = json.dumps({"match": row}, default=str)
+            written += len(line)
+            if written > MAX_OUTPUT_BYTES:
+                capped = True
+                break
+            sys.stdout.write(line + "\n")
+            kept += 1
+        matches += kept
         if record["status"] == "scanned":
             files += 1
-            record = {**record, "matches": len(taken)}
+            record = {**record, "matches": kept}
         out({"file": record})
         if record["status"] == "timeout":
             return "timeout", matches, files
@@ -218,14 +318,18 @@ def merge(children, count, max_matches):
 
 def main():
     mode, bundle = sys.argv[1], sys.argv[2]
+    # The scan's clock starts before the compile: the rules' compile is part of the time it gets.
+    deadline = time.monotonic() + float(sys.argv[4]) if mode == "scan" else None
     rules, error = build(bundle)
     if mode == "compile":
-        out(error or {"ok": True, "rules": [{"name": r.identifier, "namespace": r.namespace, "tags": list(r.tags)} for r in rules]})
+        listed = [] if error else list(rules)
+        shown = [{"name": clip(r.identifier, MAX_NAME), "namespace": clip(r.namespace, MAX_NAME)} for r in listed[:64]]
+        out(error or {"ok": True, "count": len(listed), "rules": shown})
         return
     if error:
         out({"done": {"status": "error", "error": error}})
         sys.exit(2)
-    scan(rules, sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
+    scan(rules, sys.argv[3], deadline, int(sys.argv[5]), int(sys.argv[6]))
 
 
 main()
