@@ -16,6 +16,8 @@ export interface HelperRun {
   mounts?: Mount[];
   /** Content piped to its standard input. */
   stdin?: Readable;
+  /** Stops the helper when it aborts (a cancelled launch, a failed step beside it). */
+  signal?: AbortSignal;
   timeoutMs: number;
   limits?: Limits;
   /** Size of its private /tmp, when not the policy's (an unpacker that writes a whole tree there). */
@@ -83,15 +85,19 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
     );
   });
   done.catch(() => undefined);
-  return {
-    stdout: proc.child.stdout,
-    stderr: proc.child.stderr,
-    done,
-    stop: () => {
-      stopped = true;
-      proc.kill();
-    },
+  const stop = () => {
+    stopped = true;
+    proc.kill();
   };
+  if (run.signal) {
+    const signal = run.signal;
+    if (signal.aborted) stop();
+    else {
+      signal.addEventListener('abort', stop, { once: true });
+      void proc.exited.then(() => signal.removeEventListener('abort', stop));
+    }
+  }
+  return { stdout: proc.child.stdout, stderr: proc.child.stderr, done, stop };
 }
 
 /**

@@ -291,6 +291,69 @@ with tarfile.open(sys.argv[1], 'w') as t:
     nothingOutside();
   });
 
+  it("a folder named like unblob's beside an archive is no stand-in for its contents", async () => {
+    // unblob skips a file whose `…_extract/` folder exists: the input's own folder must not pass
+    // for what the file holds, so dossier opens the zip itself.
+    const tree = path.join(work, 'decoy');
+    mkdirSync(path.join(tree, 'fw.zip_extract'), { recursive: true });
+    writeFileSync(path.join(tree, 'payload.txt'), 'the real payload\n');
+    run('zip', ['-q', path.join(tree, 'fw.zip'), 'payload.txt'], tree);
+    writeFileSync(path.join(tree, 'fw.zip_extract', 'payload.txt'), 'a decoy\n');
+    run('tar', ['-cf', path.join(work, 'decoy.tar'), '-C', tree, 'fw.zip', 'fw.zip_extract']);
+    run('zstd', ['-q', '-f', 'decoy.tar', '-o', 'decoy.tar.zst']);
+    const reply = await extract(path.join(work, 'decoy.tar.zst'), { recursive: true });
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    const rows = await allRows(client, reply.evidence_id);
+    const real = bySha(rows, Buffer.from('the real payload\n'));
+    expect(real, JSON.stringify(rows.map((r) => r.path))).toHaveLength(1);
+    const zip = rows.find((r) => r.path.endsWith('fw.zip') && r.type === 'file');
+    expect(zip?.extracted_to ?? null).not.toMatch(/fw\.zip_extract$/);
+  });
+
+  it('a tree 1,100 folders deep neither stops the entry bound nor fails the carving', async () => {
+    // A cpio image carved by unblob (extract_firmware): its tree, 1,100 folders deep, is listed by
+    // dossier's wrapper inside the sandbox (once with a recursive walk that died at ~1,000 levels).
+    const tree = path.join(work, 'deeptree');
+    const deep = path.join(tree, ...Array<string>(1_100).fill('a'));
+    mkdirSync(deep, { recursive: true });
+    writeFileSync(path.join(deep, 'end.txt'), 'x');
+    mkdirSync(path.join(tree, 'many'));
+    for (let i = 0; i < 400; i++) writeFileSync(path.join(tree, 'many', `f${i}`), `file ${i}`);
+    const list = execFileSync('find', ['.'], { cwd: tree, maxBuffer: 64 << 20 });
+    writeFileSync(
+      path.join(work, 'deep.cpio'),
+      execFileSync('cpio', ['-o', '-H', 'newc', '--quiet'], { cwd: tree, input: list, maxBuffer: 64 << 20 }),
+    );
+    const image = path.join(work, 'deep.cpio');
+    const bounded = await extract(image, { limits: { max_entries: 200 } }, 'extract_firmware');
+    expect(bounded.status).toBe('failed');
+    expect(bounded.error.code, JSON.stringify(bounded.error)).toBe('resource_constraint');
+    const whole = await extract(image, { wait_ms: 100_000 }, 'extract_firmware');
+    expect(whole.status, JSON.stringify(whole.error)).toBe('succeeded');
+    const rows = await allRows(client, whole.evidence_id);
+    expect(rows.filter((r) => /\/many\/f\d+$/.test(r.path) && r.status === 'written')).toHaveLength(400);
+    // The deep file is refused by the writer's depth bound, by name, not lost.
+    const end = rows.find((r) => r.path.endsWith('end.txt'));
+    expect(end?.status).toBe('refused');
+  });
+
+  it('a file named like a folder an earlier entry made is refused as a duplicate, and the rest is written', async () => {
+    execFileSync('python3', [
+      '-c',
+      `import io,sys,tarfile
+with tarfile.open(sys.argv[1], 'w') as t:
+  for name, data in [('a/b', b'inner'), ('a', b'clash'), ('c', b'after')]:
+    info = tarfile.TarInfo(name); info.size = len(data)
+    t.addfile(info, io.BytesIO(data))`,
+      path.join(work, 'clash.tar'),
+    ]);
+    const reply = await extract(path.join(work, 'clash.tar'));
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    const rows = await allRows(client, reply.evidence_id);
+    expect(rows.find((r) => r.path === 'a')).toMatchObject({ status: 'refused', reason: 'duplicate path' });
+    expect(rows.find((r) => r.path === 'c')?.status).toBe('written');
+  });
+
   it('a zstd bomb stops at the ratio bound: rolled back, no output', async () => {
     const zeros = path.join(work, 'zeros.bin');
     writeFileSync(zeros, Buffer.alloc(256 * 1024 * 1024));

@@ -328,3 +328,12 @@ export function tooBig(bytes: number, max: number) {
     { bytes, max_total_bytes: max },
   );
 }
+
+/** What an extraction cancelled while it ran throws, wherever it noticed. */
+export function cancelledExtraction(): DossierError {
+  return new DossierError(
+    'cancelled',
+    'The extraction was cancelled.',
+    'Launch again with a new idempotency_key.',
+  );
+}

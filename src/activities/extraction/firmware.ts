@@ -89,7 +89,12 @@ interface Listing {
 }
 
 /** binwalk lists the signatures in `regions` of the image, in the sandbox: it only reads the image. */
-function listSignatures(ctx: Ctx, image: Image, regions: { start: number; size: number }[]): Listing {
+function listSignatures(
+  ctx: Ctx,
+  image: Image,
+  regions: { start: number; size: number }[],
+  signal: AbortSignal,
+): Listing {
   let failed: string | null = null;
   const asked = regions.filter((r) => r.size > 0);
   const listed = asked.slice(0, MAX_SIGNATURE_REGIONS);
@@ -105,6 +110,7 @@ function listSignatures(ctx: Ctx, image: Image, regions: { start: number; size: 
         { host: BINWALK_REGIONS, inside: '/input/binwalk_regions.py' },
       ],
       timeoutMs: image.left(),
+      signal,
     });
   })().catch((err: Error) => {
     failed = err.message;
@@ -131,6 +137,7 @@ async function carveWithUnblob(
   ctx: Ctx,
   image: Image,
   out: Extraction,
+  signal: AbortSignal,
   onFacts?: (facts: Omit<UnblobFacts, 'counts'>) => void,
 ): Promise<UnblobFacts> {
   const { input } = image;
@@ -145,6 +152,7 @@ async function carveWithUnblob(
       scratchBytes: Math.min(input.limits.max_total_bytes, input.limits.max_ratio * Math.max(image.bytes, 1)),
       timeoutMs: image.left(),
       progress: (facts) => ctx.progress(facts),
+      signal,
       onFacts,
     },
     out.onEntry,
@@ -221,9 +229,14 @@ interface Carving {
 async function carve(ctx: Ctx, image: Image): Promise<{ out: Extraction; carving: Carving }> {
   const { input } = image;
   await ctx.begin();
+  // Every helper of the carving stops with the launch, and with the carving when a step fails.
+  const failed = new AbortController();
+  const stopHelpers = AbortSignal.any([ctx.signal, failed.signal]);
   // The whole image's listing runs beside unblob; the unknown regions' waits for unblob's chunks.
   const whole =
-    input.signature_scan === 'image' ? listSignatures(ctx, image, [{ start: 0, size: image.bytes }]) : null;
+    input.signature_scan === 'image'
+      ? listSignatures(ctx, image, [{ start: 0, size: image.bytes }], stopHelpers)
+      : null;
   const out = await startExtraction(ctx, input.limits, image.bytes, input.timeout_ms);
   let unblob: UnblobFacts | null = null;
   let binwalk: Listing | null = whole;
@@ -231,10 +244,11 @@ async function carve(ctx: Ctx, image: Image): Promise<{ out: Extraction; carving
   let failure: unknown;
   // The unknown chunks' listing starts once unblob has found them, while its tree is being written.
   const unknown = (facts: Pick<UnblobFacts, 'chunks' | 'whole_file'>) => {
-    binwalk ??= listSignatures(ctx, image, unknownRegions(facts, image.bytes));
+    binwalk ??= listSignatures(ctx, image, unknownRegions(facts, image.bytes), stopHelpers);
   };
   try {
-    unblob = await carveWithUnblob(ctx, image, out, input.signature_scan === 'unknown' ? unknown : undefined);
+    const onFacts = input.signature_scan === 'unknown' ? unknown : undefined;
+    unblob = await carveWithUnblob(ctx, image, out, stopHelpers, onFacts);
     if (input.signature_scan === 'unknown') {
       unknown(unblob);
       ctx.progress({ phase: 'binwalk: listing the signatures of the unknown chunks' });
@@ -244,6 +258,7 @@ async function carve(ctx: Ctx, image: Image): Promise<{ out: Extraction; carving
     await unpackSquashfs(ctx, image, out);
   } catch (err) {
     failure = err;
+    failed.abort(); // binwalk's listing, if it still runs, is of no use now
   }
   const filesystems = filesystemsOf(out);
   const cleanup = await out.settle(failure);

@@ -154,6 +154,7 @@ async function readWithUnblob(
       scratchBytes: Math.min(plan.bytesLeft, plan.ratioBytesLeft),
       timeoutMs,
       progress: (facts) => ctx.progress(facts),
+      signal: ctx.signal,
     },
     onEntry,
   );

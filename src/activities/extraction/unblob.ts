@@ -11,7 +11,7 @@ import { unblobEnv } from '../../python/unblob.ts';
 import { sandboxedEnv } from '../../python/venv.ts';
 import { checkedOutput, stderrTail, streamHelper, type StreamingHelper } from '../../sandbox/helpers.ts';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
-import { corrupt, type OnEntry } from './archives.ts';
+import { cancelledExtraction, corrupt, type OnEntry } from './archives.ts';
 import { readTar } from './tar.ts';
 
 /** The largest scratch space unblob gets (it is memory). */
@@ -49,6 +49,13 @@ export interface UnblobFacts {
   counts: Record<string, number>;
   /** For firmware: the kind of the image when it is one chunk whole. */
   whole_file: string | null;
+  /**
+   * Folders of the tree named like unblob's (`x_extract/`) that unblob found already there, in the
+   * input, and so did not extract into; null when there were too many to list (none is trusted).
+   */
+  existing_dirs: string[] | null;
+  /** The facts were longer than the wrapper writes (4 MiB): its longest lists keep their first rows. */
+  trimmed?: boolean;
   version: string;
 }
 
@@ -65,6 +72,8 @@ export interface UnblobRead {
   scratchBytes: number;
   timeoutMs: number;
   progress?: (facts: Record<string, unknown>) => void;
+  /** Stops unblob when it aborts: a cancelled launch is not left carving until its time runs out. */
+  signal?: AbortSignal;
   /** Called with unblob's facts once it has finished, while its tree still streams into the writer. */
   onFacts?: (facts: Omit<UnblobFacts, 'counts'>) => void;
 }
@@ -93,6 +102,7 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
     timeoutMs: read.timeoutMs,
     limits: { addressSpaceBytes: 4 * 1024 ** 3 },
     env: { PYTHONDONTWRITEBYTECODE: '1' },
+    signal: read.signal,
   });
   const { ended: stderrEnded, lastLine } = stderrTail(helper, 8 * 1024 * 1024);
   const version = engine.version;
@@ -129,7 +139,13 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
       );
     throw corrupt('unblob', new Error(why), 'run');
   });
-  await readTar(checkedOutput({ ...helper, done }), 'unblob', onEntry);
+  try {
+    await readTar(checkedOutput({ ...helper, done }), 'unblob', onEntry);
+  } catch (err) {
+    throw read.signal?.aborted ? cancelledExtraction() : err;
+  }
+  // Stopped before it wrote anything: its tar ends where it was cut.
+  if (read.signal?.aborted) throw cancelledExtraction();
   await stderrEnded;
   const facts = lastLine('dossier-facts ');
   const counts = lastLine('dossier-counts ');
@@ -143,19 +159,39 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
 
 type RawFacts = Omit<UnblobFacts, 'version' | 'counts'>;
 
-/** Calls `found` once, with the rest of the first stderr line that starts with `prefix`, as soon as it is whole. */
+/** The longest facts line the wrapper writes (MAX_FACTS_BYTES in unpack_unblob.py), with room. */
+const FACTS_LINE_MAX = 4 * 1024 * 1024 + 64 * 1024;
+
+/**
+ * Calls `found` once, with the rest of the first stderr line that starts with `prefix`, as soon as
+ * it is whole. Each chunk is looked at once: a line is gathered only while it may be that line.
+ */
 function onStderrLine(helper: StreamingHelper, prefix: string, found: (rest: string) => void) {
-  let pending = '';
+  let line: string[] = [];
+  let length = 0;
+  let skipping = false; // the current line is too long to be the facts
   const scan = (chunk: Buffer) => {
-    pending += chunk.toString();
-    const lines = pending.split('\n');
-    pending = lines.pop() ?? '';
-    // A line longer than the facts can be is not the facts (they are read again at the end).
-    if (pending.length > 16 * 1024 * 1024) pending = '';
-    const line = lines.find((l) => l.startsWith(prefix));
-    if (line === undefined) return;
-    helper.stderr.off('data', scan);
-    found(line.slice(prefix.length));
+    const text = chunk.toString();
+    for (let start = 0; ;) {
+      const end = text.indexOf('\n', start);
+      const piece = text.slice(start, end === -1 ? undefined : end);
+      if (!skipping) {
+        line.push(piece);
+        length += piece.length;
+        if (length > FACTS_LINE_MAX) skipping = true;
+      }
+      if (end === -1) return;
+      const whole = skipping ? '' : line.join('');
+      line = [];
+      length = 0;
+      skipping = false;
+      start = end + 1;
+      if (whole.startsWith(prefix)) {
+        helper.stderr.off('data', scan);
+        found(whole.slice(prefix.length));
+        return;
+      }
+    }
   };
   helper.stderr.on('data', scan);
 }
@@ -191,11 +227,24 @@ export function unblobLimitations(facts: UnblobFacts, where: string): string[] {
     errors.length - [...errors].filter((e) => e.kind === 'ExtractorDependencyNotFoundReport').length;
   if (others)
     out.push(`unblob reported ${others} errors while unpacking ${where} (see unblob.errors in the document)`);
+  // unblob reports an extractor that failed half-way (fsck.erofs crashing on a deep tree, say) as a
+  // warning, and keeps what it wrote: the reader must know the chunk may be incomplete.
+  const broken = facts.errors.filter(
+    (e) => e.severity !== 'ERROR' && e.kind === 'ExtractCommandFailedReport',
+  ).length;
+  if (broken)
+    out.push(
+      `an extractor unblob ran failed on ${broken} chunks of ${where}: what it wrote before failing is kept, and may be incomplete (see unblob.errors in the document)`,
+    );
   const unknown = facts.chunks.filter((c) => c.unknown);
   if (unknown.length)
     out.push(
       `${unknown.length} chunks of ${where} matched no format (${unknown.reduce((n, c) => n + c.size, 0)} bytes; see chunks with unknown: true and their entropy)`,
     );
   if (facts.chunk_count >= 10_000) out.push('unblob reported more chunks than the 10,000 kept');
+  if (facts.trimmed)
+    out.push(
+      "unblob's facts were longer than the 4 MiB kept: its longest lists (errors, then the tree and the chunks) keep their first rows",
+    );
   return out;
 }

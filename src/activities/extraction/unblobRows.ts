@@ -1,6 +1,7 @@
 // What unblob's tree means for the manifest: how deep each of its entries
 // lies (one level per `…_extract/` folder above it), which files unblob itself
-// opened (their `…_extract/` folder is beside them), and its recursion tree as
+// opened (their `…_extract/` folder is beside them, unless the input held that
+// folder itself), and its recursion tree as
 // rows of the `archives` collection. Files of a kind only unblob reads that it
 // did not open are not handed to it again; dossier's own readers still open
 // what unblob left (a squashfs, whose extractor unblob lacks here).
@@ -33,11 +34,16 @@ export function settleUnblobRows(
       counts.set(prefix, (counts.get(prefix) ?? 0) + 1);
     }
   }
+  // A folder named like unblob's that the input itself held is not what unblob unpacked (it skips a
+  // file whose folder exists): the file beside it is not settled by it.
+  const existing = facts.existing_dirs === null ? null : new Set((facts.existing_dirs ?? []).map(normalized));
+  const unpackedBy = (row: ManifestRow) =>
+    existing !== null && !existing.has(`${normalized(row.inner_path)}${EXTRACT}`);
   for (let i = from; i < rows.length; i++) {
     const row = rows[i]!;
     if (row.type !== 'file' || row.status !== 'written') continue;
     const rel = normalized(row.path);
-    if (dirs.has(`${rel}${EXTRACT}`)) {
+    if (dirs.has(`${rel}${EXTRACT}`) && unpackedBy(row)) {
       row.extracted_to = `${rel}${EXTRACT}`;
       settled.add(row);
     } else if (row.nested_archive && UNBLOB_KINDS.has(row.detected_type ?? '')) {

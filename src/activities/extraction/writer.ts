@@ -12,7 +12,7 @@ import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError } from '../../domain/errors.ts';
 import type { ExtractInput } from '../../tools/extract.ts';
-import { sniff, tooBig, tooDense, tooMany, type ArchiveEntry } from './archives.ts';
+import { cancelledExtraction, sniff, tooBig, tooDense, tooMany, type ArchiveEntry } from './archives.ts';
 import type { ExtractionContext } from '../effect.ts';
 import { outputOf } from '../workspaces/workspaces.ts';
 
@@ -126,12 +126,7 @@ class Budget {
   ) {}
 
   checkClock() {
-    if (this.signal.aborted)
-      throw new DossierError(
-        'cancelled',
-        'The extraction was cancelled.',
-        'Launch again with a new idempotency_key.',
-      );
+    if (this.signal.aborted) throw cancelledExtraction();
     if (Date.now() > this.deadline) {
       throw new DossierError(
         'provider_timeout',
@@ -317,12 +312,14 @@ export async function startExtraction(
     if (entry.type === 'dir') {
       if (taken.has(rel) && taken.get(rel) !== 'dir') return refuse('duplicate path');
       taken.set(rel, 'dir');
+      claimFolders(taken, parts);
       await mkdir(target, { recursive: true });
       row.status = 'written';
       return;
     }
     if (taken.has(rel)) return refuse('duplicate path');
     taken.set(rel, 'file');
+    claimFolders(taken, parts);
     await mkdir(path.dirname(target), { recursive: true });
     await writeFile(target, entry, row, (n, size) => count(n, size, rel));
     written++;
@@ -345,6 +342,14 @@ export async function startExtraction(
     /** Where a written entry is in the staging tree (only before settle). */
     staged: (row: ManifestRow) => path.join(staging, normalized(row.path)),
   };
+}
+
+/** An entry's folders exist once it is written, listed or not: a file of a folder's name later is a duplicate. */
+function claimFolders(taken: Map<string, ArchiveEntry['type']>, parts: string[]) {
+  for (let i = 1; i < parts.length; i++) {
+    const folder = parts.slice(0, i).join('/');
+    if (!taken.has(folder)) taken.set(folder, 'dir');
+  }
 }
 
 function overTeamBound(bytes: number, max: number) {

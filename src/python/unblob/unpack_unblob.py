@@ -36,6 +36,8 @@ from collections import Counter
 
 UNREADABLE, SCRATCH_FULL, TOO_MANY = 2, 3, 4
 MAX_ROWS = 10_000
+# The facts line at most (the caller keeps the last 8 MiB of this wrapper's stderr).
+MAX_FACTS_BYTES = 4 * 1024 * 1024
 ENTROPY_SAMPLE = 4 * 1024 * 1024
 ENTROPY_WINDOWS = 64
 
@@ -81,9 +83,27 @@ def entropy(path):
     return round(bits, 4), sampled
 
 
+def walk(root):
+    """os.walk's top-down order, sorted, without recursion: a tree a thousand folders deep is input
+    like any other. A folder that cannot be read raises (fails the run), never drops out of it."""
+    if not os.path.isdir(root):
+        return
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        dirs, files = [], []
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                (dirs if entry.is_dir(follow_symlinks=False) else files).append(entry.name)
+        dirs.sort()
+        files.sort()
+        yield folder, dirs, files
+        stack.extend(os.path.join(folder, d) for d in reversed(dirs))
+
+
 def count_entries(root, limit):
     seen = 0
-    for _folder, dirs, files in os.walk(root):
+    for _folder, dirs, files in walk(root):
         seen += len(dirs) + len(files)
         if seen > limit:
             break
@@ -127,21 +147,37 @@ def run_unblob(image, out, depth, max_entries, keep_chunks):
     proc = subprocess.Popen(
         argv + [image], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True
     )
-    over = {"entries": False}
+    over = {"entries": False, "error": None}
 
     def watch():
         # A file system of a million empty files fits any scratch space: count what unblob made, often.
-        while proc.poll() is None:
-            if count_entries(out, max_entries) > max_entries:
-                over["entries"] = True
-                os.killpg(proc.pid, signal.SIGKILL)
+        # Whatever stops the count stops unblob too: the bound holds or the run fails.
+        try:
+            while proc.poll() is None:
+                if count_entries(out, max_entries) > max_entries:
+                    over["entries"] = True
+                    break
+                time.sleep(0.5)
+            else:
                 return
-            time.sleep(0.5)
+        except BaseException as err:  # noqa: BLE001
+            over["error"] = err
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     threading.Thread(target=watch, daemon=True).start()
     code = proc.wait()
-    if over["entries"] or count_entries(out, max_entries) > max_entries:
+    try:
+        too_many = over["entries"] or count_entries(out, max_entries) > max_entries
+    except OSError as err:
+        over["error"] = err
+        too_many = False
+    if too_many:
         fail(TOO_MANY, f"unblob unpacked more than max_entries={max_entries} entries")
+    if over["error"] is not None:
+        fail(UNREADABLE, f"what unblob unpacked could not be listed: {type(over['error']).__name__}")
     if scratch_left() < 64 * 1024:
         fail(SCRATCH_FULL, "what unblob unpacked does not fit in the scratch space")
     # unblob exits 1 when any chunk had an error (a missing extractor, say): its report says which.
@@ -161,6 +197,19 @@ def run_unblob(image, out, depth, max_entries, keep_chunks):
     return json.loads(text)
 
 
+def reports_of(node, kind):
+    """Every report of `kind` anywhere in one task's report (a chunk's extraction reports included)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("__typename__") == kind:
+                yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
 class Facts:
     """What unblob's report says, by output path (relative to what the tar holds)."""
 
@@ -168,8 +217,17 @@ class Facts:
         self.rel = rel
         self.extract_dir = extract_dir
         self.chunks, self.tree, self.errors, self.handlers = [], [], [], {}
+        # Folders unblob found already there and so did not extract into: the input's own, named like
+        # unblob's (`fw.zip_extract/` beside `fw.zip`). What they hold is not what unblob unpacked.
+        self.existing, self.existing_overflow = set(), False
 
     def take(self, report, image_size):
+        for task in report:
+            for found in reports_of(task, "OutputDirectoryExistsReport"):
+                if len(self.existing) < MAX_ROWS:
+                    self.existing.add(found.get("path"))
+                else:
+                    self.existing_overflow = True
         for task in report:
             path, depth = task["task"]["path"], task["task"]["depth"]
             file = self.rel(path)
@@ -222,7 +280,7 @@ class Facts:
             # A carved chunk unpacks beside its carved file; a chunk that is the whole file, beside that
             # file (the input itself: into the output's root).
             target = f"{carved}_extract" if carve else self.extract_dir(source)
-            row["extracted"] = os.path.isdir(target) and bool(os.listdir(target))
+            row["extracted"] = target not in self.existing and os.path.isdir(target) and bool(os.listdir(target))
         elif carved and os.path.exists(carved):
             row["entropy"], row["entropy_sampled"] = entropy(carved)
         if len(self.chunks) < MAX_ROWS:
@@ -248,6 +306,24 @@ def firmware_names(out_root, image, report):
     return renames, whole
 
 
+def bounded_facts(result):
+    """The facts as one JSON line of at most MAX_FACTS_BYTES: past it the longest lists lose their
+    tails (errors first) and `trimmed` says so; the folders unblob did not make are then not listed
+    (null: the caller trusts none)."""
+    text = json.dumps(result)
+    while len(text) > MAX_FACTS_BYTES:
+        result["trimmed"] = True
+        if result.get("existing_dirs"):
+            result["existing_dirs"] = None
+        else:
+            longest = max(("errors", "tree", "chunks"), key=lambda k: len(result[k]))
+            if not result[longest]:
+                break
+            result[longest] = result[longest][: len(result[longest]) // 2]
+        text = json.dumps(result)
+    return text
+
+
 def write_tar(out_root, rename, extra):
     counts = {"files": 0, "dirs": 0, "links": 0, "special": 0}
     with tarfile.open(fileobj=TAR_OUT, mode="w|", format=tarfile.PAX_FORMAT) as tar:
@@ -263,11 +339,8 @@ def write_tar(out_root, rename, extra):
             with open(source, "rb") as content:
                 tar.addfile(info, content)
             counts["files"] += 1
-        if not os.path.isdir(out_root):
-            return counts
-        for folder, dirs, files in os.walk(out_root):
-            dirs.sort()
-            for name in sorted(dirs) + sorted(files):
+        for folder, dirs, files in walk(out_root):
+            for name in dirs + files:
                 full = os.path.join(folder, name)
                 info = tar.gettarinfo(full, arcname=rename(os.path.relpath(full, out_root)))
                 info.uid = info.gid = 0
@@ -324,10 +397,14 @@ def main():
         "tree": facts.tree,
         "errors": facts.errors,
         "whole_file": whole,
+        # The tree's folders named like unblob's that unblob did not make (null: too many to list).
+        "existing_dirs": None if facts.existing_overflow else sorted(
+            r for r in (rel(p) for p in facts.existing if isinstance(p, str)) if r is not None
+        ),
     }
     # The facts before the tree: the caller may start on them (binwalk over the unknown chunks) while
     # the tree streams.
-    os.write(ERR_FD, f"\ndossier-facts {json.dumps(result)}\n".encode())
+    os.write(ERR_FD, f"\ndossier-facts {bounded_facts(result)}\n".encode())
     extra = [(f"carved/0x0.{whole}", image)] if whole else []
     counts = write_tar(out_root, rename, extra)
     os.write(ERR_FD, f"\ndossier-counts {json.dumps(counts)}\n".encode())
