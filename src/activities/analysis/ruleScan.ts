@@ -294,6 +294,15 @@ export async function runRuleScan(
   input: ScanInput,
   ctx: ScanContext,
 ): Promise<QueryResult & { provider: { name: string; version: string } }> {
+  // The gateway checked both are the team's before it claimed the scan; the worker reads nothing else.
+  for (const digest of [input.rules, input.artifact])
+    if (digest && !(await ctx.store.artifacts.get(ctx.team, digest)))
+      throw new DossierError(
+        'not_found',
+        `No artifact ${digest} is registered for your team.`,
+        'Register it (register_rules for a rule bundle), then scan again.',
+        { artifact: digest },
+      );
   const engine = await rulesEnv(ctx.config.analysis.python);
   const bundle = await verifyArtifact(ctx.config.home, input.rules, undefined, ctx.store.blobs);
   const { size } = await stat(bundle);
