@@ -2,15 +2,19 @@
 // is bare Temporal on the same dev server flags (bench/floor/process.ts): one workflow, one activity
 // that spawns /usr/bin/true, started eagerly, no gateway, store or sandbox; then the same carrying
 // dossier's audit trail (memo, search attributes); then with a local activity instead (one workflow
-// task in all). dossier is `dossier start` as users run it, 8 MCP clients launching /usr/bin/true.
-// The four take turns, twice.
+// task in all). dossier is `dossier start` as users run it, MCP clients launching /usr/bin/true.
+// At 1, 8 and 32 callers (DOSSIER_BENCH_FLOOR_CALLERS, a comma list, picks others), the four take
+// turns, twice; each round's ratio compares figures of the same minutes.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freshLaunches, startProduct, sustained } from './breakdown.ts';
 import { ms } from './lib.ts';
 
-const CALLERS = 8;
+const CALLER_COUNTS = (process.env.DOSSIER_BENCH_FLOOR_CALLERS ?? '1,8,32')
+  .split(',')
+  .map(Number)
+  .filter((n) => Number.isInteger(n) && n > 0 && n <= 256);
 const SECONDS = 15;
 const ROUNDS = 2;
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -22,11 +26,11 @@ interface Load {
   cpuMs: Record<string, number>;
 }
 
-function floor(variant: 'bare' | 'audited' | 'local' = 'bare'): Promise<Load> {
+function floor(callers: number, variant: 'bare' | 'audited' | 'local' = 'bare'): Promise<Load> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.join(here, 'floor', 'process.ts'), String(CALLERS), String(SECONDS), variant],
+      ['--import', 'tsx', path.join(here, 'floor', 'process.ts'), String(callers), String(SECONDS), variant],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let out = '';
@@ -40,12 +44,12 @@ function floor(variant: 'bare' | 'audited' | 'local' = 'bare'): Promise<Load> {
   });
 }
 
-async function dossier(): Promise<Load> {
+async function dossier(callers: number): Promise<Load> {
   const stack = await startProduct();
   try {
     await freshLaunches(stack, 'warm', 5);
-    await sustained(stack, CALLERS, 3, 'warm-load');
-    return await sustained(stack, CALLERS, SECONDS, 'load');
+    await sustained(stack, callers, 3, 'warm-load');
+    return await sustained(stack, callers, SECONDS, 'load');
   } finally {
     await stack.stop();
   }
@@ -58,21 +62,24 @@ const row = (name: string, l: Load) =>
 
 export async function benchFloor(): Promise<string[]> {
   const rows = [
-    `| ${CALLERS} callers for ${SECONDS} s, /usr/bin/true | launches/s | p50 | p99 | CPU per launch |`,
+    `| callers, ${SECONDS} s each, /usr/bin/true | launches/s | p50 | p99 | CPU per launch |`,
     '|---|---|---|---|---|',
   ];
-  for (let round = 1; round <= ROUNDS; round++) {
-    const bare = await floor();
-    const audited = await floor('audited');
-    const local = await floor('local');
-    const ours = await dossier();
-    rows.push(
-      row(`bare Temporal, round ${round} (process / programs / Temporal server)`, bare),
-      row(`bare Temporal with dossier's memo and search attributes, round ${round}`, audited),
-      row(`bare Temporal, the activity a local activity, round ${round}`, local),
-      row(`dossier, round ${round} (dossier process / programs / Temporal server)`, ours),
-      `| ratio dossier / bare Temporal, round ${round} | ${(ours.rate / bare.rate).toFixed(2)} | ${(ours.p50 / bare.p50).toFixed(2)} | | |`,
-    );
+  for (const callers of CALLER_COUNTS) {
+    for (let round = 1; round <= ROUNDS; round++) {
+      const bare = await floor(callers);
+      const audited = await floor(callers, 'audited');
+      const local = await floor(callers, 'local');
+      const ours = await dossier(callers);
+      const at = `${callers} callers, round ${round}`;
+      rows.push(
+        row(`bare Temporal, ${at} (process / programs / Temporal server)`, bare),
+        row(`bare Temporal with dossier's memo and search attributes, ${at}`, audited),
+        row(`bare Temporal, the activity a local activity, ${at}`, local),
+        row(`dossier, ${at} (dossier process / programs / Temporal server)`, ours),
+        `| **ratio dossier / bare Temporal, ${at}** | ${(ours.rate / bare.rate).toFixed(2)} | ${(ours.p50 / bare.p50).toFixed(2)} | | |`,
+      );
+    }
   }
   return rows;
 }
