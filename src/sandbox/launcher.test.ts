@@ -107,11 +107,15 @@ describe('the sandbox launcher', () => {
   });
 
   it('applies a kill asked for before the program had started', async () => {
+    const started = Date.now();
     const proc = sandbox.spawn({ argv: ['/usr/bin/sleep', '30'], env: {}, stdin: 'ignore' });
     proc.kill(); // at once: the launcher has not answered yet
     expect(proc.child.pid).toBeUndefined();
     const exit = await proc.exited;
-    expect(exit.signal).toBe('SIGKILL');
+    // Killed: bwrap itself by SIGKILL, or (when the sandbox's first process was reached first)
+    // bwrap reporting it as 128 + 9, which captures read as SIGKILL too (capture.ts, signal_inferred).
+    expect(exit.signal === 'SIGKILL' || exit.code === 128 + 9, JSON.stringify(exit)).toBe(true);
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it('runs nothing when a mounted descriptor names another file by the time the launcher opens it', async () => {
