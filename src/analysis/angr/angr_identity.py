@@ -51,7 +51,6 @@ class Hasher:
         self.mem = proj.loader.memory
         self.lo, self.hi = proj.loader.min_addr, proj.loader.max_addr
         self.mask = (1 << proj.arch.bits) - 1
-        self.full_width = proj.arch.bits  # a move of a register this wide to itself is a NOP
         self.x86_64 = proj.arch.name == "AMD64"
         self.cs = proj.arch.capstone  # archinfo's instance, with operand details on
         # Where capstone keeps an instruction's operands, on the architectures read without its
@@ -69,7 +68,26 @@ class Hasher:
     def mapped(self, value):
         return self.lo <= (value & self.mask) <= self.hi
 
-    def relocatable(self, insn, ops):
+    def decoded(self, code, addr):
+        """(offset, size, mnemonic, operands) of each instruction capstone decodes from `code`. On
+        x86, ARM and AArch64 read off capstone's own records; elsewhere through its Python objects,
+        which copy every instruction and its operands (the same operand types either way)."""
+        if self.raw is None:
+            for insn in self.cs.disasm(code, addr):
+                yield insn.address - addr, insn.size, insn.mnemonic, insn.operands
+            return
+        insns = ctypes.POINTER(capstone._cs_insn)()
+        n = capstone._cs.cs_disasm(self.cs.csh, code, len(code), addr, 0, ctypes.byref(insns))
+        try:
+            for i in range(n):
+                insn = insns[i]
+                detail = getattr(insn.detail.contents.arch, self.raw)
+                yield insn.address - addr, insn.size, insn.mnemonic.decode(), detail.operands[: detail.op_count]
+        finally:
+            if n:
+                capstone._cs.cs_free(insns, n)
+
+    def relocatable(self, ops):
         for op in ops:
             kind = op.type
             if kind == IMM:
@@ -78,19 +96,19 @@ class Hasher:
             elif kind == MEM:
                 mem = op.mem
                 base = getattr(mem, "base", 0)
-                if base and insn.reg_name(base) in PC_REGISTERS:
+                if base and base in self.pc_regs:
                     return True
                 if not base and not getattr(mem, "index", 0) and self.mapped(getattr(mem, "disp", 0)):
                     return True
         return False
 
-    def is_nop(self, insn, mnemonic, ops):
+    def is_nop(self, mnemonic, ops):
         if mnemonic.startswith("nop"):
             return True
         if mnemonic not in ("mov", "lea") or len(ops) != 2 or ops[0].type != 1:
             return False
         reg = ops[0].reg
-        if self.x86_64 and not insn.reg_name(reg).startswith("r"):
+        if self.x86_64 and reg not in self.wide_regs:
             return False  # mov edi, edi zero-extends rdi: not a NOP on x86-64
         if mnemonic == "mov":
             return ops[1].type == 1 and ops[1].reg == reg
@@ -99,85 +117,19 @@ class Hasher:
 
     def block(self, addr, size, constants):
         """(GUID, instruction count) of the block at addr; constants gains its distinctive immediates."""
-        if self.raw is None:
-            return self.block_objects(addr, size, constants)
-        code = self.mem.load(addr, size)
-        insns = ctypes.POINTER(capstone._cs_insn)()
-        n = capstone._cs.cs_disasm(self.cs.csh, code, len(code), addr, 0, ctypes.byref(insns))
-        out = bytearray()
-        end = 0
-        try:
-            for i in range(n):
-                insn = insns[i]
-                start = insn.address - addr
-                end = start + insn.size
-                detail = getattr(insn.detail.contents.arch, self.raw)
-                ops = detail.operands[: detail.op_count]
-                if self.raw_nop(insn.mnemonic, ops):
-                    continue
-                if self.raw_relocatable(ops):
-                    out += bytes(end - start)
-                    continue
-                out += code[start:end]
-                for op in ops:
-                    if op.type == IMM:
-                        v = op.value.imm
-                        if not -255 <= v <= 255:
-                            constants.add(v & self.mask)
-        finally:
-            if n:
-                capstone._cs.cs_free(insns, n)
-        out += code[end:]  # what capstone could not decode counts as it is
-        return uuid5(BLOCK_NS, bytes(out)), n
-
-    def raw_relocatable(self, ops):
-        """relocatable(), on capstone's own operand records."""
-        for op in ops:
-            kind = op.type
-            if kind == IMM:
-                if self.mapped(op.value.imm):
-                    return True
-            elif kind == MEM:
-                mem = op.value.mem
-                if mem.base:
-                    if mem.base in self.pc_regs:
-                        return True
-                elif not mem.index and self.mapped(mem.disp):
-                    return True
-        return False
-
-    def raw_nop(self, mnemonic, ops):
-        """is_nop(), on capstone's own instruction record."""
-        if mnemonic.startswith(b"nop"):
-            return True
-        if mnemonic not in (b"mov", b"lea") or len(ops) != 2 or ops[0].type != 1:
-            return False
-        reg = ops[0].value.reg
-        if self.x86_64 and reg not in self.wide_regs:
-            return False  # mov edi, edi zero-extends rdi: not a NOP on x86-64
-        if mnemonic == b"mov":
-            return ops[1].type == 1 and ops[1].value.reg == reg
-        mem = ops[1].value.mem  # lea esi, [esi + 0], the 32-bit padding idiom
-        return ops[1].type == MEM and mem.base == reg and not mem.index and not mem.disp
-
-    def block_objects(self, addr, size, constants):
-        """block(), through capstone's Python instruction objects (any architecture)."""
         code = self.mem.load(addr, size)
         out = bytearray()
         count = 0
         end = 0
-        for insn in self.cs.disasm(code, addr):
-            size = insn.size
-            end = insn.address - addr + size
+        for start, length, mnemonic, ops in self.decoded(code, addr):
+            end = start + length
             count += 1
-            # capstone builds an instruction's operand objects anew on every read: read them once.
-            ops = insn.operands
-            if self.is_nop(insn, insn.mnemonic, ops):
+            if self.is_nop(mnemonic, ops):
                 continue
-            if self.relocatable(insn, ops):
-                out += bytes(size)
+            if self.relocatable(ops):
+                out += bytes(length)
                 continue
-            out += insn.bytes
+            out += code[start:end]
             for op in ops:
                 if op.type == IMM:
                     v = op.imm
