@@ -293,10 +293,10 @@ export async function startExtraction(
       (at.parent === null ? null : unsafeName(row.inner_path, limits.max_depth));
     if (bad) return refuse(bad);
     const parts = rel.split('/');
-    for (let i = 1; i < parts.length; i++) {
-      const occupant = taken.get(parts.slice(0, i).join('/'));
-      if (occupant && occupant !== 'dir')
-        return refuse(`path goes through a ${occupant} entry (${parts.slice(0, i).join('/')})`);
+    const folders = parts.slice(1).map((_, i) => parts.slice(0, i + 1).join('/'));
+    for (const folder of folders) {
+      const occupant = taken.get(folder);
+      if (occupant && occupant !== 'dir') return refuse(`path goes through a ${occupant} entry (${folder})`);
     }
     if (entry.type === 'symlink' || entry.type === 'hardlink') {
       if (taken.has(rel)) return refuse('duplicate path');
@@ -312,14 +312,14 @@ export async function startExtraction(
     if (entry.type === 'dir') {
       if (taken.has(rel) && taken.get(rel) !== 'dir') return refuse('duplicate path');
       taken.set(rel, 'dir');
-      claimFolders(taken, parts);
+      claimFolders(taken, folders);
       await mkdir(target, { recursive: true });
       row.status = 'written';
       return;
     }
     if (taken.has(rel)) return refuse('duplicate path');
     taken.set(rel, 'file');
-    claimFolders(taken, parts);
+    claimFolders(taken, folders);
     await mkdir(path.dirname(target), { recursive: true });
     await writeFile(target, entry, row, (n, size) => count(n, size, rel));
     written++;
@@ -345,11 +345,8 @@ export async function startExtraction(
 }
 
 /** An entry's folders exist once it is written, listed or not: a file of a folder's name later is a duplicate. */
-function claimFolders(taken: Map<string, ArchiveEntry['type']>, parts: string[]) {
-  for (let i = 1; i < parts.length; i++) {
-    const folder = parts.slice(0, i).join('/');
-    if (!taken.has(folder)) taken.set(folder, 'dir');
-  }
+function claimFolders(taken: Map<string, ArchiveEntry['type']>, folders: string[]) {
+  for (const folder of folders) if (!taken.has(folder)) taken.set(folder, 'dir');
 }
 
 function overTeamBound(bytes: number, max: number) {
