@@ -124,8 +124,9 @@ type Done = {
 };
 
 /**
- * The largest bundle a scan reads: what register_rules can store (its sources at their ceiling,
- * in JSON). A larger artifact named as rules is refused before it is compiled.
+ * The largest bundle a scan reads, above anything register_rules stores: a rule file of up to
+ * 16 MiB (an artifact) or sources in a request of at most a few MiB, as canonical JSON (escapes
+ * included). A larger artifact named as rules is refused before it is compiled.
  */
 const BUNDLE_MAX_BYTES = RULES_LIMITS.sources.max * RULES_LIMITS.source_bytes.max * 2 + 1024 * 1024;
 /**
@@ -139,18 +140,34 @@ interface Scanned {
   done: Done | null;
 }
 
+/**
+ * The team's record of an artifact the scan reads. The gateway checked both digests are the team's
+ * before it claimed the scan; the worker reads nothing that is not.
+ */
+async function teamArtifact(ctx: ScanContext, digest: string) {
+  const record = await ctx.store.artifacts.get(ctx.team, digest);
+  if (!record)
+    throw new DossierError(
+      'not_found',
+      `No artifact ${digest} is registered for your team.`,
+      'Register it (register_rules for a rule bundle), then scan again.',
+      { artifact: digest },
+    );
+  return record;
+}
+
 /** What the scan reads: the artifact, or every file of the extraction, verified; and their mounts. */
 async function scanTargets(input: ScanInput, ctx: ScanContext, mounts: Mounts): Promise<Target[]> {
   if (input.artifact) {
+    const meta = await teamArtifact(ctx, input.artifact);
     const file = await verifyArtifact(ctx.config.home, input.artifact, undefined, ctx.store.blobs);
-    const meta = await ctx.store.artifacts.get(ctx.team, input.artifact);
     mounts.push({ host: file, inside: '/input/target' });
     return [
       {
-        path: meta?.name ?? input.artifact,
+        path: meta.name ?? input.artifact,
         file: '/input/target',
         sha256: input.artifact.slice(7),
-        size: meta?.size ?? 0,
+        size: meta.size ?? 0,
       },
     ];
   }
@@ -294,15 +311,7 @@ export async function runRuleScan(
   input: ScanInput,
   ctx: ScanContext,
 ): Promise<QueryResult & { provider: { name: string; version: string } }> {
-  // The gateway checked both are the team's before it claimed the scan; the worker reads nothing else.
-  for (const digest of [input.rules, input.artifact])
-    if (digest && !(await ctx.store.artifacts.get(ctx.team, digest)))
-      throw new DossierError(
-        'not_found',
-        `No artifact ${digest} is registered for your team.`,
-        'Register it (register_rules for a rule bundle), then scan again.',
-        { artifact: digest },
-      );
+  await teamArtifact(ctx, input.rules);
   const engine = await rulesEnv(ctx.config.analysis.python);
   const bundle = await verifyArtifact(ctx.config.home, input.rules, undefined, ctx.store.blobs);
   const { size } = await stat(bundle);
