@@ -11,7 +11,7 @@ import { canonicalJson } from '../domain/canonical.ts';
 import { DossierError } from '../domain/errors.ts';
 import type { Principal } from '../domain/types.ts';
 import { rulesEnv } from '../python/rules.ts';
-import { sandboxedEnv } from '../python/venv.ts';
+import { sandboxedEnv, type PythonEnv } from '../python/venv.ts';
 import { runHelper } from '../sandbox/helpers.ts';
 import type { Intake } from './intake.ts';
 import { RULES_LIMITS } from '../tools/rules.ts';
@@ -49,21 +49,22 @@ async function fromArtifact(intake: Intake, caller: Principal, name: string, dig
   };
 }
 
-/** Compiles running on this gateway at once, and whose: each is a sandbox of up to 4 GiB for up to a minute. */
+/**
+ * Compiles running on this gateway at once, and whose: each is a sandbox of up to 4 GiB for up to a
+ * minute. One per team, so that no team (however many principals it has) holds every slot.
+ */
 const MAX_CONCURRENT_COMPILES = 2;
 const compiling = new Set<string>();
 const COMPILE_TIMEOUT_MS = 60_000;
-/** What a reply shows of a rule's name (YARA-X takes names of any length). */
-const NAME_SHOWN = 128;
 
-function compileSlot(who: string): void {
-  if (!compiling.has(who) && compiling.size < MAX_CONCURRENT_COMPILES) return;
+function compileSlot(team: string): void {
+  if (!compiling.has(team) && compiling.size < MAX_CONCURRENT_COMPILES) return;
   throw new DossierError(
     'resource_constraint',
-    compiling.has(who)
-      ? 'Your previous register_rules is still compiling.'
+    compiling.has(team)
+      ? "Your team's previous register_rules is still compiling."
       : `${compiling.size} rule bundles are compiling on this gateway.`,
-    compiling.has(who)
+    compiling.has(team)
       ? 'Register the next bundle when the previous one has answered.'
       : 'Try again in a few seconds.',
     { retry_after_ms: 5_000 },
@@ -71,38 +72,14 @@ function compileSlot(who: string): void {
   );
 }
 
-const shown = (name: string) => (name.length > NAME_SHOWN ? `${name.slice(0, NAME_SHOWN - 1)}…` : name);
-
-export async function registerRuleBundle(
-  intake: Intake,
-  caller: Principal,
-  input: { name: string; sources?: { name: string; text: string }[]; artifact?: string },
-): Promise<Record<string, unknown>> {
-  const sources = input.sources ?? [await fromArtifact(intake, caller, input.name, input.artifact!)];
-  const names = sources.map((s) => s.name);
-  if (new Set(names).size !== names.length)
-    throw new DossierError(
-      'invalid_params',
-      'Two sources of the bundle have the same name.',
-      'Give every rule file its own name (it is also its namespace).',
-      { sources: names },
-    );
-  const bytes = Buffer.from(canonicalJson({ sources }));
-  const { sandbox, python } = intake.helpers();
-  const engine = await rulesEnv(python);
+/** YARA-X compiles the bundle in the sandbox: ok with the rules' count and the first 64 names (cut), or the compiler's refusal. */
+async function compileBundle(intake: Intake, engine: PythonEnv, bytes: Buffer): Promise<Compiled> {
   const env = sandboxedEnv(engine);
-  const who = `${caller.team}/${caller.principal}`;
-  compileSlot(who);
-  compiling.add(who);
-  const scratch = await mkdtemp(path.join(os.tmpdir(), 'dossier-rules-')).catch((err: Error) => {
-    compiling.delete(who);
-    throw err;
-  });
-  let compiled: Compiled;
+  const scratch = await mkdtemp(path.join(os.tmpdir(), 'dossier-rules-'));
   try {
     const file = path.join(scratch, 'bundle.json');
     await writeFile(file, bytes);
-    const out = await runHelper(sandbox, {
+    const out = await runHelper(intake.helpers().sandbox, {
       program: env.python,
       pkg: 'python3 (the rules venv: npm run provision:unpackers)',
       args: [env.script('scan_rules.py'), 'compile', '/input/bundle.json'],
@@ -120,10 +97,35 @@ export async function registerRuleBundle(
         );
       throw err;
     });
-    compiled = JSON.parse(out) as Compiled;
+    return JSON.parse(out) as Compiled;
   } finally {
-    compiling.delete(who);
     await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+export async function registerRuleBundle(
+  intake: Intake,
+  caller: Principal,
+  input: { name: string; sources?: { name: string; text: string }[]; artifact?: string },
+): Promise<Record<string, unknown>> {
+  const sources = input.sources ?? [await fromArtifact(intake, caller, input.name, input.artifact!)];
+  const names = sources.map((s) => s.name);
+  if (new Set(names).size !== names.length)
+    throw new DossierError(
+      'invalid_params',
+      'Two sources of the bundle have the same name.',
+      'Give every rule file its own name (it is also its namespace).',
+      { sources: names },
+    );
+  const bytes = Buffer.from(canonicalJson({ sources }));
+  const engine = await rulesEnv(intake.helpers().python);
+  compileSlot(caller.team);
+  compiling.add(caller.team);
+  let compiled: Compiled;
+  try {
+    compiled = await compileBundle(intake, engine, bytes);
+  } finally {
+    compiling.delete(caller.team);
   }
   if (!compiled.ok)
     throw new DossierError(
@@ -140,9 +142,9 @@ export async function registerRuleBundle(
   return {
     created,
     rules: artifact.digest,
-    rule_count: compiled.count ?? compiled.rules!.length,
-    // The first 64: a reply stays small whatever the bundle holds (rule_count says how many).
-    rule_names: compiled.rules!.slice(0, 64).map((r) => `${shown(r.namespace)}:${shown(r.name)}`),
+    rule_count: compiled.count!,
+    // The first 64, names cut at 128 characters: a reply stays small whatever the bundle holds.
+    rule_names: compiled.rules!.map((r) => `${r.namespace}:${r.name}`),
     engine: engine.version,
     artifact,
   };
