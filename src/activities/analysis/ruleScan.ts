@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Config } from '../../config.ts';
-import { DossierError } from '../../domain/errors.ts';
+import { artifactNotFound, DossierError } from '../../domain/errors.ts';
 import { outputFolder, verifyArtifact } from '../../evidence/artifacts.ts';
 import { rulesEnv } from '../../python/rules.ts';
 import { isUnder } from '../../sandbox/paths.ts';
@@ -146,13 +146,7 @@ interface Scanned {
  */
 async function teamArtifact(ctx: ScanContext, digest: string) {
   const record = await ctx.store.artifacts.get(ctx.team, digest);
-  if (!record)
-    throw new DossierError(
-      'not_found',
-      `No artifact ${digest} is registered for your team.`,
-      'Register it (register_rules for a rule bundle), then scan again.',
-      { artifact: digest },
-    );
+  if (!record) throw artifactNotFound(digest);
   return record;
 }
 
