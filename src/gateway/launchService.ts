@@ -304,6 +304,7 @@ export class LaunchService {
         current.runId,
         { ...wait, waitMs: deadline - Date.now() },
         async () => (await launches.byWorkflowId(current.workflowId))?.progress ?? null,
+        launches.watchEnd(current.workflowId),
       );
       ended = waited.ended;
       if (waited.error) await this.settleAbnormalEnd(current, waited.error);

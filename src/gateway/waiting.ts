@@ -16,8 +16,10 @@ export interface WaitOptions {
 const PROGRESS_POLL_MS = 1_000;
 
 /**
- * Waits up to `wait.waitMs` for the workflow's result. Returns the error it
- * ended with when it ended before the deadline, undefined otherwise.
+ * Waits up to `wait.waitMs` for the workflow's result, or for `recorded`: the
+ * store's row of the run written as ended in this process (Finishes), which is
+ * what the reply reads. Returns the error the workflow ended with when it ended
+ * before the deadline, undefined otherwise.
  */
 export async function waitForWorkflow(
   client: Client,
@@ -25,8 +27,12 @@ export async function waitForWorkflow(
   runId: string | null,
   wait: WaitOptions,
   progress: () => Promise<Record<string, unknown> | null>,
+  recorded?: { ended: Promise<void>; stop: () => void },
 ): Promise<{ ended: boolean; error?: unknown }> {
-  if (wait.waitMs <= 0 || wait.signal?.aborted) return { ended: false };
+  if (wait.waitMs <= 0 || wait.signal?.aborted) {
+    recorded?.stop();
+    return { ended: false };
+  }
   const started = Date.now();
   const deadline = started + wait.waitMs;
   const ticker = wait.onProgress
@@ -48,6 +54,8 @@ export async function waitForWorkflow(
       try {
         const first = await Promise.race([
           sharedResult(client, workflowId, runId).then(() => 'ended' as const),
+          // The store row the reply reads was written here: no need to wait for the workflow's end.
+          ...(recorded ? [recorded.ended.then(() => 'ended' as const)] : []),
           late,
         ]);
         return { ended: first === 'ended' };
@@ -63,6 +71,7 @@ export async function waitForWorkflow(
     if (timer) clearTimeout(timer);
     if (ticker) clearInterval(ticker);
     if (gone) wait.signal?.removeEventListener('abort', gone);
+    recorded?.stop();
   }
 }
 

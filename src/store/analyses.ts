@@ -3,6 +3,7 @@
 // from them (once per input). Keyed per team by what was asked, never by who.
 import { json, now, parse, type Row } from './rows.ts';
 import type { SqlExecutor } from './sql.ts';
+import { Finishes } from './finishes.ts';
 
 export type AnalysisKind = 'database' | 'query';
 export type AnalysisStatus = 'pending' | 'running' | 'succeeded' | 'failed';
@@ -58,7 +59,15 @@ function toRecord(r: Row): AnalysisRecord {
 }
 
 export class AnalysisStore {
-  constructor(private readonly db: SqlExecutor) {}
+  constructor(
+    private readonly db: SqlExecutor,
+    private readonly finishes = new Finishes(),
+  ) {}
+
+  /** Resolves when this process records the end of `workflowId` (see Finishes). */
+  watchEnd(workflowId: string) {
+    return this.finishes.watch(workflowId);
+  }
 
   /** Inserts the analysis unless the team asked it already; returns the record that holds the key. */
   async claim(a: NewAnalysis): Promise<{ created: boolean; record: AnalysisRecord }> {
@@ -140,11 +149,12 @@ export class AnalysisStore {
       error: Record<string, unknown> | null;
     },
   ): Promise<AnalysisRecord | undefined> {
-    await this.db.run(
+    const info = await this.db.run(
       `UPDATE analyses SET status = ?, evidence_id = ?, result = ?, error = ?, finished_at = ?
        WHERE workflow_id = ? AND status IN ('pending', 'running')`,
       [outcome.status, outcome.evidenceId, json(outcome.result), json(outcome.error), now(), workflowId],
     );
+    if (info.changes === 1) this.finishes.announce(workflowId);
     return this.byWorkflowId(workflowId);
   }
 

@@ -4,6 +4,7 @@ import type { LaunchOutcome, LaunchRecord, LaunchStatus, Page, StoredLaunchStatu
 import { json, now, pageBy, parse, teamFilter, type Row } from './rows.ts';
 import { addCandidates, type Candidate } from './candidates.ts';
 import type { SqlExecutor } from './sql.ts';
+import { Finishes } from './finishes.ts';
 
 /** What a caller claims a key with: the record before Temporal knows of it. */
 export type NewLaunch = Pick<
@@ -42,7 +43,15 @@ function toLaunchRecord(r: Row): LaunchRecord {
 }
 
 export class LaunchStore {
-  constructor(private readonly db: SqlExecutor) {}
+  constructor(
+    private readonly db: SqlExecutor,
+    private readonly finishes = new Finishes(),
+  ) {}
+
+  /** Resolves when this process records the end of `workflowId` (see Finishes). */
+  watchEnd(workflowId: string) {
+    return this.finishes.watch(workflowId);
+  }
 
   /** Inserts the launch unless the principal already used the key; returns the record that holds the key. */
   async claim(l: NewLaunch): Promise<{ created: boolean; record: LaunchRecord }> {
@@ -125,11 +134,12 @@ export class LaunchStore {
 
   /** Records the outcome once; a later call for a finished launch changes nothing. */
   async finish(workflowId: string, o: LaunchOutcome): Promise<LaunchRecord | undefined> {
-    await this.db.run(
+    const info = await this.db.run(
       `UPDATE launches SET status = ?, evidence_id = ?, summary = ?, error = ?, finished_at = ?
        WHERE workflow_id = ? AND status IN ('pending', 'running')`,
       [o.status, o.evidenceId, json(o.summary), json(o.error), now(), workflowId],
     );
+    if (info.changes === 1) this.finishes.announce(workflowId);
     return this.byWorkflowId(workflowId);
   }
 
@@ -143,6 +153,7 @@ export class LaunchStore {
        WHERE workflow_id = ? AND status = 'pending' AND run_id IS NULL AND effect = 'not_started'`,
       [o.status, o.evidenceId, json(o.summary), json(o.error), now(), workflowId],
     );
+    if (info.changes === 1) this.finishes.announce(workflowId);
     return info.changes === 1;
   }
 

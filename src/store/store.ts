@@ -16,6 +16,7 @@ import { TaskStore } from './tasks.ts';
 import { TaskApprovalStore } from './taskApprovals.ts';
 import { RateBucketStore, SessionStore } from './sessions.ts';
 import { BlobStore } from './blobs.ts';
+import { Finishes } from './finishes.ts';
 import { RetainedStore } from './retained.ts';
 import { TokenStore } from './tokens.ts';
 import { UnknownStore } from './unknowns.ts';
@@ -43,6 +44,8 @@ export interface Store {
   readonly annotations: AnnotationStore;
   /** Function identities across the team's artifacts, and the links diffs made between builds. */
   readonly functions: FunctionIndexStore;
+  /** The ends of launches and analyses this process records, for the calls here waiting on them. */
+  readonly finishes: Finishes;
   close(): Promise<void>;
 }
 
@@ -54,14 +57,15 @@ export function isPostgresUrl(location: string): boolean {
 export async function openStore(location: string): Promise<Store> {
   const db: SqlDriver = isPostgresUrl(location) ? new PostgresDriver(location) : new SqliteDriver(location);
   await migrate(db);
+  const finishes = new Finishes();
   return {
     dialect: db.dialect,
     tokens: new TokenStore(db),
-    launches: new LaunchStore(db),
+    launches: new LaunchStore(db, finishes),
     evidence: new EvidenceStore(db),
     unknowns: new UnknownStore(db),
     artifacts: new ArtifactStore(db),
-    analyses: new AnalysisStore(db),
+    analyses: new AnalysisStore(db, finishes),
     devices: new DeviceStore(db),
     candidates: new CandidateStore(db),
     tasks: new TaskStore(db),
@@ -73,6 +77,7 @@ export async function openStore(location: string): Promise<Store> {
     retained: new RetainedStore(db),
     annotations: new AnnotationStore(db),
     functions: new FunctionIndexStore(db),
+    finishes,
     close: () => db.close(),
   };
 }
