@@ -45,6 +45,7 @@ export function buildGateway(
     uiUrl,
     databaseMaxRunMs: config.analysis.timeBudgetS * 1000 + 5 * 60_000,
     evidence: store.evidence,
+    eagerStart: opts.eagerStart,
   });
   const ledger = new Ledger(store, {
     replyBudgetBytes: config.replyBudgetBytes,

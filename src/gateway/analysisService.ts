@@ -15,7 +15,7 @@ import type { AnalysisRecord, AnalysisStore } from '../store/analyses.ts';
 import type { ArtifactStore } from '../store/artifacts.ts';
 import { analysisTargets, auditAttributes } from '../temporal/searchAttributes.ts';
 import { ANSWER_ONCE, startOrAttachWorkflow } from '../temporal/start.ts';
-import { WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
+import { capabilityQueue } from '../temporal/queues.ts';
 import type { ToolContract } from '../tools/contract.ts';
 import { waitForWorkflow, type WaitOptions } from './waiting.ts';
 
@@ -51,6 +51,8 @@ export class AnalysisService {
       databaseMaxRunMs: number;
       /** For analyses of an extraction (rule scans): the team's Evidence. */
       evidence?: Pick<EvidenceStore, 'get'>;
+      /** Workers share this process's connection: start eagerly (see LaunchService). */
+      eagerStart?: boolean;
     },
   ) {}
 
@@ -159,10 +161,13 @@ export class AnalysisService {
     let runId: string;
     try {
       ({ runId } = await startOrAttachWorkflow(client, 'analysisWorkflow', {
-        taskQueue: WORKFLOW_TASK_QUEUE,
+        // On the queue of the workers that run it: with an eager start, the first workflow task
+        // comes back with the start, and the analysis it schedules is handed back with that task.
+        taskQueue: capabilityQueue('analysis'),
         workflowId: req.workflowId,
         args: [req],
         ...ANSWER_ONCE,
+        ...(this.deps.eagerStart ? { requestEagerStart: true } : {}),
         memo: {
           tool: req.tool,
           team: req.team,
@@ -193,7 +198,14 @@ export class AnalysisService {
 
   private async wait(record: AnalysisRecord, attached: boolean, wait: WaitOptions): Promise<AnalysisReply> {
     const { analyses, client } = this.deps;
-    await waitForWorkflow(client, record.workflowId, record.runId, wait, () => this.progressOf(record));
+    await waitForWorkflow(
+      client,
+      record.workflowId,
+      record.runId,
+      wait,
+      () => this.progressOf(record),
+      analyses.watchEnd(record.workflowId),
+    );
     const fresh = (await analyses.byWorkflowId(record.workflowId)) ?? record;
     return this.reply(fresh, attached);
   }
