@@ -14,6 +14,7 @@ import { DossierError } from '../../domain/errors.ts';
 import type { ExtractInput } from '../../tools/extract.ts';
 import { cancelledExtraction, sniff, tooBig, tooDense, tooMany, type ArchiveEntry } from './archives.ts';
 import type { ExtractionContext } from '../effect.ts';
+import { batchedWrites } from './batchedWrites.ts';
 import { outputOf } from '../workspaces/workspaces.ts';
 
 /** What sniff() names that extract_artifact can open (with recursive: true, it does). */
@@ -198,6 +199,7 @@ async function writeFile(
   let size = 0;
   const heads: Buffer[] = [];
   let headBytes = 0;
+  const out = batchedWrites(fd);
   try {
     for await (const chunk of entry.content!) {
       const buf = chunk as Buffer;
@@ -208,8 +210,9 @@ async function writeFile(
         headBytes += piece.length;
       }
       hash.update(buf);
-      await fd.write(buf);
+      await out.write(buf);
     }
+    await out.flush();
   } catch (err) {
     // Never leave a partial file behind a nested archive that is reported failed and kept.
     await fd.close();
