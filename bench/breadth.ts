@@ -15,9 +15,9 @@ import { benchDir, benchStack, callTool, connect, median, ms, timed } from './li
 const RUNS = Number(process.env.DOSSIER_BENCH_RUNS ?? 3);
 /** DOSSIER_BENCH_BREADTH=firmware or scan runs only that half. */
 const PART = process.env.DOSSIER_BENCH_BREADTH ?? 'all';
-/** Files of 1 MiB in the image's erofs, and of 512 KiB in the scanned tree. */
+/** Files of 1 MiB in the image's erofs, and of 512 KiB in the scanned tree (DOSSIER_BENCH_SCAN_FILES). */
 const FS_FILES = 30;
-const SCAN_FILES = 300;
+const SCAN_FILES = Number(process.env.DOSSIER_BENCH_SCAN_FILES ?? 300);
 
 /** Calls a launch or an analysis until it ends: the same arguments attach to the same run. */
 async function untilDone(

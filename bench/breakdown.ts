@@ -61,11 +61,16 @@ const PHASES: Phase[] = [
     'ACTIVITY_TASK_STARTED',
     'ACTIVITY_TASK_COMPLETED',
   ],
-  ['workflow task 2: wait and run (settle)', 'ACTIVITY_TASK_COMPLETED', 'WORKFLOW_EXECUTION_COMPLETED'],
   [
-    'gateway: workflow completed to reply received (result, store read, reply)',
-    'WORKFLOW_EXECUTION_COMPLETED',
+    'effect activity started to reply received (the effect, its outcome written, the store read, the reply)',
+    'ACTIVITY_TASK_STARTED',
     'answered',
+  ],
+  // Since the call answers when the outcome is in the store, the workflow's last task runs beside the reply.
+  [
+    'workflow task 2: wait and run (settle; beside the reply)',
+    'ACTIVITY_TASK_COMPLETED',
+    'WORKFLOW_EXECUTION_COMPLETED',
   ],
 ];
 

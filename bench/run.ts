@@ -19,6 +19,7 @@ import { benchBreadth } from './breadth.ts';
 import { benchBoundaries } from './boundaries.ts';
 import { benchKnowledge } from './knowledge.ts';
 import { benchUnitLoop } from './unitLoop.ts';
+import { benchProfile } from './profile.ts';
 
 const suites: Record<string, () => Promise<string[]>> = {
   launches: benchLaunches,
@@ -39,6 +40,7 @@ const suites: Record<string, () => Promise<string[]>> = {
   boundaries: benchBoundaries,
   knowledge: benchKnowledge,
   unit: benchUnitLoop,
+  profile: benchProfile,
 };
 const only = process.argv.slice(2);
 
