@@ -6,7 +6,7 @@
 // and output bounded, with errors that say which bound.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -244,6 +244,32 @@ describe('scan_with_rules over an extraction', () => {
     expect(scan.status).toBe('failed');
     expect(scan.error).toMatchObject({ code: 'not_found', details: { entry: './b.txt' } });
     expect(scan.error.message).toMatch(/no longer the file its manifest names/);
+  });
+
+  it('a file removed since its extraction fails the scan at once, though the scanner had started', async () => {
+    const rules = await call(alice, 'register_rules', {
+      name: 'team-rules',
+      sources: [{ name: 'main', text: RULES }],
+    });
+    const registered = await call(alice, 'register_artifact', { path: path.join(work, 'tree.tar') });
+    const extracted = await call(alice, 'extract_artifact', {
+      artifact: registered.artifact.digest,
+      idempotency_key: 'tree-removed',
+      detail: 'summary',
+    });
+    expect(extracted.status).toBe('succeeded');
+    rmSync(path.join(t.home, extracted.summary.output, 'b.txt'));
+    const started = Date.now();
+    const scan = await call(alice, 'scan_with_rules', {
+      rules: rules.rules,
+      evidence_id: extracted.evidence_id,
+      wait_ms: 100_000,
+    });
+    expect(scan.status).toBe('failed');
+    expect(scan.error).toMatchObject({ code: 'not_found', details: { entry: './b.txt' } });
+    expect(scan.error.message).toMatch(/no longer on this worker/);
+    // The scanner, waiting for its listing, was stopped: it did not run to the scan's time limit.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it('a rule made slow is bounded by the scan time limit, and says so', async () => {

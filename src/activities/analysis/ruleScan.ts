@@ -4,11 +4,13 @@
 // extraction's files (only inside the team's own extraction folder) against
 // its manifest's sha256 by the scanner, which hashes the very bytes it scans,
 // so each file is read once and no answer is kept about other bytes. The
-// scanner sees them read-only and answers on stdout, one JSON object a line.
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+// scanner sees them read-only, starts (and compiles the rules) while the files
+// are listed, reads the listing on stdin and answers on stdout, one JSON object
+// a line.
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { PassThrough } from 'node:stream';
 import type { Config } from '../../config.ts';
 import { artifactNotFound, DossierError } from '../../domain/errors.ts';
 import { outputFolder, verifyArtifact } from '../../evidence/artifacts.ts';
@@ -44,11 +46,8 @@ interface Target {
   size: number;
 }
 
-/** Every written file of a team's extraction, each still holding the bytes its manifest names. */
-async function extractionTargets(
-  ctx: ScanContext,
-  evidenceId: string,
-): Promise<{ root: string; targets: Target[] }> {
+/** The folder of a team's extraction, which the scanner sees read-only. */
+async function extractionRoot(ctx: ScanContext, evidenceId: string): Promise<string> {
   const record = await ctx.store.evidence.get(ctx.team, evidenceId);
   const named = record?.summary?.output;
   if (!record || !['extract_artifact', 'extract_firmware'].includes(record.tool) || typeof named !== 'string')
@@ -66,6 +65,11 @@ async function extractionTargets(
       'Scan an extraction made on this cluster.',
       { evidence_id: evidenceId },
     );
+  return output;
+}
+
+/** Every written file of a team's extraction, each still holding the bytes its manifest names. */
+async function extractionTargets(ctx: ScanContext, evidenceId: string, output: string): Promise<Target[]> {
   const rows = (await ctx.store.evidence.allRows(evidenceId, 'entries')) as {
     path: string;
     type: string;
@@ -83,7 +87,7 @@ async function extractionTargets(
         await Promise.all(files.slice(i, i + STAT_BATCH).map((row) => present(output, row, evidenceId)))
       ).filter((t): t is Target => t !== null),
     );
-  return { root: output, targets };
+  return targets;
 }
 
 const STAT_BATCH = 64;
@@ -150,34 +154,45 @@ async function teamArtifact(ctx: ScanContext, digest: string) {
   return record;
 }
 
-/** What the scan reads: the artifact, or every file of the extraction, verified; and their mounts. */
-async function scanTargets(input: ScanInput, ctx: ScanContext, mounts: Mounts): Promise<Target[]> {
+/**
+ * What the scan reads: the artifact, verified, or the extraction's folder; its mount now, and the
+ * listing of its files to come (read while the scanner starts; every file checked present).
+ */
+async function scanTargets(
+  input: ScanInput,
+  ctx: ScanContext,
+): Promise<{ mount: Mounts[number]; targets: Promise<Target[]> }> {
   if (input.artifact) {
     const meta = await teamArtifact(ctx, input.artifact);
     const file = await verifyArtifact(ctx.config.home, input.artifact, undefined, ctx.store.blobs);
-    mounts.push({ host: file, inside: '/input/target' });
-    return [
-      {
-        path: meta.name ?? input.artifact,
-        file: '/input/target',
-        sha256: input.artifact.slice(7),
-        size: meta.size ?? 0,
-      },
-    ];
+    const target = {
+      path: meta.name ?? input.artifact,
+      file: '/input/target',
+      sha256: input.artifact.slice(7),
+      size: meta.size ?? 0,
+    };
+    return { mount: { host: file, inside: '/input/target' }, targets: Promise.resolve([target]) };
   }
-  const tree = await extractionTargets(ctx, input.evidence_id!);
-  mounts.push({ host: tree.root, inside: '/input/tree' });
-  return tree.targets;
+  const root = await extractionRoot(ctx, input.evidence_id!);
+  return {
+    mount: { host: root, inside: '/input/tree' },
+    targets: extractionTargets(ctx, input.evidence_id!, root),
+  };
 }
 
-/** Runs the scanner in the sandbox over the listed files; what it reported, line by line. */
+/**
+ * Runs the scanner in the sandbox over the files `targets` lists once it resolves (the scanner starts
+ * and compiles meanwhile; they reach it on stdin); what it reported, line by line.
+ */
 async function runScanner(
   input: ScanInput,
   ctx: ScanContext,
   engine: PythonEnv,
   mounts: Mounts,
+  targets: Promise<Target[]>,
 ): Promise<Scanned> {
   const env = sandboxedEnv(engine);
+  const listing = new PassThrough();
   const helper = streamHelper(ctx.sandbox, {
     program: env.python,
     pkg: 'python3 (the rules venv: npm run provision:unpackers)',
@@ -185,7 +200,7 @@ async function runScanner(
       env.script('scan_rules.py'),
       'scan',
       '/input/bundle.json',
-      '/input/list.jsonl',
+      '-',
       String(input.timeout_s),
       String(input.max_matches),
       String(input.max_match_bytes),
@@ -195,7 +210,15 @@ async function runScanner(
     timeoutMs: input.timeout_s * 1000 + 30_000,
     limits: { addressSpaceBytes: 8 * 1024 ** 3 },
     env: { PYTHONDONTWRITEBYTECODE: '1' },
+    stdin: listing,
   });
+  try {
+    listing.end((await targets).map((t) => JSON.stringify({ path: t.path, file: t.file })).join('\n'));
+  } catch (err) {
+    helper.stop();
+    await helper.done.catch(() => undefined);
+    throw err;
+  }
   const out: Scanned = { matches: [], files: new Map(), done: null };
   let bytes = 0;
   for await (const line of createInterface({ input: helper.stdout })) {
@@ -316,24 +339,24 @@ export async function runRuleScan(
       'Pass the digest register_rules returned for your rule files.',
       { rules: input.rules, bytes: size },
     );
-  const mounts: Mounts = [{ host: bundle, inside: '/input/bundle.json' }];
-  const targets = await scanTargets(input, ctx, mounts);
-  const scratch = await mkdtemp(path.join(os.tmpdir(), 'dossier-scan-'));
-  try {
-    const listing = path.join(scratch, 'list.jsonl');
-    await writeFile(listing, targets.map((t) => JSON.stringify({ path: t.path, file: t.file })).join('\n'));
-    mounts.push({ host: listing, inside: '/input/list.jsonl' });
-    const scanned = await runScanner(input, ctx, engine, mounts);
-    checkDigests(input, targets, scanned);
-    const { done } = scanned;
-    if (!done || done.status === 'error')
-      throw new DossierError(
-        'internal',
-        `The rule scan ended without a result: ${done?.error?.error ?? 'no message'}.`,
-        'Ask again; if it fails again, check the bundle with register_rules.',
-      );
-    return scanResult(input, targets, scanned, done, engine.version);
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
+  const { mount, targets } = await scanTargets(input, ctx);
+  // Settled here, before the scanner is given it: a listing that fails never goes unheard.
+  targets.catch(() => undefined);
+  const scanned = await runScanner(
+    input,
+    ctx,
+    engine,
+    [{ host: bundle, inside: '/input/bundle.json' }, mount],
+    targets,
+  );
+  const listed = await targets;
+  checkDigests(input, listed, scanned);
+  const { done } = scanned;
+  if (!done || done.status === 'error')
+    throw new DossierError(
+      'internal',
+      `The rule scan ended without a result: ${done?.error?.error ?? 'no message'}.`,
+      'Ask again; if it fails again, check the bundle with register_rules.',
+    );
+  return scanResult(input, listed, scanned, done, engine.version);
 }

@@ -6,7 +6,8 @@ Usage: scan_rules.py compile BUNDLE
 Runs in dossier's sandbox: the bundle (JSON {"sources": [{"name", "text"}]},
 each source compiled in its own namespace) and the files are mounted
 read-only. LIST names the files to scan, one JSON object a line
-({"path", "file"}: the name to report and where it is mounted).
+({"path", "file"}: the name to report and where it is mounted); LIST "-" is stdin, read after the
+compile (the caller lists the files while the scanner starts).
 
 compile prints one JSON object: {"ok": true, "count": N, "rules": [the first 64]} or
 {"ok": false, "source": name, "error": the compiler's message}.
@@ -250,7 +251,7 @@ class Lines:
 
 
 def scan(rules, listing, deadline, max_matches, max_bytes):
-    with open(listing) as f:
+    with open(0 if listing == "-" else listing, encoding="utf-8", closefd=listing != "-") as f:
         targets = [json.loads(line) for line in f if line.strip()]
     # The files are shared among processes, one a CPU (two at most), each with the compiled rules;
     # what they found is written in the listing's order, as one scanner would have.
