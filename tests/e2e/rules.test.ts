@@ -221,7 +221,8 @@ describe('scan_with_rules over an extraction', () => {
     expect(second.analysis.requested_by).not.toBe('bob');
   });
 
-  it('a file changed since its extraction is refused: no answer is kept about bytes the manifest does not name', async () => {
+  /** alice's rules and a fresh extraction of the tree, whose `b.txt` `change` alters; her scan of it after. */
+  async function scanAfter(key: string, change: (file: string) => void) {
     const rules = await call(alice, 'register_rules', {
       name: 'team-rules',
       sources: [{ name: 'main', text: RULES }],
@@ -229,17 +230,22 @@ describe('scan_with_rules over an extraction', () => {
     const registered = await call(alice, 'register_artifact', { path: path.join(work, 'tree.tar') });
     const extracted = await call(alice, 'extract_artifact', {
       artifact: registered.artifact.digest,
-      idempotency_key: 'tree-tampered',
+      idempotency_key: key,
       detail: 'summary',
     });
     expect(extracted.status).toBe('succeeded');
-    const file = path.join(t.home, extracted.summary.output, 'b.txt');
-    chmodSync(file, 0o644);
-    writeFileSync(file, 'MARKER-A MARKER-B MARKER-B, and more since');
-    const scan = await call(alice, 'scan_with_rules', {
+    change(path.join(t.home, extracted.summary.output, 'b.txt'));
+    return call(alice, 'scan_with_rules', {
       rules: rules.rules,
       evidence_id: extracted.evidence_id,
       wait_ms: 100_000,
+    });
+  }
+
+  it('a file changed since its extraction is refused: no answer is kept about bytes the manifest does not name', async () => {
+    const scan = await scanAfter('tree-tampered', (file) => {
+      chmodSync(file, 0o644);
+      writeFileSync(file, 'MARKER-A MARKER-B MARKER-B, and more since');
     });
     expect(scan.status).toBe('failed');
     expect(scan.error).toMatchObject({ code: 'not_found', details: { entry: './b.txt' } });
@@ -247,29 +253,16 @@ describe('scan_with_rules over an extraction', () => {
   });
 
   it('a file removed since its extraction fails the scan at once, though the scanner had started', async () => {
-    const rules = await call(alice, 'register_rules', {
-      name: 'team-rules',
-      sources: [{ name: 'main', text: RULES }],
-    });
-    const registered = await call(alice, 'register_artifact', { path: path.join(work, 'tree.tar') });
-    const extracted = await call(alice, 'extract_artifact', {
-      artifact: registered.artifact.digest,
-      idempotency_key: 'tree-removed',
-      detail: 'summary',
-    });
-    expect(extracted.status).toBe('succeeded');
-    rmSync(path.join(t.home, extracted.summary.output, 'b.txt'));
-    const started = Date.now();
-    const scan = await call(alice, 'scan_with_rules', {
-      rules: rules.rules,
-      evidence_id: extracted.evidence_id,
-      wait_ms: 100_000,
+    let removed = 0;
+    const scan = await scanAfter('tree-removed', (file) => {
+      rmSync(file);
+      removed = Date.now();
     });
     expect(scan.status).toBe('failed');
     expect(scan.error).toMatchObject({ code: 'not_found', details: { entry: './b.txt' } });
     expect(scan.error.message).toMatch(/no longer on this worker/);
     // The scanner, waiting for its listing, was stopped: it did not run to the scan's time limit.
-    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(Date.now() - removed).toBeLessThan(20_000);
   });
 
   it('a rule made slow is bounded by the scan time limit, and says so', async () => {
