@@ -32,7 +32,8 @@ export async function finishLaunch(
   outcome: LaunchOutcome,
 ): Promise<LaunchOutcome> {
   ownWorkflow(workflowId);
-  const record = await store.launches.finish(workflowId, outcome);
+  // The calls waiting on the launch answer once all it leaves is written (the unknown below).
+  const record = await store.launches.finish(workflowId, outcome, { announce: false });
   if (!record || !isFinished(record.status)) return outcome;
   if (record.status === 'interrupted' && MUTATING_DEVICE_TOOLS.has(record.tool)) {
     // A device operation lost mid-way leaves the device in a state nobody knows: say so, on the device.
@@ -45,6 +46,7 @@ export async function finishLaunch(
       [],
     );
   }
+  store.launches.announceEnd(workflowId);
   return {
     status: record.status,
     evidenceId: record.evidenceId,

@@ -80,6 +80,15 @@ describe('the store announces what it writes', () => {
     expect((await store.launches.byWorkflowId('wf-1'))?.status).toBe('succeeded');
   });
 
+  it('a finish that holds its announcement tells the waiters only when the caller says', async () => {
+    await store.launches.claim(launch('wf-3'));
+    const wait = store.launches.watchEnd('wf-3');
+    await store.launches.finish('wf-3', succeeded, { announce: false });
+    expect(await settled(wait.ended)).toBe(false);
+    store.launches.announceEnd('wf-3');
+    expect(await settled(wait.ended)).toBe(true);
+  });
+
   it('a launch that never started, recorded as ended, ends the wait', async () => {
     await store.launches.claim(launch('wf-2'));
     const wait = store.launches.watchEnd('wf-2');

@@ -53,6 +53,11 @@ export class LaunchStore {
     return this.finishes.watch(workflowId);
   }
 
+  /** Tells the calls of this process waiting on a finished launch (see finish). */
+  announceEnd(workflowId: string): void {
+    this.finishes.announce(workflowId);
+  }
+
   /** Inserts the launch unless the principal already used the key; returns the record that holds the key. */
   async claim(l: NewLaunch): Promise<{ created: boolean; record: LaunchRecord }> {
     const info = await this.db.run(
@@ -132,14 +137,22 @@ export class LaunchStore {
     ]);
   }
 
-  /** Records the outcome once; a later call for a finished launch changes nothing. */
-  async finish(workflowId: string, o: LaunchOutcome): Promise<LaunchRecord | undefined> {
+  /**
+   * Records the outcome once; a later call for a finished launch changes nothing. The calls of this
+   * process waiting on the launch are told at once, or, with `announce: false`, when the caller
+   * calls announceEnd (once what follows the end is written too).
+   */
+  async finish(
+    workflowId: string,
+    o: LaunchOutcome,
+    opts: { announce?: boolean } = {},
+  ): Promise<LaunchRecord | undefined> {
     const info = await this.db.run(
       `UPDATE launches SET status = ?, evidence_id = ?, summary = ?, error = ?, finished_at = ?
        WHERE workflow_id = ? AND status IN ('pending', 'running')`,
       [o.status, o.evidenceId, json(o.summary), json(o.error), now(), workflowId],
     );
-    if (info.changes === 1) this.finishes.announce(workflowId);
+    if (info.changes === 1 && opts.announce !== false) this.finishes.announce(workflowId);
     return this.byWorkflowId(workflowId);
   }
 
