@@ -212,8 +212,9 @@ async function writeFile(
       hash.update(buf);
       await out.write(buf);
     }
-    await out.flush();
+    await out.end();
   } catch (err) {
+    out.abandon();
     // Never leave a partial file behind a nested archive that is reported failed and kept.
     await fd.close();
     await rm(target, { force: true });
