@@ -252,7 +252,7 @@ describe('scan_with_rules over an extraction', () => {
     expect(scan.error.message).toMatch(/no longer the file its manifest names/);
   });
 
-  it('a file removed since its extraction fails the scan at once, though the scanner had started', async () => {
+  it('a file removed since its extraction fails the scan with which file, before anything is scanned', async () => {
     let removed = 0;
     const scan = await scanAfter('tree-removed', (file) => {
       rmSync(file);
@@ -261,7 +261,7 @@ describe('scan_with_rules over an extraction', () => {
     expect(scan.status).toBe('failed');
     expect(scan.error).toMatchObject({ code: 'not_found', details: { entry: './b.txt' } });
     expect(scan.error.message).toMatch(/no longer on this worker/);
-    // The scanner, waiting for its listing, was stopped: it did not run to the scan's time limit.
+    // Refused at once: no scanner ran to the scan's time limit.
     expect(Date.now() - removed).toBeLessThan(20_000);
   });
 

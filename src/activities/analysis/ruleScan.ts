@@ -4,13 +4,13 @@
 // extraction's files (only inside the team's own extraction folder) against
 // its manifest's sha256 by the scanner, which hashes the very bytes it scans,
 // so each file is read once and no answer is kept about other bytes. The
-// scanner sees them read-only, starts (and compiles the rules) while the files
-// are listed, reads the listing on stdin and answers on stdout, one JSON object
-// a line.
+// scanner sees them read-only, reads their listing on stdin (listed before it
+// starts: waiting for it would spend the scan's timeout_s) and answers on
+// stdout, one JSON object a line.
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { PassThrough } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Config } from '../../config.ts';
 import { artifactNotFound, DossierError } from '../../domain/errors.ts';
 import { outputFolder, verifyArtifact } from '../../evidence/artifacts.ts';
@@ -154,14 +154,11 @@ async function teamArtifact(ctx: ScanContext, digest: string) {
   return record;
 }
 
-/**
- * What the scan reads: the artifact, verified, or the extraction's folder; its mount now, and the
- * listing of its files to come (read while the scanner starts; every file checked present).
- */
+/** What the scan reads: the artifact, verified, or every file of the extraction, checked present; and its mount. */
 async function scanTargets(
   input: ScanInput,
   ctx: ScanContext,
-): Promise<{ mount: Mounts[number]; targets: Promise<Target[]> }> {
+): Promise<{ mount: Mounts[number]; targets: Target[] }> {
   if (input.artifact) {
     const meta = await teamArtifact(ctx, input.artifact);
     const file = await verifyArtifact(ctx.config.home, input.artifact, undefined, ctx.store.blobs);
@@ -171,28 +168,25 @@ async function scanTargets(
       sha256: input.artifact.slice(7),
       size: meta.size ?? 0,
     };
-    return { mount: { host: file, inside: '/input/target' }, targets: Promise.resolve([target]) };
+    return { mount: { host: file, inside: '/input/target' }, targets: [target] };
   }
   const root = await extractionRoot(ctx, input.evidence_id!);
   return {
     mount: { host: root, inside: '/input/tree' },
-    targets: extractionTargets(ctx, input.evidence_id!, root),
+    targets: await extractionTargets(ctx, input.evidence_id!, root),
   };
 }
 
-/**
- * Runs the scanner in the sandbox over the files `targets` lists once it resolves (the scanner starts
- * and compiles meanwhile; they reach it on stdin); what it reported, line by line.
- */
+/** Runs the scanner in the sandbox over `targets` (listed on its stdin); what it reported, line by line. */
 async function runScanner(
   input: ScanInput,
   ctx: ScanContext,
   engine: PythonEnv,
   mounts: Mounts,
-  targets: Promise<Target[]>,
+  targets: Target[],
 ): Promise<Scanned> {
   const env = sandboxedEnv(engine);
-  const listing = new PassThrough();
+  const listing = targets.map((t) => JSON.stringify({ path: t.path, file: t.file })).join('\n');
   const helper = streamHelper(ctx.sandbox, {
     program: env.python,
     pkg: 'python3 (the rules venv: npm run provision:unpackers)',
@@ -210,15 +204,8 @@ async function runScanner(
     timeoutMs: input.timeout_s * 1000 + 30_000,
     limits: { addressSpaceBytes: 8 * 1024 ** 3 },
     env: { PYTHONDONTWRITEBYTECODE: '1' },
-    stdin: listing,
+    stdin: Readable.from([Buffer.from(listing)]),
   });
-  try {
-    listing.end((await targets).map((t) => JSON.stringify({ path: t.path, file: t.file })).join('\n'));
-  } catch (err) {
-    helper.stop();
-    await helper.done.catch(() => undefined);
-    throw err;
-  }
   const out: Scanned = { matches: [], files: new Map(), done: null };
   let bytes = 0;
   for await (const line of createInterface({ input: helper.stdout })) {
@@ -340,17 +327,9 @@ export async function runRuleScan(
       { rules: input.rules, bytes: size },
     );
   const { mount, targets } = await scanTargets(input, ctx);
-  // Settled here, before the scanner is given it: a listing that fails never goes unheard.
-  targets.catch(() => undefined);
-  const scanned = await runScanner(
-    input,
-    ctx,
-    engine,
-    [{ host: bundle, inside: '/input/bundle.json' }, mount],
-    targets,
-  );
-  const listed = await targets;
-  checkDigests(input, listed, scanned);
+  const mounts = [{ host: bundle, inside: '/input/bundle.json' }, mount];
+  const scanned = await runScanner(input, ctx, engine, mounts, targets);
+  checkDigests(input, targets, scanned);
   const { done } = scanned;
   if (!done || done.status === 'error')
     throw new DossierError(
@@ -358,5 +337,5 @@ export async function runRuleScan(
       `The rule scan ended without a result: ${done?.error?.error ?? 'no message'}.`,
       'Ask again; if it fails again, check the bundle with register_rules.',
     );
-  return scanResult(input, listed, scanned, done, engine.version);
+  return scanResult(input, targets, scanned, done, engine.version);
 }

@@ -7,7 +7,7 @@ Runs in dossier's sandbox: the bundle (JSON {"sources": [{"name", "text"}]},
 each source compiled in its own namespace) and the files are mounted
 read-only. LIST names the files to scan, one JSON object a line
 ({"path", "file"}: the name to report and where it is mounted); LIST "-" is stdin, read after the
-compile (the caller lists the files while the scanner starts).
+compile (the caller writes the whole listing at the start: the wait for it is part of the scan's time).
 
 compile prints one JSON object: {"ok": true, "count": N, "rules": [the first 64]} or
 {"ok": false, "source": name, "error": the compiler's message}.
