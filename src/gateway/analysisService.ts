@@ -131,8 +131,14 @@ export class AnalysisService {
       ...(base === undefined ? {} : { baseDatabase: this.databaseRequest(caller, base, profile, provider) }),
       maxRunMs: contract.maxRunMs?.(input) ?? 10 * 60_000,
     };
-    const runId = await this.ensureStarted(request, fresh, name);
-    return this.wait({ ...fresh, runId }, !created, wait);
+    // Watched from before the start: an end written while this call starts the analysis is heard too.
+    const watch = this.deps.analyses.watchEnd(workflowId);
+    try {
+      const runId = await this.ensureStarted(request, fresh, name);
+      return await this.wait({ ...fresh, runId }, !created, wait, watch);
+    } finally {
+      watch.stop();
+    }
   }
 
   private databaseRequest(
@@ -196,7 +202,12 @@ export class AnalysisService {
     return runId;
   }
 
-  private async wait(record: AnalysisRecord, attached: boolean, wait: WaitOptions): Promise<AnalysisReply> {
+  private async wait(
+    record: AnalysisRecord,
+    attached: boolean,
+    wait: WaitOptions,
+    watch: ReturnType<AnalysisStore['watchEnd']>,
+  ): Promise<AnalysisReply> {
     const { analyses, client } = this.deps;
     await waitForWorkflow(
       client,
@@ -204,7 +215,7 @@ export class AnalysisService {
       record.runId,
       wait,
       () => this.progressOf(record),
-      analyses.watchEnd(record.workflowId),
+      watch,
     );
     const fresh = (await analyses.byWorkflowId(record.workflowId)) ?? record;
     return this.reply(fresh, attached);

@@ -95,6 +95,8 @@ export class LaunchService {
     if (isFinished(record.status)) return this.reply(record, !created);
     const deadline = Date.now() + wait.waitMs;
     let runId = record.runId;
+    // Watched from before the start: an end written while this call starts the launch is heard too.
+    const watch = this.deps.launches.watchEnd(record.workflowId);
     try {
       // Temporal's client retries an unreachable server for about 20 s: the call's wait bounds that.
       runId ??= await this.ensureStarted(
@@ -104,10 +106,12 @@ export class LaunchService {
       );
     } catch (err) {
       // Temporal did not answer: the key stays claimed, pending; the background round starts it.
-      if (!(err instanceof DossierError && err.code === 'provider_unavailable' && unreachable(err)))
+      if (!(err instanceof DossierError && err.code === 'provider_unavailable' && unreachable(err))) {
+        watch.stop();
         throw err;
+      }
     }
-    return this.wait({ ...record, runId }, !created, wait, deadline);
+    return this.wait({ ...record, runId }, !created, wait, deadline, watch);
   }
 
   async get(caller: Principal, key: string): Promise<LaunchReply> {
@@ -291,6 +295,21 @@ export class LaunchService {
     attached: boolean,
     wait: WaitOptions,
     deadline = Date.now() + wait.waitMs,
+    watch = this.deps.launches.watchEnd(record.workflowId),
+  ): Promise<LaunchReply> {
+    try {
+      return await this.waitWatched(record, attached, wait, deadline, watch);
+    } finally {
+      watch.stop();
+    }
+  }
+
+  private async waitWatched(
+    record: LaunchRecord,
+    attached: boolean,
+    wait: WaitOptions,
+    deadline: number,
+    watch: ReturnType<LaunchStore['watchEnd']>,
   ): Promise<LaunchReply> {
     const { launches, client } = this.deps;
     const end = wait.waitMs > 0 ? launchWaitSeconds.startTimer({ tool: record.tool }) : undefined;
@@ -304,7 +323,7 @@ export class LaunchService {
         current.runId,
         { ...wait, waitMs: deadline - Date.now() },
         async () => (await launches.byWorkflowId(current.workflowId))?.progress ?? null,
-        launches.watchEnd(current.workflowId),
+        watch,
       );
       ended = waited.ended;
       if (waited.error) await this.settleAbnormalEnd(current, waited.error);

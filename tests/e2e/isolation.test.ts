@@ -555,12 +555,15 @@ describe('the audit UI audits, it does not act, and shows each team its own', ()
       await expect(temporal.workflow.getHandle(forgedId).describe()).rejects.toThrow(/not found/i);
       const batches = await connection.workflowService.listBatchOperations({ namespace: t.namespace });
       expect(batches.operationInfo ?? []).toEqual([]);
-      const own = await fetch(
-        `${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${encodeURIComponent(launch.launch.workflow_id)}`,
-        { headers: signedIn },
-      );
-      expect(own.status).toBe(200);
-      expect(JSON.stringify(await own.json())).toContain('WORKFLOW_EXECUTION_STATUS_COMPLETED');
+      // The launch's own workflow reads, and ends Completed (its last task may follow the reply by a moment).
+      await eventually('the launch workflow to read as Completed', async () => {
+        const own = await fetch(
+          `${ui.url}/api/v1/namespaces/${t.namespace}/workflows/${encodeURIComponent(launch.launch.workflow_id)}`,
+          { headers: signedIn },
+        );
+        expect(own.status).toBe(200);
+        return JSON.stringify(await own.json()).includes('WORKFLOW_EXECUTION_STATUS_COMPLETED');
+      });
     } finally {
       await connection.close();
       await ui.stop();
