@@ -558,7 +558,11 @@ describe('capture_process_scenario as a keyed launch', () => {
     await asAuditor(t, async (temporal) => {
       const handle = temporal.workflow.getHandle(reply.launch.workflow_id);
       expect((await handle.describe()).taskQueue).toBe('dossier-capture');
-      const events = (await handle.fetchHistory()).events ?? [];
+      // The reply follows the stored outcome; the workflow's last events may follow it by a moment.
+      const events = (await eventually('the launch workflow to complete', async () => {
+        const all = (await handle.fetchHistory()).events ?? [];
+        return all.some((e) => e.workflowExecutionCompletedEventAttributes) ? all : undefined;
+      }))!;
       const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes);
       expect(scheduled!.activityTaskScheduledEventAttributes!.taskQueue!.name).toBe('dossier-capture');
       // One worker took the workflow task that scheduled the effect and the effect itself.

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tracing } from '../../src/metrics/tracing.ts';
 import { call } from '../helpers/mcp.ts';
+import { eventually } from '../helpers/wait.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
 
 interface OtlpSpan {
@@ -54,10 +55,18 @@ describe('traces from the MCP call to the activity', () => {
       idempotency_key: 'traced-1',
     });
     expect(reply.status).toBe('succeeded');
-    await tracing()!.flush();
+    // The call answers once the outcome is stored; the workflow's span closes with its last task,
+    // which may follow the reply by a moment.
+    const root = await eventually('the launch trace with its workflow and activity spans', async () => {
+      await tracing()!.flush();
+      const toolCall = received.find((s) => s.name === 'tools/call capture_process_scenario');
+      const names = new Set(received.filter((s) => s.traceId === toolCall?.traceId).map((s) => s.name));
+      return names.has('RunWorkflow:launchWorkflow') && names.has('RunActivity:runEffect')
+        ? toolCall
+        : undefined;
+    });
     expect(requests[0]).toMatch(/^POST \/v1\/traces application\/json/);
 
-    const root = received.find((s) => s.name === 'tools/call capture_process_scenario');
     expect(root).toBeDefined();
     expect(root!.parentSpanId || undefined).toBeUndefined();
     const attrs = Object.fromEntries((root!.attributes ?? []).map((a) => [a.key, a.value.stringValue]));
