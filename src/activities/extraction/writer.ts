@@ -14,7 +14,6 @@ import { DossierError } from '../../domain/errors.ts';
 import type { ExtractInput } from '../../tools/extract.ts';
 import { cancelledExtraction, sniff, tooBig, tooDense, tooMany, type ArchiveEntry } from './archives.ts';
 import type { ExtractionContext } from '../effect.ts';
-import { batchedWrites } from './batchedWrites.ts';
 import { outputOf } from '../workspaces/workspaces.ts';
 
 /** What sniff() names that extract_artifact can open (with recursive: true, it does). */
@@ -199,7 +198,6 @@ async function writeFile(
   let size = 0;
   const heads: Buffer[] = [];
   let headBytes = 0;
-  const out = batchedWrites(fd);
   try {
     for await (const chunk of entry.content!) {
       const buf = chunk as Buffer;
@@ -210,11 +208,9 @@ async function writeFile(
         headBytes += piece.length;
       }
       hash.update(buf);
-      await out.write(buf);
+      await fd.write(buf);
     }
-    await out.end();
   } catch (err) {
-    out.abandon();
     // Never leave a partial file behind a nested archive that is reported failed and kept.
     await fd.close();
     await rm(target, { force: true });
