@@ -297,40 +297,30 @@ export class LaunchService {
     deadline = Date.now() + wait.waitMs,
     watch = this.deps.launches.watchEnd(record.workflowId),
   ): Promise<LaunchReply> {
+    const { launches, client } = this.deps;
+    const end = wait.waitMs > 0 ? launchWaitSeconds.startTimer({ tool: record.tool }) : undefined;
     try {
-      return await this.waitWatched(record, attached, wait, deadline, watch);
+      // A pending launch is started by a gateway's background round: wait for that first.
+      const current = record.runId ? record : await this.untilStarted(record, deadline, wait);
+      let ended = isFinished(current.status);
+      if (current.runId && !ended) {
+        const waited = await waitForWorkflow(
+          client,
+          current.workflowId,
+          current.runId,
+          { ...wait, waitMs: deadline - Date.now() },
+          async () => (await launches.byWorkflowId(current.workflowId))?.progress ?? null,
+          watch,
+        );
+        ended = waited.ended;
+        if (waited.error) await this.settleAbnormalEnd(current, waited.error);
+      }
+      end?.({ ended: String(ended) });
+      const fresh = (await launches.byWorkflowId(record.workflowId)) ?? current;
+      return this.reply(fresh, attached);
     } finally {
       watch.stop();
     }
-  }
-
-  private async waitWatched(
-    record: LaunchRecord,
-    attached: boolean,
-    wait: WaitOptions,
-    deadline: number,
-    watch: ReturnType<LaunchStore['watchEnd']>,
-  ): Promise<LaunchReply> {
-    const { launches, client } = this.deps;
-    const end = wait.waitMs > 0 ? launchWaitSeconds.startTimer({ tool: record.tool }) : undefined;
-    // A pending launch is started by a gateway's background round: wait for that first.
-    const current = record.runId ? record : await this.untilStarted(record, deadline, wait);
-    let ended = isFinished(current.status);
-    if (current.runId && !ended) {
-      const waited = await waitForWorkflow(
-        client,
-        current.workflowId,
-        current.runId,
-        { ...wait, waitMs: deadline - Date.now() },
-        async () => (await launches.byWorkflowId(current.workflowId))?.progress ?? null,
-        watch,
-      );
-      ended = waited.ended;
-      if (waited.error) await this.settleAbnormalEnd(current, waited.error);
-    }
-    end?.({ ended: String(ended) });
-    const fresh = (await launches.byWorkflowId(record.workflowId)) ?? current;
-    return this.reply(fresh, attached);
   }
 
   /** The launch once it has a run or an outcome, or as it is at the deadline (or when the call goes). */

@@ -18,8 +18,9 @@ const PROGRESS_POLL_MS = 1_000;
 /**
  * Waits up to `wait.waitMs` for the workflow's result, or for `recorded`: the
  * store's row of the run written as ended in this process (Finishes), which is
- * what the reply reads. Returns the error the workflow ended with when it ended
- * before the deadline, undefined otherwise.
+ * what the reply reads (the caller owns that watch, and stops it). Returns the
+ * error the workflow ended with when it ended before the deadline, undefined
+ * otherwise.
  */
 export async function waitForWorkflow(
   client: Client,
@@ -27,12 +28,9 @@ export async function waitForWorkflow(
   runId: string | null,
   wait: WaitOptions,
   progress: () => Promise<Record<string, unknown> | null>,
-  recorded?: { ended: Promise<void>; stop: () => void },
+  recorded?: { ended: Promise<void> },
 ): Promise<{ ended: boolean; error?: unknown }> {
-  if (wait.waitMs <= 0 || wait.signal?.aborted) {
-    recorded?.stop();
-    return { ended: false };
-  }
+  if (wait.waitMs <= 0 || wait.signal?.aborted) return { ended: false };
   const started = Date.now();
   const deadline = started + wait.waitMs;
   const ticker = wait.onProgress
@@ -71,7 +69,6 @@ export async function waitForWorkflow(
     if (timer) clearTimeout(timer);
     if (ticker) clearInterval(ticker);
     if (gone) wait.signal?.removeEventListener('abort', gone);
-    recorded?.stop();
   }
 }
 

@@ -61,7 +61,7 @@ function toRecord(r: Row): AnalysisRecord {
 export class AnalysisStore {
   constructor(
     private readonly db: SqlExecutor,
-    private readonly finishes = new Finishes(),
+    private readonly finishes: Finishes,
   ) {}
 
   /** Resolves when this process records the end of `workflowId` (see Finishes). */

@@ -45,7 +45,7 @@ function toLaunchRecord(r: Row): LaunchRecord {
 export class LaunchStore {
   constructor(
     private readonly db: SqlExecutor,
-    private readonly finishes = new Finishes(),
+    private readonly finishes: Finishes,
   ) {}
 
   /** Resolves when this process records the end of `workflowId` (see Finishes). */

@@ -44,8 +44,6 @@ export interface Store {
   readonly annotations: AnnotationStore;
   /** Function identities across the team's artifacts, and the links diffs made between builds. */
   readonly functions: FunctionIndexStore;
-  /** The ends of launches and analyses this process records, for the calls here waiting on them. */
-  readonly finishes: Finishes;
   close(): Promise<void>;
 }
 
@@ -57,6 +55,7 @@ export function isPostgresUrl(location: string): boolean {
 export async function openStore(location: string): Promise<Store> {
   const db: SqlDriver = isPostgresUrl(location) ? new PostgresDriver(location) : new SqliteDriver(location);
   await migrate(db);
+  // The ends of launches and analyses this process records, for the calls here waiting on them.
   const finishes = new Finishes();
   return {
     dialect: db.dialect,
@@ -77,7 +76,6 @@ export async function openStore(location: string): Promise<Store> {
     retained: new RetainedStore(db),
     annotations: new AnnotationStore(db),
     functions: new FunctionIndexStore(db),
-    finishes,
     close: () => db.close(),
   };
 }
