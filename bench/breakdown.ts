@@ -22,9 +22,12 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function startProduct(extra: Record<string, string> = {}): Promise<Running> {
+export async function startProduct(
+  extra: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<Running> {
   const env = await benchEnv(extra);
-  const product = await spawnDossier('start', env, 'dossier is ready');
+  const product = await spawnDossier('start', env, 'dossier is ready', [], nodeArgs);
   const devJson = JSON.parse(readFileSync(path.join(env.DOSSIER_HOME!, 'dev.json'), 'utf8')) as DevJson;
   const pid = product.child.pid!;
   const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);

@@ -3,12 +3,10 @@
 // for 15 s; the main thread's samples of those seconds are grouped by the part
 // of dossier (or the library) on their stack and divided by the launches made,
 // and the workflow threads' busy time likewise.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { sustainedOn } from './breakdown.ts';
-import { benchEnv, callTool, connect } from './lib.ts';
+import { freshLaunches, startProduct, sustained } from './breakdown.ts';
 
 const SECONDS = 15;
 const CALLERS = 8;
@@ -76,34 +74,12 @@ function attribute(profile: CpuProfile): { parts: Map<string, number>; busy: num
 }
 
 export async function benchProfile(): Promise<string[]> {
-  const env = await benchEnv({});
   const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-profile-'));
-  const child = spawn(
-    process.execPath,
-    ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval', '500', 'bin/dossier.js', 'start'],
-    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const onData = (c: Buffer) => {
-      output += c.toString();
-      if (output.includes('dossier is ready')) resolve();
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`dossier start exited ${code}:\n${output}`)));
-  });
-  const devJson = JSON.parse(readFileSync(path.join(env.DOSSIER_HOME!, 'dev.json'), 'utf8'));
-  const clients = await Promise.all(Array.from({ length: CALLERS }, () => connect({ devJson })));
-  for (let i = 0; i < 10; i++)
-    await callTool(clients[0]!, 'capture_process_scenario', {
-      executable: '/usr/bin/true',
-      idempotency_key: `warm-${i}`,
-    });
-  const load = await sustainedOn(clients, SECONDS, 'load');
-  child.kill('SIGINT');
-  await exited;
+  // The profiles are written when the process exits (stop: SIGINT, then its end).
+  const stack = await startProduct({}, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval', '500']);
+  await freshLaunches(stack, 'warm', 10);
+  const load = await sustained(stack, CALLERS, SECONDS, 'load');
+  await stack.stop();
   const launches = load.rate * SECONDS;
   // The main thread's profile is the largest; the others are worker threads (workflows, extraction).
   const files = readdirSync(dir)

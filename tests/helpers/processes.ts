@@ -9,15 +9,17 @@ export interface Proc {
 
 /**
  * Runs `dossier <command…>` and resolves once its output contains `readyText`;
- * `inherited` descriptors are passed on as its 3, 4, … (as a shell's strays would be).
+ * `inherited` descriptors are passed on as its 3, 4, … (as a shell's strays would be);
+ * `nodeArgs` go to Node itself (a profiler's flags, say).
  */
 export async function spawnDossier(
   command: string | string[],
   env: Record<string, string>,
   readyText: string,
   inherited: number[] = [],
+  nodeArgs: string[] = [],
 ): Promise<Proc> {
-  const child = spawn(process.execPath, ['bin/dossier.js', ...[command].flat()], {
+  const child = spawn(process.execPath, [...nodeArgs, 'bin/dossier.js', ...[command].flat()], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe', ...inherited],
   });
