@@ -6,7 +6,7 @@ import type { JournalView } from '../launches/protocol.ts';
 import type { Store } from '../store/store.ts';
 import { MUTATING_DEVICE_TOOLS } from '../tools/devices.ts';
 import { interruptedOnDevice } from './devices/devices.ts';
-import { ownWorkflow } from './provenance.ts';
+import { ownRun, ownWorkflow } from './provenance.ts';
 
 export async function readJournal(store: Store, workflowId: string): Promise<JournalView> {
   ownWorkflow(workflowId);
@@ -33,7 +33,7 @@ export async function finishLaunch(
 ): Promise<LaunchOutcome> {
   ownWorkflow(workflowId);
   // The calls waiting on the launch answer once all it leaves is written (the unknown below).
-  const record = await store.launches.finish(workflowId, outcome, { announce: false });
+  const record = await store.launches.finish(workflowId, outcome, { announce: false, runId: ownRun() });
   if (!record || !isFinished(record.status)) return outcome;
   if (record.status === 'interrupted' && MUTATING_DEVICE_TOOLS.has(record.tool)) {
     // A device operation lost mid-way leaves the device in a state nobody knows: say so, on the device.

@@ -41,6 +41,11 @@ export function ownWorkflow(named: string): void {
   if (id !== named) refuse(`this activity runs for workflow ${id}, and was asked about ${named}: refused`);
 }
 
+/** The run this activity works for: its row carries it even when the run ends before its starter records it. */
+export function ownRun(): string | null {
+  return Context.current().info.workflowExecution?.runId ?? null;
+}
+
 /** Refuses an activity whose request names another team than its workflow's ID. */
 export function ownTeam(team: string): void {
   const id = running();

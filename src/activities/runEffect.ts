@@ -19,7 +19,7 @@ import { finishLaunch } from './bookkeeping.ts';
 import type { EffectContext, EffectResult } from './effect.ts';
 import type { EffectBinding } from './effects.ts';
 import { evidenceOf } from './evidenceRecord.ts';
-import { vouchForLaunch } from './provenance.ts';
+import { ownRun, vouchForLaunch } from './provenance.ts';
 import { makeWorkspace } from './workspaces/workspaces.ts';
 
 export const PROVIDER = PRODUCT;
@@ -100,7 +100,7 @@ function effectContext(
     signal: activity.cancellationSignal,
     stopping: () => Boolean(activity.cancellationDetails?.workerShutdown),
     begin: async () => {
-      if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }))) {
+      if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }, ownRun()))) {
         throw ApplicationFailure.nonRetryable(
           'the journal says an earlier attempt already began this effect; it is not run again',
           'EffectAlreadyStarted',

@@ -123,12 +123,12 @@ export class AnalysisStore {
     );
   }
 
-  /** Counts one run of the work itself, as it starts. */
-  async started(workflowId: string): Promise<void> {
+  /** Counts one run of the work itself, as it starts (`runId`, its run, kept if none is recorded yet). */
+  async started(workflowId: string, runId: string | null = null): Promise<void> {
     await this.db.run(
-      `UPDATE analyses SET runs = runs + 1, status = 'running', started_at = COALESCE(started_at, ?)
+      `UPDATE analyses SET runs = runs + 1, status = 'running', started_at = COALESCE(started_at, ?), run_id = COALESCE(run_id, ?)
        WHERE workflow_id = ? AND status IN ('pending', 'running')`,
-      [now(), workflowId],
+      [now(), runId, workflowId],
     );
   }
 
@@ -139,7 +139,7 @@ export class AnalysisStore {
     );
   }
 
-  /** Records how it ended, once per run. */
+  /** Records how it ended, once per run (`runId`, the run that ended it, kept if none is recorded yet). */
   async finish(
     workflowId: string,
     outcome: {
@@ -148,11 +148,20 @@ export class AnalysisStore {
       result: Record<string, unknown> | null;
       error: Record<string, unknown> | null;
     },
+    runId: string | null = null,
   ): Promise<AnalysisRecord | undefined> {
     const info = await this.db.run(
-      `UPDATE analyses SET status = ?, evidence_id = ?, result = ?, error = ?, finished_at = ?
+      `UPDATE analyses SET status = ?, evidence_id = ?, result = ?, error = ?, finished_at = ?, run_id = COALESCE(run_id, ?)
        WHERE workflow_id = ? AND status IN ('pending', 'running')`,
-      [outcome.status, outcome.evidenceId, json(outcome.result), json(outcome.error), now(), workflowId],
+      [
+        outcome.status,
+        outcome.evidenceId,
+        json(outcome.result),
+        json(outcome.error),
+        now(),
+        runId,
+        workflowId,
+      ],
     );
     if (info.changes === 1) this.finishes.announce(workflowId);
     return this.byWorkflowId(workflowId);

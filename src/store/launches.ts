@@ -121,11 +121,15 @@ export class LaunchStore {
     return rows.map(toLaunchRecord);
   }
 
-  async journalStarted(workflowId: string, progress?: Record<string, unknown>): Promise<boolean> {
+  async journalStarted(
+    workflowId: string,
+    progress?: Record<string, unknown>,
+    runId: string | null = null,
+  ): Promise<boolean> {
     const info = await this.db.run(
-      `UPDATE launches SET effect = 'started', status = 'running', started_at = ?, progress = ?
+      `UPDATE launches SET effect = 'started', status = 'running', started_at = ?, progress = ?, run_id = COALESCE(run_id, ?)
        WHERE workflow_id = ? AND effect = 'not_started' AND status IN ('pending', 'running')`,
-      [now(), json(progress ?? null), workflowId],
+      [now(), json(progress ?? null), runId, workflowId],
     );
     return info.changes === 1;
   }
@@ -140,17 +144,18 @@ export class LaunchStore {
   /**
    * Records the outcome once; a later call for a finished launch changes nothing. The calls of this
    * process waiting on the launch are told at once, or, with `announce: false`, when the caller
-   * calls announceEnd (once what follows the end is written too).
+   * calls announceEnd (once what follows the end is written too). `runId`, the run that ended it,
+   * is kept where the starter has not recorded its run yet: the run can end first.
    */
   async finish(
     workflowId: string,
     o: LaunchOutcome,
-    opts: { announce?: boolean } = {},
+    opts: { announce?: boolean; runId?: string | null } = {},
   ): Promise<LaunchRecord | undefined> {
     const info = await this.db.run(
-      `UPDATE launches SET status = ?, evidence_id = ?, summary = ?, error = ?, finished_at = ?
+      `UPDATE launches SET status = ?, evidence_id = ?, summary = ?, error = ?, finished_at = ?, run_id = COALESCE(run_id, ?)
        WHERE workflow_id = ? AND status IN ('pending', 'running')`,
-      [o.status, o.evidenceId, json(o.summary), json(o.error), now(), workflowId],
+      [o.status, o.evidenceId, json(o.summary), json(o.error), now(), opts.runId ?? null, workflowId],
     );
     if (info.changes === 1 && opts.announce !== false) this.finishes.announce(workflowId);
     return this.byWorkflowId(workflowId);

@@ -83,6 +83,49 @@ describe.each(BACKENDS)('store on %s', (backend) => {
     expect(await store.launches.journalStarted('launch/t/alice/k1')).toBe(false);
   });
 
+  it('keeps the run that ended a launch before its starter recorded it, and only that run', async () => {
+    // The run can begin, and end, before the call that started it writes its run ID: a call that
+    // attaches then reads a finished row, which must name the run every other reply names.
+    await store.launches.claim(launch());
+    expect(await store.launches.journalStarted('launch/t/alice/k1', undefined, 'run-1')).toBe(true);
+    const ended = await store.launches.finish(
+      'launch/t/alice/k1',
+      { status: 'succeeded', evidenceId: 'ev_1', summary: {}, error: null },
+      { runId: 'run-2' },
+    );
+    expect(ended).toMatchObject({ status: 'succeeded', runId: 'run-1' });
+    await store.launches.markRunning('launch/t/alice/k1', 'run-3');
+    expect(await store.launches.byWorkflowId('launch/t/alice/k1')).toMatchObject({ runId: 'run-1' });
+
+    await store.launches.claim(launch({ key: 'k2', workflowId: 'launch/t/alice/k2' }));
+    const cancelled = await store.launches.finish(
+      'launch/t/alice/k2',
+      { status: 'cancelled', evidenceId: null, summary: null, error: {} },
+      { runId: 'run-4' },
+    );
+    expect(cancelled).toMatchObject({ status: 'cancelled', runId: 'run-4' });
+
+    // An analysis too, from the run's first step.
+    await store.analyses.claim({
+      team: 't',
+      key: 'scan:1',
+      kind: 'query',
+      tool: 'scan_with_rules',
+      input: {},
+      databaseKey: null,
+      workflowId: 'analysis/t/scan:1',
+      requestedBy: 'alice',
+    });
+    await store.analyses.started('analysis/t/scan:1', 'run-5');
+    await store.analyses.finish(
+      'analysis/t/scan:1',
+      { status: 'succeeded', evidenceId: null, result: null, error: null },
+      'run-6',
+    );
+    await store.analyses.markRunning('analysis/t/scan:1', 'run-7');
+    expect(await store.analyses.byWorkflowId('analysis/t/scan:1')).toMatchObject({ runId: 'run-5' });
+  });
+
   it('keeps the first recorded outcome', async () => {
     await store.launches.claim(launch());
     await store.launches.finish('launch/t/alice/k1', {

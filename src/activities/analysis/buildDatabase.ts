@@ -8,7 +8,7 @@ import { keepDatabase, openDatabase, scratchFile } from '../../analysis/files.ts
 import { toToolError, type ToolError } from '../../domain/errors.ts';
 import type { DatabaseRef, DatabaseRequest } from '../../launches/protocol.ts';
 import { evidenceOf } from '../evidenceRecord.ts';
-import { ownWorkflow, vouchForDatabase } from '../provenance.ts';
+import { ownRun, ownWorkflow, vouchForDatabase } from '../provenance.ts';
 import {
   artifactFile,
   beating,
@@ -75,26 +75,34 @@ export async function buildAnalysisDatabase(deps: AnalysisDeps, req: DatabaseReq
   await vouchForDatabase(store, req);
   const existing = await store.analyses.get(req.team, req.key);
   if (existing?.status === 'succeeded' && existing.result) return refOf(existing);
-  await store.analyses.started(req.workflowId);
+  await store.analyses.started(req.workflowId, ownRun());
   try {
     const ref = await beating((beat) => buildAndKeep(deps, req, beat));
-    await store.analyses.finish(req.workflowId, {
-      status: 'succeeded',
-      evidenceId: null,
-      result: ref as unknown as Record<string, unknown>,
-      error: null,
-    });
+    await store.analyses.finish(
+      req.workflowId,
+      {
+        status: 'succeeded',
+        evidenceId: null,
+        result: ref as unknown as Record<string, unknown>,
+        error: null,
+      },
+      ownRun(),
+    );
     return ref;
   } catch (err) {
     const error = toToolError(err);
     const evidenceId = await retainFailure(deps, req, error);
     const recorded = { ...error, details: { ...error.details, evidence_id: evidenceId } };
-    await store.analyses.finish(req.workflowId, {
-      status: 'failed',
-      evidenceId,
-      result: null,
-      error: { ...recorded },
-    });
+    await store.analyses.finish(
+      req.workflowId,
+      {
+        status: 'failed',
+        evidenceId,
+        result: null,
+        error: { ...recorded },
+      },
+      ownRun(),
+    );
     throw toolFailure(recorded);
   }
 }

@@ -7,7 +7,7 @@ import type { QueryResult } from '../../analysis/queries.ts';
 import { toToolError } from '../../domain/errors.ts';
 import type { AnalysisOutcome, AnalysisRequest, DatabaseRef } from '../../launches/protocol.ts';
 import { evidenceOf } from '../evidenceRecord.ts';
-import { ownWorkflow, refuse, vouchForAnalysis } from '../provenance.ts';
+import { ownRun, ownWorkflow, refuse, vouchForAnalysis } from '../provenance.ts';
 import type { AnalysisBinding, AnalysisContext } from './bindings.ts';
 import { artifactFile, beating, providerOf, refOf, toolFailure, type AnalysisDeps } from './context.ts';
 
@@ -102,7 +102,7 @@ export async function runAnalysis(
   }
   const binding = bindings.get(req.tool);
   if (!binding) throw ApplicationFailure.nonRetryable(`no analysis bound for ${req.tool}`, 'UnknownTool');
-  await store.analyses.started(req.workflowId);
+  await store.analyses.started(req.workflowId, ownRun());
   try {
     const artifact = (req.input.artifact ?? req.input.evidence_id) as string;
     const ctx: AnalysisContext = {
@@ -125,7 +125,7 @@ export async function runAnalysis(
       summary: result.summary,
       error: null,
     };
-    await store.analyses.finish(req.workflowId, { ...outcome, result: result.summary });
+    await store.analyses.finish(req.workflowId, { ...outcome, result: result.summary }, ownRun());
     return outcome;
   } catch (err) {
     throw toolFailure(toToolError(err));
@@ -138,6 +138,6 @@ export async function finishAnalysis(
   outcome: AnalysisOutcome,
 ): Promise<AnalysisOutcome> {
   ownWorkflow(workflowId);
-  await deps.store.analyses.finish(workflowId, { ...outcome, result: outcome.summary });
+  await deps.store.analyses.finish(workflowId, { ...outcome, result: outcome.summary }, ownRun());
   return outcome;
 }
