@@ -1,13 +1,10 @@
 // The vertical slice, end to end: MCP client → HTTP gateway → Temporal → worker
 // → real process → SQLite Evidence, and back.
-import { Connection } from '@temporalio/client';
 import { execFileSync } from 'node:child_process';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { payloadKeys } from '../../src/temporal/codec.ts';
-import { dataConverter } from '../../src/temporal/dataConverter.ts';
 import { call, connectMcp, effectCounter } from '../helpers/mcp.ts';
-import { startTestStack, type TestStack } from '../helpers/stack.ts';
+import { asAuditor, startTestStack, type TestStack } from '../helpers/stack.ts';
 import { eventually } from '../helpers/wait.ts';
 
 let t: TestStack;
@@ -17,26 +14,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.stop(true);
 });
-
-/** Runs `use` with an auditor's Temporal client on a stack's namespace, holding its payload key. */
-async function asAuditor<T>(
-  stack: TestStack,
-  use: (temporal: import('@temporalio/client').Client) => Promise<T>,
-): Promise<T> {
-  const connection = await Connection.connect({ address: stack.env.DOSSIER_TEMPORAL_ADDRESS! });
-  try {
-    const { Client: TemporalClient } = await import('@temporalio/client');
-    return await use(
-      new TemporalClient({
-        connection,
-        namespace: stack.namespace,
-        dataConverter: dataConverter(payloadKeys([], stack.home)),
-      }),
-    );
-  } finally {
-    await connection.close();
-  }
-}
 
 describe('authentication', () => {
   it('answers 401 without a bearer token and with an unknown one', async () => {

@@ -2,6 +2,7 @@
 // workspaces), its own Temporal namespace on the shared dev server, a worker and
 // the HTTP gateway on a free port. MCP clients connect as agents do.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -9,6 +10,8 @@ import path from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { startStack, type Stack, type StackParts } from '../../src/dev/stack.ts';
+import { payloadKeys } from '../../src/temporal/codec.ts';
+import { dataConverter } from '../../src/temporal/dataConverter.ts';
 import type { Role } from '../../src/domain/types.ts';
 import { connectMcp } from './mcp.ts';
 
@@ -38,6 +41,10 @@ export async function startTestStack(
     DOSSIER_UI_URL: inject('uiUrl'),
     DOSSIER_NAMESPACE: namespace,
     DOSSIER_PORT: '0',
+    // The launch suite runs under either dispatch: DOSSIER_LAUNCH_DISPATCH=local npm test -- ...
+    ...(process.env.DOSSIER_LAUNCH_DISPATCH
+      ? { DOSSIER_LAUNCH_DISPATCH: process.env.DOSSIER_LAUNCH_DISPATCH }
+      : {}),
     ...opts.env,
   };
   // Test stacks use the shared Temporal (DOSSIER_TEMPORAL_ADDRESS) but, like npm start, get a local token.
@@ -86,4 +93,23 @@ export async function startTestStack(
     },
   };
   return t;
+}
+
+/** Runs `use` with an auditor's Temporal client on a stack's namespace, holding its payload key. */
+export async function asAuditor<T>(
+  stack: TestStack,
+  use: (temporal: TemporalClient) => Promise<T>,
+): Promise<T> {
+  const connection = await Connection.connect({ address: stack.env.DOSSIER_TEMPORAL_ADDRESS! });
+  try {
+    return await use(
+      new TemporalClient({
+        connection,
+        namespace: stack.namespace,
+        dataConverter: dataConverter(payloadKeys([], stack.home)),
+      }),
+    );
+  } finally {
+    await connection.close();
+  }
 }
