@@ -2,14 +2,16 @@
 // is bare Temporal on the same dev server flags (bench/floor/process.ts): one workflow, one activity
 // that spawns /usr/bin/true, started eagerly, no gateway, store or sandbox; then the same carrying
 // dossier's audit trail (memo, search attributes); then with a local activity instead (one workflow
-// task in all). dossier is `dossier start` as users run it, MCP clients launching /usr/bin/true.
-// At 1, 8 and 32 callers (DOSSIER_BENCH_FLOOR_CALLERS, a comma list, picks others), the four take
-// turns, twice; each round's ratio compares figures of the same minutes.
+// task in all). dossier is `dossier start` as users run it, MCP clients launching /usr/bin/true,
+// with each effect dispatch (DOSSIER_LAUNCH_DISPATCH activity, then local). At 1, 8 and 32 callers
+// (DOSSIER_BENCH_FLOOR_CALLERS, a comma list, picks others), the five take turns, twice; each
+// round's ratios compare figures of the same minutes, and a round of one caller times a direct
+// spawn of /usr/bin/true too, which a fresh launch's p50 is measured over.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freshLaunches, startProduct, sustained } from './breakdown.ts';
-import { ms } from './lib.ts';
+import { median, ms } from './lib.ts';
 
 const CALLER_COUNTS = (process.env.DOSSIER_BENCH_FLOOR_CALLERS ?? '1,8,32')
   .split(',')
@@ -44,8 +46,8 @@ function floor(callers: number, variant: 'bare' | 'audited' | 'local' = 'bare'):
   });
 }
 
-async function dossier(callers: number): Promise<Load> {
-  const stack = await startProduct();
+async function dossier(callers: number, dispatch: 'activity' | 'local'): Promise<Load> {
+  const stack = await startProduct({ DOSSIER_LAUNCH_DISPATCH: dispatch });
   try {
     await freshLaunches(stack, 'warm', 5);
     await sustained(stack, callers, 3, 'warm-load');
@@ -53,6 +55,21 @@ async function dossier(callers: number): Promise<Load> {
   } finally {
     await stack.stop();
   }
+}
+
+function spawnTrue(): Promise<number> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/true', [], { stdio: 'ignore' });
+    child.once('error', reject);
+    child.once('exit', () => resolve(performance.now() - t0));
+  });
+}
+
+async function directSpawn(runs = 50): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) times.push(await spawnTrue());
+  return median(times);
 }
 
 const row = (name: string, l: Load) =>
@@ -69,16 +86,27 @@ export async function benchFloor(): Promise<string[]> {
     for (let round = 1; round <= ROUNDS; round++) {
       const bare = await floor(callers);
       const audited = await floor(callers, 'audited');
-      const local = await floor(callers, 'local');
-      const ours = await dossier(callers);
+      const bareLocal = await floor(callers, 'local');
+      const ours = await dossier(callers, 'activity');
+      const oursLocal = await dossier(callers, 'local');
       const at = `${callers} callers, round ${round}`;
+      const ratio = (name: string, l: Load) =>
+        `| **ratio ${name} / bare Temporal, ${at}** | ${(l.rate / bare.rate).toFixed(2)} | ${(l.p50 / bare.p50).toFixed(2)} | | |`;
       rows.push(
         row(`bare Temporal, ${at} (process / programs / Temporal server)`, bare),
         row(`bare Temporal with dossier's memo and search attributes, ${at}`, audited),
-        row(`bare Temporal, the activity a local activity, ${at}`, local),
+        row(`bare Temporal, the activity a local activity, ${at}`, bareLocal),
         row(`dossier, ${at} (dossier process / programs / Temporal server)`, ours),
-        `| **ratio dossier / bare Temporal, ${at}** | ${(ours.rate / bare.rate).toFixed(2)} | ${(ours.p50 / bare.p50).toFixed(2)} | | |`,
+        row(`dossier, DOSSIER_LAUNCH_DISPATCH=local, ${at}`, oursLocal),
+        ratio('dossier', ours),
+        ratio('dossier local dispatch', oursLocal),
       );
+      if (callers === 1) {
+        const spawned = await directSpawn();
+        rows.push(
+          `| direct spawn of /usr/bin/true, p50 of 50, ${at}; a fresh launch over it: dossier ${ms(ours.p50 - spawned)}, local dispatch ${ms(oursLocal.p50 - spawned)} | | ${ms(spawned)} | | |`,
+        );
+      }
     }
   }
   return rows;

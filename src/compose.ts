@@ -36,6 +36,7 @@ export function buildGateway(
     namespace: config.namespace,
     uiUrl,
     eagerStart: opts.eagerStart,
+    dispatch: config.launchDispatch,
   });
   const analyses = new AnalysisService({
     analyses: store.analyses,

@@ -76,6 +76,8 @@ export interface Config {
    * elicitation when it has one; when it has none, `withoutElicitation` decides.
    */
   approval: { mode: 'elicit' | 'off'; withoutElicitation: 'operators' | 'require' };
+  /** How launches this gateway starts dispatch their effect (the request carries it to the workflow). */
+  launchDispatch: 'activity' | 'local';
 }
 
 export class ConfigError extends Error {
@@ -242,6 +244,7 @@ function toConfig(c: Env, { home, allowedRoots, inbox, teamWorkspaceBytes, ...p 
       sdkAddress: c.DOSSIER_SDK_METRICS_ADDRESS,
     },
     tracesEndpoint: c.DOSSIER_OTLP_TRACES_ENDPOINT,
+    launchDispatch: c.DOSSIER_LAUNCH_DISPATCH,
     approval: {
       mode: c.DOSSIER_CAPTURE_APPROVAL,
       withoutElicitation: c.DOSSIER_APPROVAL_WITHOUT_ELICITATION,

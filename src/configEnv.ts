@@ -225,6 +225,13 @@ export const schema = z.object({
   DOSSIER_ANALYSIS_MEMORY_MB: intIn(256, 65_536, 8_192),
   /** How long a device turn lives without renewal: a worker lost while holding a device frees it after this. */
   DOSSIER_DEVICE_TURN_MS: intIn(2_000, 600_000, 30_000),
+  /**
+   * How a launch's effect is dispatched: `activity`, an activity on its capability's queue; `local`,
+   * first as a local activity of the workflow task (one round trip fewer; see docs/operations.md).
+   */
+  DOSSIER_LAUNCH_DISPATCH: z
+    .enum(['activity', 'local'], { error: 'expected activity or local' })
+    .default('activity'),
   DOSSIER_CAPTURE_APPROVAL: z.enum(['elicit', 'off']).default('elicit'),
   DOSSIER_APPROVAL_WITHOUT_ELICITATION: z.enum(['operators', 'require']).default('operators'),
   DOSSIER_TEAM: name('local'),

@@ -14,6 +14,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { NOT_SERVED_HERE, type EffectActivities } from './launches/protocol.ts';
 import { createActivities } from './activities/index.ts';
 import type { Config } from './config.ts';
 import type { Store } from './store/store.ts';
@@ -124,6 +126,17 @@ function installRuntime(config: Config) {
   }
 }
 
+function notServedHere(capability: string): EffectActivities['runEffect'] {
+  return () =>
+    Promise.reject(
+      ApplicationFailure.create({
+        type: NOT_SERVED_HERE,
+        message: `this worker does not serve the ${capability} capability`,
+        nonRetryable: true,
+      }),
+    );
+}
+
 export async function startWorkers(deps: {
   config: Config;
   store: Store;
@@ -151,7 +164,14 @@ export async function startWorkers(deps: {
   const tracingOptions = traced
     ? { interceptors: { activity: traced.activityInterceptors }, sinks: traced.sinks }
     : {};
-  const { effects, bookkeeping, analysis, maintain } = createActivities({ store, config, client });
+  // The grace period of a stop, for the local effects the SDK lets run past it.
+  const stopped = new AbortController();
+  const { effects, bookkeeping, analysis, maintain } = createActivities({
+    store,
+    config,
+    client,
+    stopped: stopped.signal,
+  });
   // Housekeeping now and hourly: reclaim workspaces past their retention, and what dead workers left.
   void maintain();
   const housekeeping = setInterval(() => void maintain(), 3_600_000);
@@ -187,11 +207,14 @@ export async function startWorkers(deps: {
           ? {
               activities: capability === 'analysis' ? { ...effects, ...analysis } : effects,
               maxConcurrentActivityTaskExecutions: config.workerConcurrency,
+              maxConcurrentLocalActivityExecutions: config.workerConcurrency,
               // Heartbeats carry cancellation back to the activity: send them at
               // least every second so cancel_launch ends a process within ~1-2 s.
               maxHeartbeatThrottleInterval: '1 second',
             }
-          : { enableNonLocalActivities: false }),
+          : // A launch dispatched here first (DOSSIER_LAUNCH_DISPATCH=local) is refused, untouched,
+            // and its workflow hands it to the capability's queue.
+            { activities: { runEffect: notServedHere(capability) }, enableNonLocalActivities: false }),
         // A stopping worker lets running launches finish this long, then ends them (recorded interrupted).
         shutdownGraceTime: config.shutdownGraceMs,
         ...tracingOptions,
@@ -203,8 +226,10 @@ export async function startWorkers(deps: {
     connection,
     async shutdown() {
       clearInterval(housekeeping);
+      const grace = setTimeout(() => stopped.abort(), config.shutdownGraceMs);
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await Promise.allSettled(running);
+      clearTimeout(grace);
       await connection.close();
       await clientConnection.close();
     },

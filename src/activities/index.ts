@@ -17,7 +17,13 @@ import { runEffectReported, type EffectDeps } from './runEffect.ts';
 import { TeamDisk } from './workspaces/teamDisk.ts';
 import { sweepWorkspaces } from './workspaces/workspaces.ts';
 
-export function createActivities(deps: { store: Store; config: Config; client: Client }) {
+export function createActivities(deps: {
+  store: Store;
+  config: Config;
+  client: Client;
+  /** Aborted when a stopping worker's grace period is over. */
+  stopped?: AbortSignal;
+}) {
   const { store, config } = deps;
   const sandbox = new Sandbox(config.sandbox);
   const analyses = createAnalysisActivities({ store, config, sandbox, client: deps.client });
@@ -29,6 +35,7 @@ export function createActivities(deps: { store: Store; config: Config; client: C
     log: (line) => console.error(line),
   });
   const effectDeps: EffectDeps = {
+    stopped: deps.stopped,
     store,
     config,
     sandbox,

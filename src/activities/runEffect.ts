@@ -35,9 +35,38 @@ export interface EffectDeps {
   effects: ReadonlyMap<string, EffectBinding>;
   /** Records what a finished launch keeps for its team; never fails. */
   retain(req: LaunchRequest, workspace: string): Promise<void>;
+  /**
+   * Aborted once a stopping worker's grace period (DOSSIER_SHUTDOWN_GRACE_MS) is over. The SDK
+   * cancels its activities then, but not its local activities: a local effect ends on this.
+   */
+  stopped?: AbortSignal;
 }
 
 type Activity = ReturnType<typeof Context.current>;
+
+/**
+ * What ends the effect early: its cancel. A local activity holds its workflow task, so a cancel
+ * reaches it through Temporal only when the SDK renews that task (8 s at most): it also looks, each
+ * second, whether cancel_launch asked it in the store; and it ends on its worker's stop.
+ */
+function endSignal(deps: EffectDeps, req: LaunchRequest, activity: Activity) {
+  if (!activity.info.isLocal) return { signal: activity.cancellationSignal, stop: () => undefined };
+  const asked = new AbortController();
+  const look = setInterval(() => {
+    deps.store.launches
+      .cancelRequested(req.workflowId)
+      .then((yes) => yes && asked.abort(new CancelledFailure('CANCELLED')))
+      .catch(() => undefined);
+  }, 1_000);
+  const signals = [activity.cancellationSignal, asked.signal, ...(deps.stopped ? [deps.stopped] : [])];
+  return { signal: AbortSignal.any(signals), stop: () => clearInterval(look) };
+}
+
+/** The worker is stopping: an activity's cancel says so in its details, a local activity's worker itself. */
+function workerStopping(deps: EffectDeps, activity: Activity): boolean {
+  if (activity.cancellationDetails?.workerShutdown) return true;
+  return activity.info.isLocal && Boolean(deps.stopped?.aborted);
+}
 
 /** The launch's own workspace: one per dispatch (a launch re-dispatched after a lost worker is another activity of the same run). */
 function workspaceOf(config: Config, req: LaunchRequest, activity: Activity): string {
@@ -64,14 +93,16 @@ function launchProgress(store: Store, req: LaunchRequest, activity: Activity) {
     lastWrite = Date.now();
     store.launches.recordProgress(req.workflowId, latest).catch(() => undefined);
   };
+  // A local activity has no heartbeat: its workflow task is its worker's, kept alive by the SDK.
+  const heartbeat = activity.info.isLocal ? () => undefined : (facts: unknown) => activity.heartbeat(facts);
   const beat = setInterval(() => {
-    activity.heartbeat(latest);
+    heartbeat(latest);
     if (written !== latest) writeProgress();
   }, 1_000);
   return {
     progress(facts: Record<string, unknown>) {
       latest = facts;
-      activity.heartbeat(facts);
+      heartbeat(facts);
       if (Date.now() - lastWrite >= PROGRESS_WRITE_INTERVAL_MS) writeProgress();
     },
     stop: () => clearInterval(beat),
@@ -84,6 +115,7 @@ function effectContext(
   req: LaunchRequest,
   workspace: string,
   activity: Activity,
+  signal: AbortSignal,
   progress: (facts: Record<string, unknown>) => void,
   began: () => void,
 ): EffectContext {
@@ -97,8 +129,8 @@ function effectContext(
     keys,
     attemptId: path.basename(workspace),
     workspace,
-    signal: activity.cancellationSignal,
-    stopping: () => Boolean(activity.cancellationDetails?.workerShutdown),
+    signal,
+    stopping: () => workerStopping(deps, activity),
     begin: async () => {
       if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }, ownRun()))) {
         throw ApplicationFailure.nonRetryable(
@@ -189,7 +221,16 @@ async function runEffect(deps: EffectDeps, req: LaunchRequest): Promise<LaunchOu
   let begun = false;
   const ran = effectSeconds.startTimer({ tool: req.tool });
   const beats = launchProgress(store, req, activity);
-  const ctx = effectContext(deps, req, workspace, activity, beats.progress, () => (begun = true));
+  const ends = endSignal(deps, req, activity);
+  const ctx = effectContext(
+    deps,
+    req,
+    workspace,
+    activity,
+    ends.signal,
+    beats.progress,
+    () => (begun = true),
+  );
   let outcome: LaunchOutcome;
   try {
     const result = boundCollections(await effect(req.input, ctx), config.maxCollectionRows);
@@ -199,7 +240,7 @@ async function runEffect(deps: EffectDeps, req: LaunchRequest): Promise<LaunchOu
       await deps.retain(req, workspace);
       throw err;
     }
-    if (!begun && activity.cancellationDetails?.workerShutdown) {
+    if (!begun && workerStopping(deps, activity)) {
       await deps.retain(req, workspace);
       // Nothing was done: another worker may take the launch (the workflow dispatches it again).
       throw ApplicationFailure.create({
@@ -217,8 +258,9 @@ async function runEffect(deps: EffectDeps, req: LaunchRequest): Promise<LaunchOu
     };
   } finally {
     beats.stop();
+    ends.stop();
   }
-  if (outcome.status !== 'succeeded' && activity.cancellationDetails?.workerShutdown)
+  if (outcome.status !== 'succeeded' && workerStopping(deps, activity))
     outcome = interruptedByShutdown(outcome, begun, config);
   ran({ status: outcome.status });
   // Before the launch is seen finished: its reply finds the team's disk already within its bound.

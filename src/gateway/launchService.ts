@@ -11,6 +11,7 @@ import { isFinished, type LaunchRecord, type Page, type Principal } from '../dom
 import type { ToolContract } from '../tools/contract.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
+import type { LaunchRequest } from '../launches/protocol.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
 import { launchCalls, launchWaitSeconds, type Backlog } from '../metrics/metrics.ts';
 import proto from '@temporalio/proto';
@@ -47,6 +48,8 @@ export class LaunchService {
        * eager start (the first workflow task comes back with the start and runs here).
        */
       eagerStart?: boolean;
+      /** How the effect is dispatched (DOSSIER_LAUNCH_DISPATCH); by default as an activity. */
+      dispatch?: LaunchRequest['dispatch'];
     },
   ) {}
 
@@ -176,6 +179,8 @@ export class LaunchService {
       }
       return this.reply(now, true);
     }
+    // A local effect holds its workflow task and hears of the cancel here, not through Temporal.
+    await this.deps.launches.requestCancel(record.workflowId);
     return this.wait(record, true, wait);
   }
 
@@ -279,11 +284,12 @@ export class LaunchService {
     contract: ToolContract,
     deadline: number,
   ): Promise<string> {
-    const { client, devices, eagerStart } = this.deps;
+    const { client, devices, eagerStart, dispatch } = this.deps;
     const runId = await startLaunchWorkflow(client, record, contract, {
       deadline,
       device: await deviceAttributes(devices, record),
       eagerStart,
+      dispatch,
     });
     await this.deps.launches.markRunning(record.workflowId, runId);
     return runId;

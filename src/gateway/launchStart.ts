@@ -16,7 +16,11 @@ import { grpcCode } from './waiting.ts';
 const GRPC_UNREACHABLE = new Set([4, 14]); // DEADLINE_EXCEEDED, UNAVAILABLE
 
 /** What the launch workflow runs with, from its claimed record. */
-function launchRequest(record: LaunchRecord, contract: ToolContract): LaunchRequest {
+function launchRequest(
+  record: LaunchRecord,
+  contract: ToolContract,
+  dispatch: LaunchRequest['dispatch'],
+): LaunchRequest {
   const input = record.input as Record<string, unknown>;
   return {
     workflowId: record.workflowId,
@@ -29,6 +33,7 @@ function launchRequest(record: LaunchRecord, contract: ToolContract): LaunchRequ
     bodyDigest: record.bodyDigest,
     investigation: record.investigation,
     maxRunMs: contract.maxRunMs?.(input) ?? DEFAULT_MAX_RUN_MS,
+    ...(dispatch === 'local' ? { dispatch } : {}),
   };
 }
 
@@ -41,9 +46,14 @@ export async function startLaunchWorkflow(
   client: Client,
   record: LaunchRecord,
   contract: ToolContract,
-  how: { deadline: number; device: Awaited<ReturnType<typeof deviceAttributes>>; eagerStart?: boolean },
+  how: {
+    deadline: number;
+    device: Awaited<ReturnType<typeof deviceAttributes>>;
+    eagerStart?: boolean;
+    dispatch?: LaunchRequest['dispatch'];
+  },
 ): Promise<string> {
-  const request = launchRequest(record, contract);
+  const request = launchRequest(record, contract, how.dispatch);
   try {
     const { runId } = await client.connection.withDeadline(how.deadline, () =>
       startOrAttachWorkflow(client, 'launchWorkflow', {

@@ -18,7 +18,16 @@ export interface LaunchRequest {
   bodyDigest: string;
   investigation: string | null;
   maxRunMs: number;
+  /**
+   * `local`: the workflow task that schedules the effect runs it (a local activity), where its
+   * worker serves the capability; elsewhere, and on any later dispatch, it is an activity on the
+   * capability's queue. Absent: always the activity.
+   */
+  dispatch?: 'activity' | 'local';
 }
+
+/** A worker that does not serve the launch's capability refuses a local dispatch with this type. */
+export const NOT_SERVED_HERE = 'DossierNotServedHere';
 
 export interface JournalView {
   effect: EffectJournal;

@@ -134,6 +134,23 @@ export class LaunchStore {
     return info.changes === 1;
   }
 
+  /** Notes that a principal asked to cancel a launch that has not finished. */
+  async requestCancel(workflowId: string): Promise<void> {
+    await this.db.run(
+      `UPDATE launches SET cancel_requested_at = ?
+       WHERE workflow_id = ? AND status IN ('pending', 'running') AND cancel_requested_at IS NULL`,
+      [now(), workflowId],
+    );
+  }
+
+  /** Whether a cancel was asked of the launch (its local effect, which has no heartbeat, looks here). */
+  async cancelRequested(workflowId: string): Promise<boolean> {
+    const r = await this.db.get<Row>('SELECT cancel_requested_at FROM launches WHERE workflow_id = ?', [
+      workflowId,
+    ]);
+    return Boolean(r?.cancel_requested_at);
+  }
+
   async recordProgress(workflowId: string, progress: Record<string, unknown>): Promise<void> {
     await this.db.run(`UPDATE launches SET progress = ? WHERE workflow_id = ? AND status = 'running'`, [
       JSON.stringify(progress),

@@ -2,7 +2,7 @@
 // revisions (which are also the team's log of who changed what, and when),
 // the identities of the functions of every analysed artifact, and the links a
 // diff made between the functions of two builds. Versions from 14 on, listed
-// after those of migrations.ts.
+// after those of migrations.ts (15, a launch's cancel request, too).
 import type { Migration } from './migration.ts';
 
 export const KNOWLEDGE_MIGRATIONS: Migration[] = [
@@ -82,6 +82,13 @@ CREATE TABLE function_links (
   PRIMARY KEY (team, artifact, address, base)
 );
 CREATE INDEX function_links_by_base ON function_links (team, base, base_address);
+`,
+  },
+  {
+    version: 15,
+    name: 'A cancel asked of a launch, which a local effect (no heartbeat) reads from here',
+    sql: `
+ALTER TABLE launches ADD COLUMN cancel_requested_at TEXT;
 `,
   },
 ];

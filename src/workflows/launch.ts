@@ -6,11 +6,14 @@ import {
   CancellationScope,
   isCancellation,
   proxyActivities,
+  proxyLocalActivities,
+  sleep,
   TimeoutFailure,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.ts';
 import {
+  NOT_SERVED_HERE,
   UNVOUCHED,
   WORKER_SHUTDOWN,
   type BookkeepingActivities,
@@ -43,25 +46,40 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
     scheduleToStartTimeout: '10 minutes',
     cancellationType: 'WAIT_CANCELLATION_COMPLETED',
   });
+  // The same effect run by the worker that runs this workflow task, without a task of its own:
+  // the journal keeps it to one run when a lost worker's task is run again elsewhere.
+  const local = proxyLocalActivities<EffectActivities>({
+    retry: { maximumAttempts: 1 },
+    startToCloseTimeout: req.maxRunMs,
+    cancellationType: 'WAIT_CANCELLATION_COMPLETED',
+  });
 
   let outcome: LaunchOutcome | undefined;
+  let here = req.dispatch === 'local';
   for (let dispatch = 1; !outcome; dispatch++) {
     try {
       // runEffect records its own outcome in the store before returning it,
       // so the happy path needs no further bookkeeping round trip.
-      return settle(await effects.runEffect(req));
+      return settle(await (here ? local : effects).runEffect(req));
     } catch (err) {
       if (err instanceof ApplicationFailure && err.type === LAUNCH_FAILED) throw err;
+      // Only the first dispatch is tried here; a worker that does not serve the capability
+      // refuses it before anything runs, and the capability's queue takes it (the refusal is no dispatch).
+      const refusedHere = here && failedWith(err, NOT_SERVED_HERE);
+      here = false;
+      if (refusedHere) {
+        dispatch--;
+        continue;
+      }
       // Not the launch claimed under this ID (a forged start): nothing ran, and nothing is written
       // over the claim, which its own workflow settles.
-      if (isUnvouched(err)) throw ApplicationFailure.nonRetryable(err.cause.message, UNVOUCHED);
+      if (failedWith(err, UNVOUCHED)) throw ApplicationFailure.nonRetryable(causeOf(err).message, UNVOUCHED);
       if (isCancellation(err)) {
         // Record, then let the workflow end as Canceled so the UI shows it so.
         await CancellationScope.nonCancellable(() =>
           bookkeeping.finishLaunch(req.workflowId, cancelledOutcome()),
         );
-        upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.outcome, value: 'cancelled' }]);
-        throw err;
+        return endCancelled(err);
       }
       const journal = await bookkeeping.readJournal(req.workflowId);
       if (noWorkerServes(err) && journal.effect === 'not_started') {
@@ -83,9 +101,29 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
   }
   // Record even if a cancellation arrives at this very moment.
   const recorded = outcome;
-  return settle(
-    await CancellationScope.nonCancellable(() => bookkeeping.finishLaunch(req.workflowId, recorded)),
+  const stored = await CancellationScope.nonCancellable(() =>
+    bookkeeping.finishLaunch(req.workflowId, recorded),
   );
+  // A local effect hears cancel_launch through the store, which the gateway writes once Temporal
+  // has the cancel: it reaches this workflow a moment later, and the workflow ends Canceled then.
+  if (req.dispatch === 'local' && stored.status === 'cancelled') {
+    try {
+      await sleep(CANCEL_ARRIVES_MS);
+    } catch (err) {
+      if (isCancellation(err)) return endCancelled(err);
+      throw err;
+    }
+  }
+  return settle(stored);
+}
+
+/** How long a launch whose local effect was cancelled waits for Temporal's cancel to reach it. */
+const CANCEL_ARRIVES_MS = 30_000;
+
+/** Ends the workflow Canceled, its outcome in the audit. */
+function endCancelled(err: unknown): never {
+  upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.outcome, value: 'cancelled' }]);
+  throw err;
 }
 
 /** The failure type of a launch that ended without succeeding; its details hold the outcome. */
@@ -118,24 +156,28 @@ export function isUnvouched(err: unknown): err is ActivityFailure & { cause: App
   );
 }
 
+/** What a dispatch failed with: an activity's failure wraps it, a local activity's is it. */
+function causeOf(err: unknown): Error {
+  return (err instanceof ActivityFailure ? err.cause : err) as Error;
+}
+
+function failedWith(err: unknown, type: string): boolean {
+  const cause = causeOf(err);
+  return cause instanceof ApplicationFailure && cause.type === type;
+}
+
 function isLostWorker(err: unknown): boolean {
-  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+  return causeOf(err) instanceof TimeoutFailure;
 }
 
 /** The effect's worker was stopped before the effect began (runEffect says so). */
 function isStoppedWorker(err: unknown): boolean {
-  return (
-    err instanceof ActivityFailure &&
-    err.cause instanceof ApplicationFailure &&
-    err.cause.type === WORKER_SHUTDOWN
-  );
+  return failedWith(err, WORKER_SHUTDOWN);
 }
 
 function noWorkerServes(err: unknown): boolean {
-  return (
-    isLostWorker(err) &&
-    (err as ActivityFailure & { cause: TimeoutFailure }).cause.timeoutType === 'SCHEDULE_TO_START'
-  );
+  const cause = causeOf(err);
+  return cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START';
 }
 
 function noWorkerOutcome(capability: string): LaunchOutcome {
@@ -158,7 +200,7 @@ function cancelledOutcome(): LaunchOutcome {
 }
 
 function failureOutcome(err: unknown, effectStarted: boolean): LaunchOutcome {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const cause = causeOf(err);
   if (effectStarted || cause instanceof TimeoutFailure) {
     return errorOutcome(
       'interrupted',
