@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freshLaunches, startProduct, sustained } from './breakdown.ts';
-import { median, ms } from './lib.ts';
+import { median, ms, spawnTrue } from './lib.ts';
 
 const CALLER_COUNTS = (process.env.DOSSIER_BENCH_FLOOR_CALLERS ?? '1,8,32')
   .split(',')
@@ -55,15 +55,6 @@ async function dossier(callers: number, dispatch: 'activity' | 'local'): Promise
   } finally {
     await stack.stop();
   }
-}
-
-function spawnTrue(): Promise<number> {
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/true', [], { stdio: 'ignore' });
-    child.once('error', reject);
-    child.once('exit', () => resolve(performance.now() - t0));
-  });
 }
 
 async function directSpawn(runs = 50): Promise<number> {

@@ -1,10 +1,9 @@
 // Launch figures (issues 2 and 3): stack start, fresh launch vs direct spawn,
 // retry of a finished key vs a no-op gateway call, 100 concurrent duplicates,
 // sustained launches per second. Everything runs on this machine, on loopback.
-import { spawn } from 'node:child_process';
 import { effectCounter } from '../tests/helpers/mcp.ts';
 import { spawnDossier } from '../tests/helpers/processes.ts';
-import { benchEnv, benchStack, callTool, connect, median, ms, percentile, timed } from './lib.ts';
+import { benchEnv, benchStack, callTool, connect, median, ms, percentile, spawnTrue, timed } from './lib.ts';
 
 const RUNS = 20;
 /** Retries and `whoami` calls take ~2 ms: more of them, for a stable median. */
@@ -14,15 +13,6 @@ async function startOnce(env: Record<string, string>): Promise<number> {
   const [elapsed, product] = await timed(() => spawnDossier('start', env, 'dossier is ready'));
   await product.kill('SIGINT');
   return elapsed;
-}
-
-function spawnTrue(): Promise<number> {
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/true', [], { stdio: 'ignore' });
-    child.once('error', reject);
-    child.once('exit', () => resolve(performance.now() - t0));
-  });
 }
 
 export async function benchLaunches(): Promise<string[]> {

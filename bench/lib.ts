@@ -1,6 +1,7 @@
 // Shared helpers for benchmarks: statistics, a real embedded stack, MCP clients.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,6 +35,16 @@ export function percentile(xs: number[], p: number): number {
 }
 
 export const ms = (x: number) => `${x.toFixed(x < 10 ? 2 : 1)} ms`;
+
+/** One direct spawn of /usr/bin/true, to its exit: what a launch of it is measured over. */
+export function spawnTrue(): Promise<number> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/true', [], { stdio: 'ignore' });
+    child.once('error', reject);
+    child.once('exit', () => resolve(performance.now() - t0));
+  });
+}
 
 export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const t0 = performance.now();
