@@ -4,6 +4,7 @@
 // payloads must stay far below 2 MiB).
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import { sha256Hex } from '../domain/canonical.ts';
@@ -15,7 +16,7 @@ import { effectSeconds } from '../metrics/metrics.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { Store } from '../store/store.ts';
 import type { PayloadKey } from '../temporal/codec.ts';
-import { finishLaunch } from './bookkeeping.ts';
+import { finishLaunch, readJournal } from './bookkeeping.ts';
 import type { EffectContext, EffectResult } from './effect.ts';
 import type { EffectBinding } from './effects.ts';
 import { evidenceOf } from './evidenceRecord.ts';
@@ -51,15 +52,28 @@ type Activity = ReturnType<typeof Context.current>;
  */
 function endSignal(deps: EffectDeps, req: LaunchRequest, activity: Activity) {
   if (!activity.info.isLocal) return { signal: activity.cancellationSignal, stop: () => undefined };
-  const asked = new AbortController();
+  // One controller of its own, its listeners taken off at the end: the worker-wide `stopped`
+  // signal must not keep a reference to every local effect it has seen.
+  const ends = new AbortController();
+  const end = () => ends.abort(new CancelledFailure('CANCELLED'));
+  const sources = [activity.cancellationSignal, ...(deps.stopped ? [deps.stopped] : [])];
+  for (const source of sources) {
+    if (source.aborted) end();
+    else source.addEventListener('abort', end, { once: true });
+  }
   const look = setInterval(() => {
     deps.store.launches
       .cancelRequested(req.workflowId)
-      .then((yes) => yes && asked.abort(new CancelledFailure('CANCELLED')))
+      .then((yes) => yes && end())
       .catch(() => undefined);
   }, 1_000);
-  const signals = [activity.cancellationSignal, asked.signal, ...(deps.stopped ? [deps.stopped] : [])];
-  return { signal: AbortSignal.any(signals), stop: () => clearInterval(look) };
+  return {
+    signal: ends.signal,
+    stop: () => {
+      clearInterval(look);
+      for (const source of sources) source.removeEventListener('abort', end);
+    },
+  };
 }
 
 /** The worker is stopping: an activity's cancel says so in its details, a local activity's worker itself. */
@@ -68,14 +82,19 @@ function workerStopping(deps: EffectDeps, activity: Activity): boolean {
   return activity.info.isLocal && Boolean(deps.stopped?.aborted);
 }
 
-/** The launch's own workspace: one per dispatch (a launch re-dispatched after a lost worker is another activity of the same run). */
+/**
+ * The launch's own workspace: one per dispatch (a launch re-dispatched after a lost worker is another
+ * activity of the same run). A local activity run again after its worker was lost has the same ID
+ * and attempt as the lost one: a nonce tells them apart (its workspace, its device turn).
+ */
 function workspaceOf(config: Config, req: LaunchRequest, activity: Activity): string {
   const runId = activity.info.workflowExecution?.runId ?? 'unknown';
+  const nonce = activity.info.isLocal ? `-${randomUUID().slice(0, 8)}` : '';
   return path.join(
     config.home,
     'workspaces',
     sha256Hex(req.workflowId).slice(0, 24),
-    `${runId}-${activity.info.activityId}-${activity.info.attempt}`,
+    `${runId}-${activity.info.activityId}-${activity.info.attempt}${nonce}`,
   );
 }
 
@@ -132,16 +151,19 @@ function effectContext(
     signal,
     stopping: () => workerStopping(deps, activity),
     begin: async () => {
-      if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }, ownRun()))) {
-        throw ApplicationFailure.nonRetryable(
-          'the journal says an earlier attempt already began this effect; it is not run again',
-          'EffectAlreadyStarted',
-        );
-      }
+      if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }, ownRun())))
+        throw alreadyStarted();
       began();
     },
     progress,
   };
+}
+
+function alreadyStarted(): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    'the journal says an earlier attempt already began this effect; it is not run again',
+    'EffectAlreadyStarted',
+  );
 }
 
 /** Keeps every collection within `max` rows, and says so in the result's limitations. */
@@ -215,6 +237,12 @@ async function runEffect(deps: EffectDeps, req: LaunchRequest): Promise<LaunchOu
   const effect = deps.effects.get(req.tool)?.run;
   if (!effect)
     throw ApplicationFailure.nonRetryable(`no effect implementation for tool ${req.tool}`, 'UnknownTool');
+  // A local activity is run again when its workflow task is (its worker lost): where the journal
+  // already says the effect began or ended, nothing of it is prepared again (a workspace, a device turn).
+  if (activity.info.isLocal) {
+    const journal = await readJournal(store, req.workflowId);
+    if (journal.effect !== 'not_started' || journal.finished) throw alreadyStarted();
+  }
   const workspace = workspaceOf(config, req, activity);
   await makeWorkspace(workspace);
 

@@ -48,7 +48,7 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
   });
   // The same effect run by the worker that runs this workflow task, without a task of its own:
   // the journal keeps it to one run when a lost worker's task is run again elsewhere.
-  const local = proxyLocalActivities<EffectActivities>({
+  const inTask = proxyLocalActivities<EffectActivities>({
     retry: { maximumAttempts: 1 },
     startToCloseTimeout: req.maxRunMs,
     cancellationType: 'WAIT_CANCELLATION_COMPLETED',
@@ -57,31 +57,38 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
   let outcome: LaunchOutcome | undefined;
   let here = req.dispatch === 'local';
   for (let dispatch = 1; !outcome; dispatch++) {
+    // Only the first dispatch may be local; any later one goes to the capability's queue.
+    const local = here;
+    here = false;
     try {
       // runEffect records its own outcome in the store before returning it,
       // so the happy path needs no further bookkeeping round trip.
-      return settle(await (here ? local : effects).runEffect(req));
+      return settle(await (local ? inTask : effects).runEffect(req));
     } catch (err) {
       if (err instanceof ApplicationFailure && err.type === LAUNCH_FAILED) throw err;
-      // Only the first dispatch is tried here; a worker that does not serve the capability
-      // refuses it before anything runs, and the capability's queue takes it (the refusal is no dispatch).
-      const refusedHere = here && failedWith(err, NOT_SERVED_HERE);
-      here = false;
-      if (refusedHere) {
+      // A worker that does not serve the capability refuses a local dispatch before anything
+      // runs, and the capability's queue takes it (the refusal is no dispatch).
+      if (local && failedWith(err, NOT_SERVED_HERE)) {
         dispatch--;
         continue;
       }
       // Not the launch claimed under this ID (a forged start): nothing ran, and nothing is written
       // over the claim, which its own workflow settles.
       if (failedWith(err, UNVOUCHED)) throw ApplicationFailure.nonRetryable(causeOf(err).message, UNVOUCHED);
-      if (isCancellation(err)) {
+      // A local effect cancelled through the store ends before Temporal's cancel reaches here.
+      const cancelledHere = local && failedWith(err, CANCELLED_TYPE);
+      if (isCancellation(err) || cancelledHere) {
         // Record, then let the workflow end as Canceled so the UI shows it so.
-        await CancellationScope.nonCancellable(() =>
+        const stored = await CancellationScope.nonCancellable(() =>
           bookkeeping.finishLaunch(req.workflowId, cancelledOutcome()),
         );
-        return endCancelled(err);
+        return cancelledHere ? settleCancelled(stored) : endCancelled(err);
       }
-      const journal = await bookkeeping.readJournal(req.workflowId);
+      // After a local dispatch, Temporal's cancel may arrive while the journal is read (its task
+      // was run again): the journal is read to the end, so the workflow settles as the store says.
+      const journal = local
+        ? await CancellationScope.nonCancellable(() => bookkeeping.readJournal(req.workflowId))
+        : await bookkeeping.readJournal(req.workflowId);
       if (noWorkerServes(err) && journal.effect === 'not_started') {
         outcome = noWorkerOutcome(req.capability);
       } else if (journal.finished) {
@@ -104,15 +111,23 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
   const stored = await CancellationScope.nonCancellable(() =>
     bookkeeping.finishLaunch(req.workflowId, recorded),
   );
-  // A local effect hears cancel_launch through the store, which the gateway writes once Temporal
-  // has the cancel: it reaches this workflow a moment later, and the workflow ends Canceled then.
-  if (req.dispatch === 'local' && stored.status === 'cancelled') {
-    try {
-      await sleep(CANCEL_ARRIVES_MS);
-    } catch (err) {
-      if (isCancellation(err)) return endCancelled(err);
-      throw err;
-    }
+  if (req.dispatch === 'local' && stored.status === 'cancelled') return settleCancelled(stored);
+  return settle(stored);
+}
+
+/** How a CancelledFailure thrown by a local activity that Temporal did not cancel reaches its workflow. */
+const CANCELLED_TYPE = 'CancelledFailure';
+
+/**
+ * A local effect hears cancel_launch through the store, which the gateway writes once Temporal has
+ * the cancel: the cancel reaches this workflow a moment later, and the workflow ends Canceled then.
+ */
+async function settleCancelled(stored: LaunchOutcome): Promise<LaunchOutcome> {
+  try {
+    await sleep(CANCEL_ARRIVES_MS);
+  } catch (err) {
+    if (isCancellation(err)) return endCancelled(err);
+    throw err;
   }
   return settle(stored);
 }

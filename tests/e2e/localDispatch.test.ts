@@ -2,8 +2,12 @@
 // that schedules it, on a worker that serves its capability. The key contract holds as with an
 // activity; what differs is the audit's history (a marker, no activity task), and cancel_launch
 // reaches the effect through the store while its worker holds the workflow task.
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../src/domain/canonical.ts';
 import { call, effectCounter, slowEffect } from '../helpers/mcp.ts';
+import { spawnDossier, type Proc } from '../helpers/processes.ts';
 import { asAuditor, startTestStack, type TestStack } from '../helpers/stack.ts';
 import { eventually } from '../helpers/wait.ts';
 
@@ -64,6 +68,7 @@ describe('local dispatch', () => {
     expect(cancelled.evidence_id).toMatch(/^ev_/);
     const { description } = await closedHistory(t, cancelled.launch.workflow_id);
     expect(description.status.name).toBe('CANCELLED');
+    expect(description.searchAttributes).toMatchObject({ DossierOutcome: ['cancelled'] });
     const retry = await call(client, 'capture_process_scenario', args);
     expect(retry).toMatchObject({ status: 'cancelled', launch: { attached: true } });
     expect(effect.count()).toBe(1);
@@ -97,4 +102,64 @@ describe('local dispatch', () => {
       await only.stop(true);
     }
   });
+});
+
+describe('local dispatch, its worker in a process of its own', () => {
+  let gateway: TestStack;
+  let worker: Proc;
+  const startWorker = () => spawnDossier('worker', gateway.env, 'worker ready');
+  beforeAll(async () => {
+    gateway = await startTestStack({
+      env: { DOSSIER_LAUNCH_DISPATCH: 'local', DOSSIER_SHUTDOWN_GRACE_MS: '1500' },
+      parts: { workers: false },
+    });
+    worker = await startWorker();
+  });
+  afterAll(async () => {
+    await worker?.kill('SIGKILL');
+    await gateway?.stop(true);
+  });
+
+  it('a worker killed mid-effect: the task run again finds the journal begun, and the launch ends interrupted, never re-run', async () => {
+    const client = await gateway.connect();
+    const effect = effectCounter(gateway.home);
+    const args = { ...slowEffect(effect, 120), idempotency_key: 'local-killed', wait_ms: 0 };
+    await call(client, 'capture_process_scenario', args);
+    await eventually('the effect to begin', () => effect.count() === 1);
+    await worker.kill('SIGKILL');
+    worker = await startWorker();
+    // The lost worker's workflow task times out (10 s) before another worker runs it again.
+    const outcome = await call(client, 'await_launch', { idempotency_key: 'local-killed', wait_ms: 60_000 });
+    expect(outcome).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
+    const retry = await call(client, 'capture_process_scenario', { ...args, wait_ms: 1_000 });
+    expect(retry).toMatchObject({ status: 'interrupted', launch: { attached: true } });
+    expect(effect.count()).toBe(1);
+    // The run again prepared nothing: the lost worker's workspace is the launch's only one.
+    const workspaces = path.join(
+      gateway.home,
+      'workspaces',
+      sha256Hex(outcome.launch.workflow_id).slice(0, 24),
+    );
+    expect(readdirSync(workspaces).filter((name) => !name.endsWith('.made'))).toHaveLength(1);
+  }, 90_000);
+
+  it('a stopping worker ends its local effect at its grace period: interrupted, reason worker_shutdown', async () => {
+    const client = await gateway.connect();
+    const effect = effectCounter(gateway.home);
+    const args = { ...slowEffect(effect, 60), idempotency_key: 'local-stopped', wait_ms: 0 };
+    await call(client, 'capture_process_scenario', args);
+    await eventually('the effect to begin', () => effect.count() === 1);
+    const t0 = Date.now();
+    await worker.kill('SIGTERM');
+    // It waited DOSSIER_SHUTDOWN_GRACE_MS, and not the effect's 60 s.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1_400);
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    worker = await startWorker();
+    const outcome = await call(client, 'await_launch', { idempotency_key: 'local-stopped', wait_ms: 30_000 });
+    expect(outcome).toMatchObject({
+      status: 'interrupted',
+      error: { code: 'interrupted', details: { reason: 'worker_shutdown' } },
+    });
+    expect(effect.count()).toBe(1);
+  }, 90_000);
 });
