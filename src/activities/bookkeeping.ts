@@ -33,7 +33,10 @@ export async function finishLaunch(
 ): Promise<LaunchOutcome> {
   ownWorkflow(workflowId);
   // The calls waiting on the launch answer once all it leaves is written (the unknown below).
-  const record = await store.launches.finish(workflowId, outcome, { announce: false, runId: ownRun() });
+  const record = await store.launches.finish(workflowId, outcome, {
+    announce: false,
+    runId: ownRun(workflowId),
+  });
   if (!record || !isFinished(record.status)) return outcome;
   if (record.status === 'interrupted' && MUTATING_DEVICE_TOOLS.has(record.tool)) {
     // A device operation lost mid-way leaves the device in a state nobody knows: say so, on the device.

@@ -41,9 +41,14 @@ export function ownWorkflow(named: string): void {
   if (id !== named) refuse(`this activity runs for workflow ${id}, and was asked about ${named}: refused`);
 }
 
-/** The run this activity works for: its row carries it even when the run ends before its starter records it. */
-export function ownRun(): string | null {
-  return Context.current().info.workflowExecution?.runId ?? null;
+/**
+ * The run of `workflowId` this activity works for, or null when it works for another workflow: the
+ * row of `workflowId` keeps it even when the run ends before its starter records it, and never
+ * keeps another workflow's run.
+ */
+export function ownRun(workflowId: string): string | null {
+  const execution = Context.current().info.workflowExecution;
+  return execution?.workflowId === workflowId ? execution.runId : null;
 }
 
 /** Refuses an activity whose request names another team than its workflow's ID. */

@@ -151,7 +151,9 @@ function effectContext(
     signal,
     stopping: () => workerStopping(deps, activity),
     begin: async () => {
-      if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }, ownRun())))
+      if (
+        !(await store.launches.journalStarted(req.workflowId, { phase: 'started' }, ownRun(req.workflowId)))
+      )
         throw alreadyStarted();
       began();
     },

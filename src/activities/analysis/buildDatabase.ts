@@ -75,7 +75,8 @@ export async function buildAnalysisDatabase(deps: AnalysisDeps, req: DatabaseReq
   await vouchForDatabase(store, req);
   const existing = await store.analyses.get(req.team, req.key);
   if (existing?.status === 'succeeded' && existing.result) return refOf(existing);
-  await store.analyses.started(req.workflowId, ownRun());
+  const run = ownRun(req.workflowId);
+  await store.analyses.started(req.workflowId, run);
   try {
     const ref = await beating((beat) => buildAndKeep(deps, req, beat));
     await store.analyses.finish(
@@ -86,7 +87,7 @@ export async function buildAnalysisDatabase(deps: AnalysisDeps, req: DatabaseReq
         result: ref as unknown as Record<string, unknown>,
         error: null,
       },
-      ownRun(),
+      run,
     );
     return ref;
   } catch (err) {
@@ -101,7 +102,7 @@ export async function buildAnalysisDatabase(deps: AnalysisDeps, req: DatabaseReq
         result: null,
         error: { ...recorded },
       },
-      ownRun(),
+      run,
     );
     throw toolFailure(recorded);
   }

@@ -102,7 +102,8 @@ export async function runAnalysis(
   }
   const binding = bindings.get(req.tool);
   if (!binding) throw ApplicationFailure.nonRetryable(`no analysis bound for ${req.tool}`, 'UnknownTool');
-  await store.analyses.started(req.workflowId, ownRun());
+  const run = ownRun(req.workflowId);
+  await store.analyses.started(req.workflowId, run);
   try {
     const artifact = (req.input.artifact ?? req.input.evidence_id) as string;
     const ctx: AnalysisContext = {
@@ -125,7 +126,7 @@ export async function runAnalysis(
       summary: result.summary,
       error: null,
     };
-    await store.analyses.finish(req.workflowId, { ...outcome, result: result.summary }, ownRun());
+    await store.analyses.finish(req.workflowId, { ...outcome, result: result.summary }, run);
     return outcome;
   } catch (err) {
     throw toolFailure(toToolError(err));
@@ -138,6 +139,6 @@ export async function finishAnalysis(
   outcome: AnalysisOutcome,
 ): Promise<AnalysisOutcome> {
   ownWorkflow(workflowId);
-  await deps.store.analyses.finish(workflowId, { ...outcome, result: outcome.summary }, ownRun());
+  await deps.store.analyses.finish(workflowId, { ...outcome, result: outcome.summary }, ownRun(workflowId));
   return outcome;
 }
