@@ -19,6 +19,7 @@ import {
   type DatabaseRequest,
   type LaunchRequest,
 } from '../launches/protocol.ts';
+import type { LaunchRecord } from '../domain/types.ts';
 import type { Store } from '../store/store.ts';
 import { capabilityQueue } from '../temporal/queues.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
@@ -62,8 +63,9 @@ export function ownTeam(team: string): void {
  * Refuses a launch request that is not what the gateway claimed under its
  * workflow's ID: another workflow, team, principal, key or tool, or a body
  * whose digest is not the claimed one. Nothing of such a request runs.
+ * Answers the claimed row, as read.
  */
-export async function vouchForLaunch(store: Store, req: LaunchRequest): Promise<void> {
+export async function vouchForLaunch(store: Store, req: LaunchRequest): Promise<LaunchRecord> {
   ownWorkflow(req.workflowId);
   const claimed = await store.launches.byWorkflowId(req.workflowId);
   if (!claimed) refuse(`no launch was claimed under ${req.workflowId}: nothing runs`);
@@ -83,6 +85,7 @@ export async function vouchForLaunch(store: Store, req: LaunchRequest): Promise<
     req.maxRunMs === (contract.maxRunMs?.(req.input) ?? DEFAULT_MAX_RUN_MS);
   if (!same)
     refuse(`the request of workflow ${req.workflowId} is not the launch claimed under it: nothing runs`);
+  return claimed;
 }
 
 /**

@@ -10,13 +10,13 @@ import type { Config } from '../config.ts';
 import { sha256Hex } from '../domain/canonical.ts';
 import { DossierError, toToolError } from '../domain/errors.ts';
 import { PRODUCT } from '../domain/product.ts';
-import type { LaunchOutcome } from '../domain/types.ts';
+import { isFinished, type LaunchOutcome } from '../domain/types.ts';
 import { WORKER_SHUTDOWN, type LaunchRequest } from '../launches/protocol.ts';
 import { effectSeconds } from '../metrics/metrics.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { Store } from '../store/store.ts';
 import type { PayloadKey } from '../temporal/codec.ts';
-import { finishLaunch, readJournal } from './bookkeeping.ts';
+import { finishLaunch } from './bookkeeping.ts';
 import type { EffectContext, EffectResult } from './effect.ts';
 import type { EffectBinding } from './effects.ts';
 import { evidenceOf } from './evidenceRecord.ts';
@@ -235,16 +235,15 @@ function interruptedByShutdown(outcome: LaunchOutcome, begun: boolean, config: C
 async function runEffect(deps: EffectDeps, req: LaunchRequest): Promise<LaunchOutcome> {
   const { store, config } = deps;
   const activity = Context.current();
-  await vouchForLaunch(store, req);
+  const claimed = await vouchForLaunch(store, req);
   const effect = deps.effects.get(req.tool)?.run;
   if (!effect)
     throw ApplicationFailure.nonRetryable(`no effect implementation for tool ${req.tool}`, 'UnknownTool');
-  // A local activity is run again when its workflow task is (its worker lost): where the journal
-  // already says the effect began or ended, nothing of it is prepared again (a workspace, a device turn).
-  if (activity.info.isLocal) {
-    const journal = await readJournal(store, req.workflowId);
-    if (journal.effect !== 'not_started' || journal.finished) throw alreadyStarted();
-  }
+  // A local activity is run again when its workflow task is (its worker lost): where the claimed
+  // row already says the effect began or ended, nothing of it is prepared again (a workspace, a
+  // device turn).
+  if (activity.info.isLocal && (claimed.effect !== 'not_started' || isFinished(claimed.status)))
+    throw alreadyStarted();
   const workspace = workspaceOf(config, req, activity);
   await makeWorkspace(workspace);
 
