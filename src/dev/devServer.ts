@@ -5,6 +5,12 @@ import path from 'node:path';
 import { startOwned, waitForPort } from './owned.ts';
 import type { TemporalCli } from './temporalCli.ts';
 
+/**
+ * How often History may read its transfer queue, per shard; Temporal's default is 20. Reads follow
+ * the writes that notify them, so a higher ceiling costs reads only while launches come faster.
+ */
+export const TRANSFER_QUEUE_READS_PER_SECOND = 200;
+
 export interface DevServerOptions {
   cli: TemporalCli;
   dbFile: string;
@@ -15,6 +21,8 @@ export interface DevServerOptions {
   logFile?: string;
   /** No built-in Web UI (the embedded stack runs its own, read-only one). */
   headless?: boolean;
+  /** More dynamic config, `key=value` each, after dossier's own (a later value of a key wins). */
+  dynamicConfig?: string[];
 }
 
 export interface DevServer {
@@ -56,6 +64,11 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     'system.enableEagerWorkflowStart=true',
     '--dynamic-config-value',
     'system.enableActivityEagerExecution=true',
+    // History reads its transfer queue (an activity's or a workflow task's dispatch to matching) at
+    // most 20 times a second by default: launches one after another then wait up to 50 ms for it.
+    '--dynamic-config-value',
+    `history.transferProcessorMaxPollRPS=${TRANSFER_QUEUE_READS_PER_SECOND}`,
+    ...(opts.dynamicConfig ?? []).flatMap((value) => ['--dynamic-config-value', value]),
   ];
   const proc = await startOwned({
     name: 'The Temporal dev server',
