@@ -6,10 +6,15 @@
 // with each effect dispatch (DOSSIER_LAUNCH_DISPATCH activity, then local). At 1, 8 and 32 callers
 // (DOSSIER_BENCH_FLOOR_CALLERS, a comma list, picks others), the five take turns, twice; each
 // round's ratios compare figures of the same minutes, and a round of one caller times a direct
-// spawn of /usr/bin/true too, which a fresh launch's p50 is measured over.
+// spawn of /usr/bin/true too, which a fresh launch's p50 is measured over. With
+// DOSSIER_BENCH_FLOOR_SERVER naming a Temporal server of 1.31 or later (a binary's path, or a
+// version such as v1.32.1 to build with Go into dossier's cache once, about 5 minutes), each round
+// also runs bare Temporal and a standalone activity (started by ID, no workflow) on that server.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildWithGo, cachedTool } from '../src/dev/goTools.ts';
+import { TEMPORAL_SERVER } from '../src/dev/temporalServer.ts';
 import { freshLaunches, startProduct, sustained } from './breakdown.ts';
 import { median, ms, spawnTrue } from './lib.ts';
 
@@ -28,12 +33,26 @@ interface Load {
   cpuMs: Record<string, number>;
 }
 
-function floor(callers: number, variant: 'bare' | 'audited' | 'local' = 'bare'): Promise<Load> {
+type Variant = 'bare' | 'audited' | 'local' | 'standalone';
+let serverBinary: string | undefined;
+
+/** DOSSIER_BENCH_FLOOR_SERVER as a binary's path: a version is built with Go (cached). */
+async function resolveServer(): Promise<string | undefined> {
+  const wanted = process.env.DOSSIER_BENCH_FLOOR_SERVER;
+  if (!wanted || !/^v\d+\.\d+\.\d+$/.test(wanted)) return wanted;
+  return cachedTool(TEMPORAL_SERVER, [wanted]) ?? (await buildWithGo(TEMPORAL_SERVER, wanted));
+}
+
+/** One floor process; `onBinary` runs it on DOSSIER_BENCH_FLOOR_SERVER instead of the CLI's dev server. */
+function floor(callers: number, variant: Variant = 'bare', onBinary = false): Promise<Load> {
+  const env = { ...process.env };
+  if (onBinary && serverBinary) env.DOSSIER_BENCH_FLOOR_SERVER = serverBinary;
+  else delete env.DOSSIER_BENCH_FLOOR_SERVER;
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', path.join(here, 'floor', 'process.ts'), String(callers), String(SECONDS), variant],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      { stdio: ['ignore', 'pipe', 'inherit'], env },
     );
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d));
@@ -69,6 +88,7 @@ const row = (name: string, l: Load) =>
     .join(' / ')} ms |`;
 
 export async function benchFloor(): Promise<string[]> {
+  serverBinary = await resolveServer();
   const rows = [
     `| callers, ${SECONDS} s each, /usr/bin/true | launches/s | p50 | p99 | CPU per launch |`,
     '|---|---|---|---|---|',
@@ -92,6 +112,15 @@ export async function benchFloor(): Promise<string[]> {
         ratio('dossier', ours),
         ratio('dossier local dispatch', oursLocal),
       );
+      if (serverBinary) {
+        const newer = await floor(callers, 'bare', true);
+        const standalone = await floor(callers, 'standalone', true);
+        rows.push(
+          row(`bare Temporal on ${path.basename(serverBinary)} (DOSSIER_BENCH_FLOOR_SERVER), ${at}`, newer),
+          row(`a standalone activity on the same server, ${at}`, standalone),
+          `| **ratio standalone / bare Temporal on the same server, ${at}** | ${(standalone.rate / newer.rate).toFixed(2)} | ${(standalone.p50 / newer.p50).toFixed(2)} | | |`,
+        );
+      }
       if (callers === 1) {
         const spawned = await directSpawn();
         rows.push(

@@ -5,9 +5,13 @@
 //
 // With `audited`, each workflow also carries what a dossier launch carries for the audit: a memo,
 // five search attributes at its start, two more upserted at its end, and the same ID policies.
-// With `local`, the activity is a local activity (one workflow task, no activity task).
+// With `local`, the activity is a local activity (one workflow task, no activity task). With
+// `standalone`, no workflow at all: the activity is started by ID (conflict policy USE_EXISTING, the
+// key contract's attach) and its result awaited, on a server new enough to have standalone activities
+// (1.31+): DOSSIER_BENCH_FLOOR_SERVER names a Temporal server binary to run instead of the CLI's dev
+// server (bench/floor/server.ts), for every variant of that process.
 //
-//   node --import tsx bench/floor/process.ts <callers> <seconds> [bare|audited|local]
+//   node --import tsx bench/floor/process.ts <callers> <seconds> [bare|audited|local|standalone]
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { spawn } from 'node:child_process';
@@ -16,6 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDevServer } from '../../src/dev/devServer.ts';
+import { startServerBinary } from './server.ts';
 import { ensureNamespace } from '../../src/temporal/setup.ts';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { resolveTemporalCli } from '../../src/dev/temporalCli.ts';
@@ -27,15 +32,20 @@ const variant = process.argv[4] ?? 'bare';
 const audited = variant === 'audited';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const home = mkdtempSync(path.join(os.tmpdir(), 'dossier-bench-floor-'));
-const cli = await resolveTemporalCli();
-const server = await startDevServer({
-  cli,
-  dbFile: path.join(home, 'temporal.db'),
-  port: await freePort(),
-  uiPort: await freePort(),
-  namespace: 'floor',
-  headless: true,
-});
+const binary = process.env.DOSSIER_BENCH_FLOOR_SERVER;
+// More of the server's dynamic config, `key=value,key=value` (the dev server's flags, or the file).
+const dynamicConfig = (process.env.DOSSIER_BENCH_FLOOR_DYNAMIC ?? '').split(',').filter(Boolean);
+const server = binary
+  ? await startServerBinary(binary, home, dynamicConfig)
+  : await startDevServer({
+      cli: await resolveTemporalCli(),
+      dbFile: path.join(home, 'temporal.db'),
+      port: await freePort(),
+      uiPort: await freePort(),
+      namespace: 'floor',
+      headless: true,
+      dynamicConfig,
+    });
 Runtime.install({ logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } as never });
 
 const spawnTrue = () =>
@@ -46,7 +56,7 @@ const spawnTrue = () =>
   });
 
 try {
-  if (audited) {
+  if (audited || binary) {
     const admin = await Connection.connect({ address: server.address });
     await ensureNamespace(admin, 'floor', 1);
     await admin.close();
@@ -85,13 +95,23 @@ try {
     const workflow = { bare: 'floorWorkflow', audited: 'floorAuditedWorkflow', local: 'floorLocalWorkflow' }[
       variant
     ];
-    if (!workflow) throw new Error(`unknown variant ${variant}: bare, audited or local`);
-    const code = await client.workflow.execute(workflow, {
-      taskQueue: 'floor',
-      workflowId: id,
-      requestEagerStart: true,
-      ...(audited ? audit : {}),
-    });
+    if (!workflow && variant !== 'standalone')
+      throw new Error(`unknown variant ${variant}: bare, audited, local or standalone`);
+    const code: number = workflow
+      ? await client.workflow.execute(workflow, {
+          taskQueue: 'floor',
+          workflowId: id,
+          requestEagerStart: true,
+          ...(audited ? audit : {}),
+        })
+      : await client.activity.execute('spawnTrue', {
+          id,
+          taskQueue: 'floor',
+          startToCloseTimeout: '1 minute',
+          retry: { maximumAttempts: 1 },
+          idConflictPolicy: 'USE_EXISTING',
+          idReusePolicy: 'REJECT_DUPLICATE',
+        });
     if (code !== 0) throw new Error(`${id}: /usr/bin/true exited ${code}`);
   };
   const load = async (ms: number) => {

@@ -1,0 +1,124 @@
+// A Temporal server binary (not the CLI's dev server) on a SQLite file, for the floor bench's
+// standalone activities: they need a 1.31+ server, newer than the CLI dossier builds bundles.
+// The same persistence and dynamic config as the dev server dossier runs on: SQLite in WAL mode
+// with synchronous=normal, one history shard, eager workflow start and eager activities, the
+// transfer queue read as often as dossier's dev server reads it.
+//
+//   DOSSIER_BENCH_FLOOR_SERVER=/path/to/server  (go install go.temporal.io/server/cmd/server@v1.32.1)
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { TRANSFER_QUEUE_READS_PER_SECOND } from '../../src/dev/devServer.ts';
+import { serverPorts } from '../../src/dev/temporalServer.ts';
+import { startOwned, waitForPort } from '../../src/dev/owned.ts';
+
+export interface BenchServer {
+  address: string;
+  pid: number | undefined;
+  stop: () => Promise<void>;
+}
+
+export async function startServerBinary(
+  binary: string,
+  dir: string,
+  dynamicConfig: string[] = [],
+): Promise<BenchServer> {
+  const host = '127.0.0.1';
+  const ports = serverPorts(20_000 + Math.floor(Math.random() * 10_000));
+  const store = (file: string) => [
+    '      sql:',
+    '        pluginName: sqlite',
+    `        databaseName: ${JSON.stringify(file)}`,
+    '        connectAddr: localhost',
+    '        connectProtocol: tcp',
+    '        connectAttributes:',
+    '          cache: private',
+    '          setup: true',
+    '          journal_mode: wal',
+    '          synchronous: 1',
+    '        maxConns: 1',
+    '        maxIdleConns: 1',
+    '        maxConnLifetime: 1h',
+  ];
+  const service = (name: string, grpc: number, membership: number) => [
+    `  ${name}:`,
+    '    rpc:',
+    `      grpcPort: ${grpc}`,
+    `      membershipPort: ${membership}`,
+    `      bindOnIP: ${host}`,
+  ];
+  mkdirSync(path.join(dir, 'config'), { recursive: true });
+  const dynamic = path.join(dir, 'dynamic.yaml');
+  writeFileSync(
+    dynamic,
+    [
+      'system.enableEagerWorkflowStart:',
+      '  - value: true',
+      'system.enableActivityEagerExecution:',
+      '  - value: true',
+      'history.transferProcessorMaxPollRPS:',
+      `  - value: ${TRANSFER_QUEUE_READS_PER_SECOND}`,
+      // The dev server's own default: one partition per task queue.
+      'matching.numTaskqueueReadPartitions:',
+      '  - value: 1',
+      'matching.numTaskqueueWritePartitions:',
+      '  - value: 1',
+      ...dynamicConfig.flatMap((kv) => {
+        const [key, value] = kv.split('=');
+        return [`${key}:`, `  - value: ${value}`];
+      }),
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(
+    path.join(dir, 'config', 'bench.yaml'),
+    [
+      'log:',
+      '  stdout: true',
+      '  level: warn',
+      'persistence:',
+      '  defaultStore: default',
+      '  visibilityStore: visibility',
+      '  numHistoryShards: 1',
+      '  datastores:',
+      '    default:',
+      ...store(path.join(dir, 'temporal.db')),
+      '    visibility:',
+      ...store(path.join(dir, 'visibility.db')),
+      'global:',
+      '  membership:',
+      '    maxJoinDuration: 30s',
+      `    broadcastAddress: ${host}`,
+      'services:',
+      ...service('frontend', ports.frontend, ports.membership[0]),
+      ...service('history', ports.history, ports.membership[1]),
+      ...service('matching', ports.matching, ports.membership[2]),
+      ...service('worker', ports.worker, ports.membership[3]),
+      'clusterMetadata:',
+      '  enableGlobalNamespace: false',
+      '  failoverVersionIncrement: 10',
+      '  masterClusterName: active',
+      '  currentClusterName: active',
+      '  clusterInformation:',
+      '    active:',
+      '      enabled: true',
+      '      initialFailoverVersion: 1',
+      '      rpcName: frontend',
+      `      rpcAddress: ${host}:${ports.frontend}`,
+      'dcRedirectionPolicy:',
+      '  policy: noop',
+      'dynamicConfigClient:',
+      `  filepath: ${JSON.stringify(dynamic)}`,
+      '  pollInterval: 10s',
+      '',
+    ].join('\n'),
+  );
+  const proc = await startOwned({
+    name: `The Temporal server ${binary}`,
+    command: binary,
+    args: ['--root', dir, '--config', 'config', '--env', 'bench', '--allow-no-auth', 'start'],
+    logFile: path.join(dir, 'server.log'),
+    hint: `see ${path.join(dir, 'server.log')}`,
+    ready: () => waitForPort(host, ports.frontend, 60_000),
+  });
+  return { address: `${host}:${ports.frontend}`, pid: proc.pid, stop: () => proc.stop() };
+}
