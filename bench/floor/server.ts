@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TRANSFER_QUEUE_READS_PER_SECOND } from '../../src/dev/devServer.ts';
-import { serverPorts } from '../../src/dev/temporalServer.ts';
+import { configHead, serviceLayout, serverPorts } from '../../src/dev/temporalServer.ts';
 import { startOwned, waitForPort } from '../../src/dev/owned.ts';
 
 export interface BenchServer {
@@ -39,13 +39,6 @@ export async function startServerBinary(
     '        maxIdleConns: 1',
     '        maxConnLifetime: 1h',
   ];
-  const service = (name: string, grpc: number, membership: number) => [
-    `  ${name}:`,
-    '    rpc:',
-    `      grpcPort: ${grpc}`,
-    `      membershipPort: ${membership}`,
-    `      bindOnIP: ${host}`,
-  ];
   mkdirSync(path.join(dir, 'config'), { recursive: true });
   const dynamic = path.join(dir, 'dynamic.yaml');
   writeFileSync(
@@ -72,43 +65,8 @@ export async function startServerBinary(
   writeFileSync(
     path.join(dir, 'config', 'bench.yaml'),
     [
-      'log:',
-      '  stdout: true',
-      '  level: warn',
-      'persistence:',
-      '  defaultStore: default',
-      '  visibilityStore: visibility',
-      '  numHistoryShards: 1',
-      '  datastores:',
-      '    default:',
-      ...store(path.join(dir, 'temporal.db')),
-      '    visibility:',
-      ...store(path.join(dir, 'visibility.db')),
-      'global:',
-      '  membership:',
-      '    maxJoinDuration: 30s',
-      `    broadcastAddress: ${host}`,
-      'services:',
-      ...service('frontend', ports.frontend, ports.membership[0]),
-      ...service('history', ports.history, ports.membership[1]),
-      ...service('matching', ports.matching, ports.membership[2]),
-      ...service('worker', ports.worker, ports.membership[3]),
-      'clusterMetadata:',
-      '  enableGlobalNamespace: false',
-      '  failoverVersionIncrement: 10',
-      '  masterClusterName: active',
-      '  currentClusterName: active',
-      '  clusterInformation:',
-      '    active:',
-      '      enabled: true',
-      '      initialFailoverVersion: 1',
-      '      rpcName: frontend',
-      `      rpcAddress: ${host}:${ports.frontend}`,
-      'dcRedirectionPolicy:',
-      '  policy: noop',
-      'dynamicConfigClient:',
-      `  filepath: ${JSON.stringify(dynamic)}`,
-      '  pollInterval: 10s',
+      ...configHead(host, 1, store(path.join(dir, 'temporal.db')), store(path.join(dir, 'visibility.db'))),
+      ...serviceLayout(host, ports, dynamic),
       '',
     ].join('\n'),
   );

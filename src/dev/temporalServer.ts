@@ -204,6 +204,50 @@ export function serverConfig(opts: ServerConfigOptions): string {
     `        maxIdleConns: ${conns}`,
     '        maxConnLifetime: 1h',
   ];
+  return `${[
+    ...configHead(host, opts.historyShards ?? 4, store(pg.database, 20), store(visibilityDatabase(pg), 4)),
+    '  metrics:',
+    '    prometheus:',
+    '      framework: tally',
+    '      timerType: histogram',
+    `      listenAddress: ${JSON.stringify(`${host}:${ports.metrics}`)}`,
+    ...tlsConfig(opts.tls),
+    ...serviceLayout(host, ports, opts.dynamicConfigFile),
+  ].join('\n')}\n`;
+}
+
+/** The configuration's log, its two datastores (`sql:` blocks), and the membership's address. */
+export function configHead(
+  host: string,
+  historyShards: number,
+  main: string[],
+  visibility: string[],
+): string[] {
+  return [
+    'log:',
+    '  stdout: true',
+    '  level: warn',
+    'persistence:',
+    '  defaultStore: default',
+    '  visibilityStore: visibility',
+    `  numHistoryShards: ${historyShards}`,
+    '  datastores:',
+    '    default:',
+    ...main,
+    '    visibility:',
+    ...visibility,
+    'global:',
+    '  membership:',
+    '    maxJoinDuration: 30s',
+    `    broadcastAddress: ${JSON.stringify(host)}`,
+  ];
+}
+
+/**
+ * The configuration's services, one cluster of them, and where the dynamic config is: every
+ * service in one process, each on its port of `ports` and bound to `host`.
+ */
+export function serviceLayout(host: string, ports: ServerPorts, dynamicConfigFile: string): string[] {
   const service = (name: string, grpc: number, membership: number, extra: string[] = []) => [
     `  ${name}:`,
     '    rpc:',
@@ -212,29 +256,7 @@ export function serverConfig(opts: ServerConfigOptions): string {
     `      bindOnIP: ${JSON.stringify(host)}`,
     ...extra,
   ];
-  return `${[
-    'log:',
-    '  stdout: true',
-    '  level: warn',
-    'persistence:',
-    '  defaultStore: default',
-    '  visibilityStore: visibility',
-    `  numHistoryShards: ${opts.historyShards ?? 4}`,
-    '  datastores:',
-    '    default:',
-    ...store(pg.database, 20),
-    '    visibility:',
-    ...store(visibilityDatabase(pg), 4),
-    'global:',
-    '  membership:',
-    '    maxJoinDuration: 30s',
-    `    broadcastAddress: ${JSON.stringify(host)}`,
-    '  metrics:',
-    '    prometheus:',
-    '      framework: tally',
-    '      timerType: histogram',
-    `      listenAddress: ${JSON.stringify(`${host}:${ports.metrics}`)}`,
-    ...tlsConfig(opts.tls),
+  return [
     'services:',
     ...service('frontend', ports.frontend, ports.membership[0], [`      httpPort: ${ports.frontendHttp}`]),
     ...service('history', ports.history, ports.membership[1]),
@@ -254,9 +276,9 @@ export function serverConfig(opts: ServerConfigOptions): string {
     'dcRedirectionPolicy:',
     '  policy: noop',
     'dynamicConfigClient:',
-    `  filepath: ${JSON.stringify(opts.dynamicConfigFile)}`,
+    `  filepath: ${JSON.stringify(dynamicConfigFile)}`,
     '  pollInterval: 10s',
-  ].join('\n')}\n`;
+  ];
 }
 
 /** The server's dynamic configuration, one file for `cluster up` and docker-compose.yml alike. */
