@@ -41,27 +41,21 @@ export async function startServerBinary(
   ];
   mkdirSync(path.join(dir, 'config'), { recursive: true });
   const dynamic = path.join(dir, 'dynamic.yaml');
-  writeFileSync(
-    dynamic,
-    [
-      'system.enableEagerWorkflowStart:',
-      '  - value: true',
-      'system.enableActivityEagerExecution:',
-      '  - value: true',
-      'history.transferProcessorMaxPollRPS:',
-      `  - value: ${TRANSFER_QUEUE_READS_PER_SECOND}`,
-      // The dev server's own default: one partition per task queue.
-      'matching.numTaskqueueReadPartitions:',
-      '  - value: 1',
-      'matching.numTaskqueueWritePartitions:',
-      '  - value: 1',
-      ...dynamicConfig.flatMap((kv) => {
-        const [key, value] = kv.split('=');
-        return [`${key}:`, `  - value: ${value}`];
-      }),
-      '',
-    ].join('\n'),
-  );
+  // A YAML key may appear once: a value given in `dynamicConfig` replaces the default.
+  const values = new Map<string, string>([
+    ['system.enableEagerWorkflowStart', 'true'],
+    ['system.enableActivityEagerExecution', 'true'],
+    ['history.transferProcessorMaxPollRPS', String(TRANSFER_QUEUE_READS_PER_SECOND)],
+    // The dev server's own default: one partition per task queue.
+    ['matching.numTaskqueueReadPartitions', '1'],
+    ['matching.numTaskqueueWritePartitions', '1'],
+  ]);
+  for (const kv of dynamicConfig) {
+    const at = kv.indexOf('=');
+    if (at < 1) throw new Error(`dynamic config ${JSON.stringify(kv)} is not key=value`);
+    values.set(kv.slice(0, at), kv.slice(at + 1));
+  }
+  writeFileSync(dynamic, [...values].map(([key, value]) => `${key}:\n  - value: ${value}\n`).join(''));
   writeFileSync(
     path.join(dir, 'config', 'bench.yaml'),
     [
