@@ -34,7 +34,6 @@ interface Load {
 }
 
 type Variant = 'bare' | 'audited' | 'local' | 'standalone';
-let serverBinary: string | undefined;
 
 /** DOSSIER_BENCH_FLOOR_SERVER as a binary's path: a version is built with Go (cached). */
 async function resolveServer(): Promise<string | undefined> {
@@ -43,10 +42,10 @@ async function resolveServer(): Promise<string | undefined> {
   return cachedTool(TEMPORAL_SERVER, [wanted]) ?? (await buildWithGo(TEMPORAL_SERVER, wanted));
 }
 
-/** One floor process; `onBinary` runs it on DOSSIER_BENCH_FLOOR_SERVER instead of the CLI's dev server. */
-function floor(callers: number, variant: Variant = 'bare', onBinary = false): Promise<Load> {
+/** One floor process, on the CLI's dev server or, given one, a server binary. */
+function floor(callers: number, variant: Variant = 'bare', serverBinary?: string): Promise<Load> {
   const env = { ...process.env };
-  if (onBinary && serverBinary) env.DOSSIER_BENCH_FLOOR_SERVER = serverBinary;
+  if (serverBinary) env.DOSSIER_BENCH_FLOOR_SERVER = serverBinary;
   else delete env.DOSSIER_BENCH_FLOOR_SERVER;
   return new Promise((resolve, reject) => {
     const child = spawn(
@@ -88,7 +87,7 @@ const row = (name: string, l: Load) =>
     .join(' / ')} ms |`;
 
 export async function benchFloor(): Promise<string[]> {
-  serverBinary = await resolveServer();
+  const serverBinary = await resolveServer();
   const rows = [
     `| callers, ${SECONDS} s each, /usr/bin/true | launches/s | p50 | p99 | CPU per launch |`,
     '|---|---|---|---|---|',
@@ -113,8 +112,8 @@ export async function benchFloor(): Promise<string[]> {
         ratio('dossier local dispatch', oursLocal),
       );
       if (serverBinary) {
-        const newer = await floor(callers, 'bare', true);
-        const standalone = await floor(callers, 'standalone', true);
+        const newer = await floor(callers, 'bare', serverBinary);
+        const standalone = await floor(callers, 'standalone', serverBinary);
         rows.push(
           row(`bare Temporal on ${path.basename(serverBinary)} (DOSSIER_BENCH_FLOOR_SERVER), ${at}`, newer),
           row(`a standalone activity on the same server, ${at}`, standalone),

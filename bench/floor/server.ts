@@ -1,14 +1,21 @@
 // A Temporal server binary (not the CLI's dev server) on a SQLite file, for the floor bench's
 // standalone activities: they need a 1.31+ server, newer than the CLI dossier builds bundles.
-// The same persistence and dynamic config as the dev server dossier runs on: SQLite in WAL mode
-// with synchronous=normal, one history shard, eager workflow start and eager activities, the
-// transfer queue read as often as dossier's dev server reads it.
+// SQLite in WAL mode with synchronous=normal and one history shard, as the dev server dossier runs
+// on; the cluster's dynamic config (deploy/temporal/dynamicconfig.yaml: what dossier gives the dev
+// server, and what the CLI gives it of its own), with one partition per task queue, a choice of
+// this bench (Temporal's default is four): its figures in docs/benchmarks.md were taken so.
 //
 //   DOSSIER_BENCH_FLOOR_SERVER=/path/to/server  (go install go.temporal.io/server/cmd/server@v1.32.1)
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { TRANSFER_QUEUE_READS_PER_SECOND } from '../../src/dev/devServer.ts';
-import { configHead, serviceLayout, serverPorts } from '../../src/dev/temporalServer.ts';
+import {
+  configHead,
+  DYNAMIC_CONFIG_FILE,
+  dynamicConfigText,
+  dynamicConfigValues,
+  serviceLayout,
+  serverPorts,
+} from '../../src/dev/temporalServer.ts';
 import { startOwned, waitForPort } from '../../src/dev/owned.ts';
 
 export interface BenchServer {
@@ -41,21 +48,16 @@ export async function startServerBinary(
   ];
   mkdirSync(path.join(dir, 'config'), { recursive: true });
   const dynamic = path.join(dir, 'dynamic.yaml');
-  // A YAML key may appear once: a value given in `dynamicConfig` replaces the default.
-  const values = new Map<string, string>([
-    ['system.enableEagerWorkflowStart', 'true'],
-    ['system.enableActivityEagerExecution', 'true'],
-    ['history.transferProcessorMaxPollRPS', String(TRANSFER_QUEUE_READS_PER_SECOND)],
-    // The dev server's own default: one partition per task queue.
-    ['matching.numTaskqueueReadPartitions', '1'],
-    ['matching.numTaskqueueWritePartitions', '1'],
-  ]);
+  // A YAML key may appear once: a value given in `dynamicConfig` replaces the file's.
+  const values = dynamicConfigValues(readFileSync(DYNAMIC_CONFIG_FILE, 'utf8'));
+  values.set('matching.numTaskqueueReadPartitions', ['1']);
+  values.set('matching.numTaskqueueWritePartitions', ['1']);
   for (const kv of dynamicConfig) {
     const at = kv.indexOf('=');
     if (at < 1) throw new Error(`dynamic config ${JSON.stringify(kv)} is not key=value`);
-    values.set(kv.slice(0, at), kv.slice(at + 1));
+    values.set(kv.slice(0, at), [kv.slice(at + 1)]);
   }
-  writeFileSync(dynamic, [...values].map(([key, value]) => `${key}:\n  - value: ${value}\n`).join(''));
+  writeFileSync(dynamic, dynamicConfigText(values));
   writeFileSync(
     path.join(dir, 'config', 'bench.yaml'),
     [

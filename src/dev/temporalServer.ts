@@ -286,6 +286,30 @@ export const DYNAMIC_CONFIG_FILE = fileURLToPath(
   new URL('../../deploy/temporal/dynamicconfig.yaml', import.meta.url),
 );
 
+/**
+ * The settings of a dynamic config file in the flat form dossier writes (`key:`, then one
+ * `  - value: …` line each, no constraints), key by key, each value as written.
+ */
+export function dynamicConfigValues(text: string): Map<string, string[]> {
+  const settings = new Map<string, string[]>();
+  let current: string[] | undefined;
+  for (const line of text.split('\n')) {
+    const key = /^([\w.]+):\s*$/.exec(line);
+    const value = /^\s+- value: (.+)$/.exec(line);
+    if (key) settings.set(key[1]!, (current = []));
+    else if (value && current) current.push(value[1]!.trim());
+    else if (!line.startsWith('#')) current = undefined;
+  }
+  return settings;
+}
+
+/** A dynamic config file of these settings, in that flat form. */
+export function dynamicConfigText(settings: Map<string, string[]>): string {
+  return [...settings]
+    .map(([key, values]) => `${key}:\n${values.map((v) => `  - value: ${v}\n`).join('')}`)
+    .join('');
+}
+
 export interface TemporalServer {
   address: string;
   /** The server executable. */
