@@ -27,6 +27,10 @@ export interface HelperRun {
   env?: Record<string, string>;
 }
 
+/** How long a failed helper's stderr may take to close after its exit, before its message is read. */
+const STDERR_GRACE_MS = 1_000;
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
 const HELPER_ENV = { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' };
 /** Helpers that answer on stdout (listings, tables) are read up to this much. */
 export const HELPER_OUTPUT_LIMIT = 64 * 1024 * 1024;
@@ -62,16 +66,19 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
   }
   let stderr = '';
   proc.child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-1_000)));
+  const stderrClosed = new Promise((resolve) => proc.child.stderr.once('close', resolve));
   let timedOut = false;
   let stopped = false;
   const timer = setTimeout(() => {
     timedOut = true;
     proc.kill();
   }, run.timeoutMs);
-  const done = proc.exited.then(({ code, signal, error }) => {
+  const done = proc.exited.then(async ({ code, signal, error }) => {
     clearTimeout(timer);
     if (error) throw error;
     if (code === 0 || stopped) return;
+    // The exit can be reported before the last of stderr was read: its reason is in that tail.
+    await Promise.race([stderrClosed, delay(STDERR_GRACE_MS)]);
     if (timedOut) {
       throw new DossierError(
         'provider_timeout',

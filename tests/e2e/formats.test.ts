@@ -140,6 +140,28 @@ describe('formats detected by content', () => {
     expect(rows['./opt/probe/blob.bin']?.sha256).toBe(sha(files['sub/blob.bin']!));
   });
 
+  it("a 7z whose data 7-Zip cannot unpack fails with 7-Zip's own reason, not a short read", async () => {
+    // Compressible and the same on every run, so the damage below stops 7-Zip's decoder half-way.
+    const lines = Array.from({ length: 1_000 }, (_, i) => `line ${i}: ${sha(Buffer.from(`${i}`))}\n`);
+    const blob = Buffer.from(lines.join(''));
+    const dir = path.join(work, 'damaged');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'blob.bin'), blob);
+    const archive = path.join(work, 'damaged.7z');
+    run('7zz', ['a', '-bd', '-ba', archive, 'blob.bin'], dir);
+    const bytes = readFileSync(archive);
+    // The middle of the archive is the blob's packed stream; its headers (at the end) stay readable.
+    const middle = Math.floor(bytes.length / 2);
+    bytes.fill(0, middle - 200, middle + 200);
+    writeFileSync(archive, bytes);
+    const reply = await extract(archive);
+    expect(reply.status).toBe('failed');
+    expect(reply.error).toMatchObject({ code: 'unsupported_target', details: { format: '7z' } });
+    expect(reply.error.message).toBe(
+      'The 7z archive could not be read: 7zz failed (exit 2): ERROR: Data Error : blob.bin. It may be truncated or corrupt.',
+    );
+  });
+
   it('a real Debian .deb: every member, control and data, not only data.tar', async () => {
     const cached = path.join(os.homedir(), '.cache/dossier/fixtures/busybox-static-armhf.deb');
     const deb = path.join(work, 'busybox.deb');

@@ -202,6 +202,7 @@ export function parse7zListing(listing: string): ListedEntry[] {
  */
 export async function read7z(
   sandbox: Sandbox,
+  format: '7z' | 'cramfs' | 'ext',
   file: string,
   bounds: { maxEntries: number; maxTotalBytes: number; maxRatio: number; archiveBytes: number },
   timeoutMs: number,
@@ -215,8 +216,9 @@ export async function read7z(
     mounts: [{ host: file, inside: '/input/archive' }],
     timeoutMs,
   });
+  const noun = format === '7z' ? 'archive' : 'image';
   const listing = await runHelper(sandbox, run(['l', '-slt', '-ba'])).catch((err) => {
-    throw corrupt('7z', err);
+    throw corrupt(format, err, noun);
   });
   const entries = parse7zListing(listing);
   const declared = entries.reduce((n, e) => n + e.size, 0);
@@ -226,7 +228,8 @@ export async function read7z(
     throw tooDense(declared, bounds.archiveBytes, bounds.maxRatio);
 
   const helper = streamHelper(sandbox, run(['x', '-so', '-ba']));
-  const data = new ExactReader(helper.stdout);
+  // A 7-Zip that failed half-way (or never started) says why, rather than leaving a short stream.
+  const data = new ExactReader(checkedOutput(helper), (err) => corrupt(format, err, noun));
   try {
     for (const entry of entries) {
       if (entry.type === 'dir') {
@@ -260,7 +263,7 @@ export async function read7z(
     }
     await data.end();
     await helper.done.catch((err) => {
-      throw corrupt('7z', err);
+      throw corrupt(format, err, noun);
     });
   } finally {
     helper.stop();
@@ -272,8 +275,20 @@ class ExactReader {
   private readonly it: AsyncIterator<Buffer>;
   private rest: Buffer = Buffer.alloc(0);
 
-  constructor(stream: Readable) {
+  constructor(
+    stream: Readable,
+    /** What a failure of the data itself (short, too long, a bad CRC, the reader's error) becomes. */
+    private readonly unreadable: (err: Error) => DossierError,
+  ) {
     this.it = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  }
+
+  private async next(): Promise<IteratorResult<Buffer>> {
+    try {
+      return await this.it.next();
+    } catch (err) {
+      throw this.unreadable(err as Error);
+    }
   }
 
   async *take(size: number, crc: number | null, name: string): AsyncGenerator<Buffer> {
@@ -281,8 +296,8 @@ class ExactReader {
     let sum = 0;
     while (left > 0) {
       if (this.rest.length === 0) {
-        const next = await this.it.next();
-        if (next.done) throw corrupt('7z', new Error(`the data of ${name} ended ${left} bytes early`));
+        const next = await this.next();
+        if (next.done) throw this.unreadable(new Error(`the data of ${name} ended ${left} bytes early`));
         this.rest = next.value;
       }
       const piece = this.rest.subarray(0, Math.min(left, this.rest.length));
@@ -292,13 +307,13 @@ class ExactReader {
       yield piece;
     }
     if (crc !== null && sum !== crc)
-      throw corrupt('7z', new Error(`the data of ${name} does not match its CRC`));
+      throw this.unreadable(new Error(`the data of ${name} does not match its CRC`));
   }
 
   /** Nothing may follow the last entry's data. */
   async end() {
-    const next = this.rest.length ? { done: false } : await this.it.next();
-    if (!next.done) throw corrupt('7z', new Error('more data than the listing declared'));
+    const next = this.rest.length ? { done: false } : await this.next();
+    if (!next.done) throw this.unreadable(new Error('more data than the listing declared'));
   }
 }
 

@@ -70,6 +70,7 @@ export async function readArchive(
     case 'ext':
       await read7z(
         ctx.sandbox,
+        format,
         file,
         {
           maxEntries: plan.entriesLeft,
