@@ -1,288 +1,24 @@
-// The extract_firmware effect: unblob carves the image into chunks and
-// unpacks them, recursively, in the sandbox (unblob.ts), its tree streamed
-// through the checked writer; squashfs chunks (unblob's extractor, sasquatch,
-// is in no registry) become a tar stream from sqfs2tar in the sandbox. binwalk
-// lists signatures in the sandbox (it never extracts: its own extractors have
-// written outside their folder before): by default in the chunks unblob could
-// not read, where they say most (its pass over a whole image costs several
-// times unblob's); a region of a kind dossier reads that unblob did not find
-// (a uImage) is carved by dossier by its stated size.
-// Links are recorded, never created, and every bound holds while writing.
+// The extract_firmware effect: the image verified and the launch begun here;
+// its carving (unblob, binwalk, the checked writer: carveFirmware.ts) in the
+// extraction thread; then its files published and its Evidence made here.
 import { outputName, publishOutputs } from '../../evidence/artifacts.ts';
-import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import { DossierError, toToolError } from '../../domain/errors.ts';
-import { runHelper } from '../../sandbox/helpers.ts';
-import { helperPath } from '../../sandbox/sandbox.ts';
 import type { FirmwareInput } from '../../tools/firmware.ts';
 import type { Effect } from '../effect.ts';
-import { deadline, normalized, startExtraction, typeCounts } from './writer.ts';
-import { readSquashfs } from './formats.ts';
+import { deadline, typeCounts } from './writer.ts';
 import { verifiedArtifact } from '../policy.ts';
-import { readUnblob, unblobLimitations, unknownChunkQuestions, type UnblobFacts } from './unblob.ts';
-import { UNBLOB_HANDLERS } from '../../tools/unblobHandlers.ts';
+import { unblobLimitations, unknownChunkQuestions } from './unblob.ts';
+import { MAX_SIGNATURE_REGIONS, type FirmwareOutcome } from './carveFirmware.ts';
+import { carveInThread } from './unpackThread.ts';
 
-/** binwalk's kinds dossier carves itself when unblob found no chunk there (unblob has no uImage handler). */
-const CARVED_BY_DOSSIER = new Set(['uimage', 'squashfs']);
-/** Chunk kinds that are file systems, for the summary's `filesystems`. */
-const FILESYSTEMS = new Set<string>(
-  UNBLOB_HANDLERS.filter((h) => h.type === 'FileSystem').map((h) => h.kind),
-);
-
-export interface Signature {
-  offset: number;
-  description: string;
-  kind: string;
-  length: number;
-}
-
-/** Regions binwalk lists at most in one run (unblob's unknown chunks; the rest are left unlisted, and said so). */
-export const MAX_SIGNATURE_REGIONS = 1_024;
-
-/**
- * Parses binwalk_regions.py's listing: `region START END`, then `DECIMAL 0xHEX DESCRIPTION` lines.
- * A signature's length is the size it states, else up to the next signature of its region or the
- * region's end; never past the image's end.
- */
-export function parseSignatures(table: string, fileBytes: number, max: number): Signature[] {
-  const found: { offset: number; description: string; end: number }[] = [];
-  let end = fileBytes;
-  for (const line of table.split('\n')) {
-    const region = /^region (\d+) (\d+)$/.exec(line.trim());
-    if (region) end = Math.min(Number(region[2]), fileBytes);
-    const m = /^(\d+)\s+0x[0-9A-Fa-f]+\s+(.+)$/.exec(line.trim());
-    if (m && found.length < max) found.push({ offset: Number(m[1]), description: m[2]!.trim(), end });
-  }
-  return found.map(({ end, ...f }, i) => {
-    const following = found[i + 1];
-    const next = following && following.end === end ? following.offset : end;
-    // A uImage states its payload's size after its header's ("header size: 64 bytes, … image size: N bytes"):
-    // the region is the header and that payload. Others state the size of the whole region.
-    const image = /^uImage header.*\bimage size: (\d+) bytes/.exec(f.description);
-    const stated = image
-      ? [image[0], String(64 + Number(image[1]))]
-      : /(?<!header )size: (\d+) bytes/.exec(f.description);
-    const length = Math.max(0, Math.min(stated ? Number(stated[1]) : next - f.offset, fileBytes - f.offset));
-    const kind = (/^[A-Za-z0-9]+/.exec(f.description)?.[0] ?? 'data').toLowerCase();
-    return { ...f, kind, length };
-  });
-}
-
-type Extraction = Awaited<ReturnType<typeof startExtraction>>;
 type Ctx = Parameters<Effect<FirmwareInput>>[1];
 
-interface Image {
-  input: FirmwareInput;
-  file: string;
-  bytes: number;
-  left: () => number;
-}
-
-const BINWALK_REGIONS = fileURLToPath(new URL('binwalk_regions.py', import.meta.url));
-
-interface Listing {
-  table: Promise<string>;
-  /** Regions asked for beyond MAX_SIGNATURE_REGIONS (left unlisted). */
-  unlisted: number;
-  failed: () => string | null;
-}
-
-/** binwalk lists the signatures in `regions` of the image, in the sandbox: it only reads the image. */
-function listSignatures(
-  ctx: Ctx,
-  image: Image,
-  regions: { start: number; size: number }[],
-  signal: AbortSignal,
-): Listing {
-  let failed: string | null = null;
-  const asked = regions.filter((r) => r.size > 0);
-  const listed = asked.slice(0, MAX_SIGNATURE_REGIONS);
-  const table = (async () => {
-    if (listed.length === 0) return '';
-    helperPath('binwalk', 'binwalk'); // a clear error where it is not installed
-    return runHelper(ctx.sandbox, {
-      program: 'python3',
-      pkg: 'python3',
-      args: ['/input/binwalk_regions.py', '/input/image', ...listed.map((r) => `${r.start}:${r.size}`)],
-      mounts: [
-        { host: image.file, inside: '/input/image' },
-        { host: BINWALK_REGIONS, inside: '/input/binwalk_regions.py' },
-      ],
-      timeoutMs: image.left(),
-      signal,
-    });
-  })().catch((err: Error) => {
-    failed = err.message;
-    return '';
-  });
-  return { table, unlisted: asked.length - listed.length, failed: () => failed };
-}
-
-/** The top-level regions unblob matched no format to (the whole image when it found nothing there). */
-function unknownRegions(
-  unblob: Pick<UnblobFacts, 'chunks' | 'whole_file'>,
-  bytes: number,
-): { start: number; size: number }[] {
-  const top = unblob.chunks.filter((c) => c.depth === 0 && c.path === '');
-  if (top.length === 0 && !unblob.whole_file) return [{ start: 0, size: bytes }];
-  return top.filter((c) => c.unknown).map((c) => ({ start: c.start, size: c.size }));
-}
-
-/**
- * unblob carves and unpacks the image into the writer; each entry's depth is its `…_extract/` folders.
- * `onFacts` hears what unblob found as soon as it is done, while its tree still streams.
- */
-async function carveWithUnblob(
-  ctx: Ctx,
-  image: Image,
-  out: Extraction,
-  signal: AbortSignal,
-  onFacts?: (facts: Omit<UnblobFacts, 'counts'>) => void,
-): Promise<UnblobFacts> {
-  const { input } = image;
-  const unblob = await readUnblob(
-    {
-      sandbox: ctx.sandbox,
-      python: ctx.config.analysis.python,
-      file: image.file,
-      mode: 'firmware',
-      depth: input.max_depth + 1,
-      maxEntries: input.limits.max_entries,
-      scratchBytes: Math.min(input.limits.max_total_bytes, input.limits.max_ratio * Math.max(image.bytes, 1)),
-      timeoutMs: image.left(),
-      progress: (facts) => ctx.progress(facts),
-      signal,
-      onFacts,
-    },
-    out.onEntry,
-  );
-  // Depth: one level per `…_extract/` folder below the chunk's own folder.
-  for (const row of out.rows) {
-    const parts = normalized(row.path).split('/');
-    row.depth =
-      parts.slice(1, -1).filter((p) => p.endsWith('_extract')).length +
-      (parts.length > 1 && parts[0] !== 'carved' ? 1 : 0);
-  }
-  return unblob;
-}
-
-/** Regions binwalk names of a kind dossier reads that unblob found no chunk at (a uImage), carved by their size. */
-async function carveByDossier(image: Image, out: Extraction, unblob: UnblobFacts, signatures: Signature[]) {
-  const taken = new Set(out.rows.map((r) => normalized(r.path)));
-  const known = new Set(unblob.chunks.filter((c) => c.depth === 0 && !c.unknown).map((c) => c.start));
-  for (const sig of signatures) {
-    const name = `carved/0x${sig.offset.toString(16)}.${sig.kind}`;
-    if (!CARVED_BY_DOSSIER.has(sig.kind) || known.has(sig.offset) || taken.has(name) || sig.length === 0)
-      continue;
-    await out.onEntry({
-      name,
-      type: 'file',
-      linkTarget: null,
-      content: createReadStream(image.file, { start: sig.offset, end: sig.offset + sig.length - 1 }),
-    });
-    taken.add(name);
-  }
-}
-
-/** Squashfs chunks unblob could not unpack: sqfs2tar turns each into a tar stream in the sandbox. */
-async function unpackSquashfs(ctx: Ctx, image: Image, out: Extraction) {
-  for (const row of [...out.rows]) {
-    const m = /^carved\/0x([0-9a-f]+)\.squashfs$/.exec(normalized(row.path));
-    if (!m || row.status !== 'written') continue;
-    const prefix = `squashfs-0x${m[1]}`;
-    if (out.rows.some((r) => normalized(r.path).startsWith(`${prefix}/`))) continue;
-    await readSquashfs(ctx.sandbox, out.staged(row), image.left(), (entry) =>
-      out.onEntry(
-        { ...entry, name: `${prefix}/${entry.name.replace(/^\.?\/+/, '')}` },
-        { depth: 1, parent: null },
-      ),
-    );
-    row.extracted_to = prefix;
-  }
-}
-
-/** The file systems unpacked at the top: `<kind>-0x<offset>` folders of a file-system kind. */
-function filesystemsOf(out: Extraction): string[] {
-  return [
-    ...new Set(
-      out.rows
-        .map((r) => /^([a-z0-9_]+)-0x[0-9a-f]+(?=\/)/.exec(normalized(r.path)))
-        .filter((m): m is RegExpExecArray => m !== null && (FILESYSTEMS.has(m[1]!) || m[1] === 'squashfs'))
-        .map((m) => m[0]),
-    ),
-  ];
-}
-
-interface Carving {
-  unblob: UnblobFacts | null;
-  signatures: Signature[];
-  binwalkFailed: string | null;
-  unlistedRegions: number;
-  failure: unknown;
-  filesystems: string[];
-  cleanup: Awaited<ReturnType<Extraction['settle']>>;
-  published: { unpublished: number; reason?: string };
-}
-
-/** Everything the launch does to the disk: carving, unpacking, settling and publishing the output. */
-async function carve(ctx: Ctx, image: Image): Promise<{ out: Extraction; carving: Carving }> {
-  const { input } = image;
-  await ctx.begin();
-  // Every helper of the carving stops with the launch, and with the carving when a step fails.
-  const failed = new AbortController();
-  const stopHelpers = AbortSignal.any([ctx.signal, failed.signal]);
-  // The whole image's listing runs beside unblob; the unknown regions' waits for unblob's chunks.
-  const whole =
-    input.signature_scan === 'image'
-      ? listSignatures(ctx, image, [{ start: 0, size: image.bytes }], stopHelpers)
-      : null;
-  const out = await startExtraction(ctx, input.limits, image.bytes, input.timeout_ms);
-  let unblob: UnblobFacts | null = null;
-  let binwalk: Listing | null = whole;
-  let signatures: Signature[] = [];
-  let failure: unknown;
-  // The unknown chunks' listing starts once unblob has found them, while its tree is being written.
-  const unknown = (facts: Pick<UnblobFacts, 'chunks' | 'whole_file'>) => {
-    binwalk ??= listSignatures(ctx, image, unknownRegions(facts, image.bytes), stopHelpers);
-  };
-  try {
-    const onFacts = input.signature_scan === 'unknown' ? unknown : undefined;
-    unblob = await carveWithUnblob(ctx, image, out, stopHelpers, onFacts);
-    if (input.signature_scan === 'unknown') {
-      unknown(unblob);
-      ctx.progress({ phase: 'binwalk: listing the signatures of the unknown chunks' });
-    }
-    if (binwalk) signatures = parseSignatures(await binwalk.table, image.bytes, input.max_signatures);
-    await carveByDossier(image, out, unblob, signatures);
-    await unpackSquashfs(ctx, image, out);
-  } catch (err) {
-    failure = err;
-    failed.abort(); // binwalk's listing, if it still runs, is of no use now
-  }
-  const filesystems = filesystemsOf(out);
-  const cleanup = await out.settle(failure);
-  const published =
-    !failure && cleanup.output
-      ? await publishOutputs(ctx.store.blobs, ctx.caller.team, cleanup.output, out.rows, ctx.signal)
-      : { unpublished: 0 };
-  const carving = {
-    unblob,
-    signatures,
-    binwalkFailed: binwalk?.failed() ?? null,
-    unlistedRegions: binwalk?.unlisted ?? 0,
-    failure,
-    filesystems,
-    cleanup,
-    published,
-  };
-  return { out, carving };
-}
+/** The carving's outcome and what publishing its files left on this host only. */
+type Carving = FirmwareOutcome & { published: { unpublished: number; reason?: string } };
 
 /** The launch's summary: counts of what was carved, unpacked, written and refused. */
-function summarize(ctx: Ctx, image: Image, out: Extraction, carving: Carving) {
-  const { unblob, signatures, failure, filesystems, cleanup } = carving;
-  const { total, written } = out.stats();
+function summarize(ctx: Ctx, imageBytes: number, carving: Carving) {
+  const { unblob, signatures, error: failure, filesystems, cleanup, total, written, rows } = carving;
   const shownOutput = cleanup.output && outputName(ctx.config.home, cleanup.output);
   const chunks = unblob?.chunks ?? [];
   const unknownChunks = chunks.filter((c) => c.unknown);
@@ -290,26 +26,26 @@ function summarize(ctx: Ctx, image: Image, out: Extraction, carving: Carving) {
     output: shownOutput,
     signatures: signatures.length,
     chunks: chunks.length,
-    carved: out.rows.filter((r) => r.path.startsWith('carved/') && r.status === 'written').length,
+    carved: rows.filter((r) => r.path.startsWith('carved/') && r.status === 'written').length,
     unknown_chunks: unknownChunks.length,
     unknown_bytes: unknownChunks.filter((c) => c.depth === 0).reduce((n, c) => n + c.size, 0),
     handlers: unblob?.handlers ?? {},
     deepest: unblob ? Math.max(0, ...unblob.tree.map((t) => t.depth)) : 0,
     filesystems,
-    entries: out.rows.length,
+    entries: rows.length,
     written,
-    refused: out.rows.filter((r) => r.status === 'refused').length,
-    links_recorded: out.rows.filter((r) => r.status === 'recorded').length,
-    ...typeCounts(out.rows),
+    refused: rows.filter((r) => r.status === 'refused').length,
+    links_recorded: rows.filter((r) => r.status === 'recorded').length,
+    ...typeCounts(rows),
     bytes_written: failure ? 0 : total,
-    image_bytes: image.bytes,
+    image_bytes: imageBytes,
     cleanup: { ...cleanup, output: shownOutput },
   };
 }
 
 /** One sentence for each thing the Evidence does not cover. */
 function limitationsOf(input: FirmwareInput, carving: Carving, refused: number): string[] {
-  const { published, signatures, unblob, binwalkFailed, failure } = carving;
+  const { published, signatures, unblob, binwalkFailed, error: failure } = carving;
   const limitations: string[] = [];
   if (published.unpublished)
     limitations.push(
@@ -356,16 +92,19 @@ function unknownsOf(input: FirmwareInput, carving: Carving) {
 
 export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
   const { artifact, file } = await verifiedArtifact(ctx, input.artifact);
-  const image: Image = { input, file, bytes: (await stat(file)).size, left: deadline(input.timeout_ms) };
-  const { out, carving } = await carve(ctx, image);
-  const { unblob, signatures, failure } = carving;
-  const summary = summarize(ctx, image, out, carving);
+  const left = deadline(input.timeout_ms);
+  const bytes = (await stat(file)).size;
+  await ctx.begin();
+  const carved = await carveInThread({ input, file, bytes, deadlineAt: Date.now() + left() }, ctx);
+  const { unblob, signatures, error, rows } = carved;
+  const published =
+    !error && carved.cleanup.output
+      ? await publishOutputs(ctx.store.blobs, ctx.caller.team, carved.cleanup.output, rows, ctx.signal)
+      : { unpublished: 0 };
+  const carving: Carving = { ...carved, published };
+  const summary = summarize(ctx, bytes, carving);
   return {
-    status: !failure
-      ? 'succeeded'
-      : failure instanceof DossierError && failure.code === 'cancelled'
-        ? 'cancelled'
-        : 'failed',
+    status: !error ? 'succeeded' : error.code === 'cancelled' ? 'cancelled' : 'failed',
     document: {
       artifact: input.artifact,
       limits: input.limits,
@@ -373,7 +112,7 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
       ...(unblob ? { unblob: { ...unblob, chunks: undefined } } : {}),
     },
     collections: {
-      entries: out.rows,
+      entries: rows,
       chunks: unblob?.chunks ?? [],
       archives: (unblob?.tree ?? []).map((t) => ({
         path: t.path,
@@ -388,10 +127,10 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
       signatures: signatures.map((s, i) => ({ index: i, ...s, offset_hex: `0x${s.offset.toString(16)}` })),
     },
     summary,
-    truncated: Boolean(failure) || signatures.length >= input.max_signatures,
+    truncated: Boolean(error) || signatures.length >= input.max_signatures,
     limitations: limitationsOf(input, carving, summary.refused),
     target: { digest: input.artifact, path: artifact.name ?? undefined },
-    error: failure ? toToolError(failure) : undefined,
+    error: error ?? undefined,
     unknowns: unknownsOf(input, carving),
   };
 };

@@ -3,7 +3,7 @@
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { parse7zListing, sniff } from './archives.ts';
-import { parseSignatures } from './firmware.ts';
+import { parseSignatures } from './carveFirmware.ts';
 import { parseUImageHeader } from './formats.ts';
 
 const hex = (h: string) => Buffer.from(h, 'hex');

@@ -1,6 +1,7 @@
 // The extraction thread: one worker thread per process reads and writes every
-// extraction (unpack.ts), several at a time, while the activity on the main
-// thread journals, heartbeats and retains. Extraction moves hundreds of MB
+// extraction (unpack.ts) and carves every firmware image (carveFirmware.ts),
+// several at a time, while the activity on the main thread journals,
+// heartbeats, publishes and retains. Extraction moves hundreds of MB
 // through buffers; in the main isolate, whose heap holds the gateway and the
 // Temporal worker, that churn set off a full garbage collection every hundred
 // milliseconds and halved the throughput. The thread's heap is small, so its
@@ -10,12 +11,17 @@ import type { Config } from '../../config.ts';
 import { DossierError, toToolError, type ToolError } from '../../domain/errors.ts';
 import { Sandbox } from '../../sandbox/sandbox.ts';
 import type { EffectContext } from '../effect.ts';
+import { carveFirmware, type FirmwareJob, type FirmwareOutcome } from './carveFirmware.ts';
 import { unpack, type UnpackJob, type UnpackOutcome } from './unpack.ts';
+
+/** What the thread does: an extraction, or a firmware image's carving. */
+type Job = { kind: 'unpack'; unpack: UnpackJob } | { kind: 'firmware'; firmware: FirmwareJob };
+type Outcome = UnpackOutcome | FirmwareOutcome;
 
 type ToThread =
   | {
       id: number;
-      job: UnpackJob;
+      job: Job;
       config: Config;
       caller: EffectContext['caller'];
       workspace: string;
@@ -23,11 +29,11 @@ type ToThread =
   | { id: number; abort: true };
 type FromThread =
   | { id: number; progress: Record<string, unknown> }
-  | { id: number; outcome: UnpackOutcome }
+  | { id: number; outcome: Outcome }
   | { id: number; crashed: ToolError };
 
 interface Pending {
-  resolve(outcome: UnpackOutcome): void;
+  resolve(outcome: Outcome): void;
   reject(err: Error): void;
   progress(facts: Record<string, unknown>): void;
 }
@@ -71,10 +77,19 @@ function start(): Thread {
 
 /** Runs an extraction in the extraction thread, relaying its progress and the launch's cancel. */
 export function unpackInThread(job: UnpackJob, ctx: EffectContext): Promise<UnpackOutcome> {
+  return inThread({ kind: 'unpack', unpack: job }, ctx) as Promise<UnpackOutcome>;
+}
+
+/** Carves a firmware image in the extraction thread, relaying its progress and the launch's cancel. */
+export function carveInThread(job: FirmwareJob, ctx: EffectContext): Promise<FirmwareOutcome> {
+  return inThread({ kind: 'firmware', firmware: job }, ctx) as Promise<FirmwareOutcome>;
+}
+
+function inThread(job: Job, ctx: EffectContext): Promise<Outcome> {
   thread ??= start();
   const { worker, pending } = thread;
   const id = nextId++;
-  return new Promise<UnpackOutcome>((resolve, reject) => {
+  return new Promise<Outcome>((resolve, reject) => {
     const abort = () => worker.postMessage({ id, abort: true } satisfies ToThread);
     ctx.signal.addEventListener('abort', abort, { once: true });
     const done = () => {
@@ -110,14 +125,15 @@ function serve() {
     const controller = new AbortController();
     aborts.set(id, controller);
     const post = (m: FromThread) => parentPort!.postMessage(m);
-    unpack(job, {
+    const ctx = {
       config,
       caller,
       workspace,
       sandbox: sandboxes.get(policy)!,
       signal: controller.signal,
-      progress: (facts) => post({ id, progress: facts }),
-    })
+      progress: (facts: Record<string, unknown>) => post({ id, progress: facts }),
+    };
+    (job.kind === 'firmware' ? carveFirmware(job.firmware, ctx) : unpack(job.unpack, ctx))
       .then(
         (outcome) => post({ id, outcome }),
         (err: unknown) => post({ id, crashed: toToolError(err) }),
