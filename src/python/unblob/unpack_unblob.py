@@ -21,6 +21,7 @@ Exit codes: 0 done, 2 unblob failed, 3 the scratch space is full, 4 more
 entries than MAX_ENTRIES.
 """
 
+import io
 import json
 import math
 import os
@@ -41,7 +42,7 @@ MAX_FACTS_BYTES = 4 * 1024 * 1024
 ENTROPY_SAMPLE = 4 * 1024 * 1024
 ENTROPY_WINDOWS = 64
 
-TAR_OUT = os.fdopen(os.dup(1), "wb")
+TAR_FD = os.dup(1)
 ERR_FD = os.dup(2)
 
 
@@ -324,39 +325,77 @@ def bounded_facts(result):
     return text
 
 
+class TarStream:
+    """A pax tar written straight to a descriptor: each header made by tarfile, each file's bytes
+    copied by the kernel (sendfile) from the scratch space to the pipe, never through Python."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def write(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+    def add(self, info, source=None):
+        self.write(info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape"))
+        if not info.isreg():
+            return
+        with open(source, "rb") as f:
+            # Exactly the size its header states, as tarfile writes it: a file that shrank since fails.
+            sent = 0
+            while sent < info.size:
+                n = os.sendfile(self.fd, f.fileno(), sent, info.size - sent)
+                if n == 0:
+                    raise OSError(f"{source} ended after {sent} of its {info.size} bytes")
+                sent += n
+        self.write(b"\0" * (-info.size % tarfile.BLOCKSIZE))
+
+    def close(self):
+        self.write(b"\0" * (2 * tarfile.BLOCKSIZE))
+
+
 def write_tar(out_root, rename, extra):
     counts = {"files": 0, "dirs": 0, "links": 0, "special": 0}
-    with tarfile.open(fileobj=TAR_OUT, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-        # The root first: a tar with no entry at all is no tar to a strict reader.
-        root = tarfile.TarInfo("./")
-        root.type, root.mode = tarfile.DIRTYPE, 0o755
-        tar.addfile(root)
-        for arcname, source in extra:
-            info = tar.gettarinfo(source, arcname=arcname)
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mode = 0o644
-            with open(source, "rb") as content:
-                tar.addfile(info, content)
-            counts["files"] += 1
-        for folder, dirs, files in walk(out_root):
-            for name in dirs + files:
-                full = os.path.join(folder, name)
-                info = tar.gettarinfo(full, arcname=rename(os.path.relpath(full, out_root)))
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                if info.isreg():
-                    counts["files"] += 1
-                    with open(full, "rb") as content:
-                        tar.addfile(info, content)
-                elif info.isdir() or info.issym() or info.islnk():
-                    counts["dirs" if info.isdir() else "links"] += 1
-                    tar.addfile(info)
-                else:
-                    counts["special"] += 1
-                    tar.addfile(info)
-    TAR_OUT.flush()
+    tar = TarStream(TAR_FD)
+    # The root first: a tar with no entry at all is no tar to a strict reader.
+    root = tarfile.TarInfo("./")
+    root.type, root.mode = tarfile.DIRTYPE, 0o755
+    tar.add(root)
+    # tarfile's own headers (gettarinfo), from one archive object that remembers the inodes it has
+    # named, so a second link to a file is a hard link entry, as tarfile writes it; it writes nothing.
+    namer = tarfile.open(fileobj=io.BytesIO(), mode="w", format=tarfile.PAX_FORMAT)
+    for arcname, source in extra:
+        info = tar_info(namer, source, arcname)
+        info.mode = 0o644
+        tar.add(info, source)
+        counts["files"] += 1
+    for folder, dirs, files in walk(out_root):
+        for name in dirs + files:
+            full = os.path.join(folder, name)
+            info = tar_info(namer, full, rename(os.path.relpath(full, out_root)))
+            if info is None:  # a socket: tar has no entry for one
+                counts["special"] += 1
+                continue
+            if info.isreg():
+                counts["files"] += 1
+            elif info.isdir() or info.issym() or info.islnk():
+                counts["dirs" if info.isdir() else "links"] += 1
+            else:
+                counts["special"] += 1
+            tar.add(info, full)
+    tar.close()
     return counts
+
+
+def tar_info(namer, path, arcname):
+    """tarfile's header of a file in the tree, owned by no one (uid 0, no names); None for a socket."""
+    info = namer.gettarinfo(path, arcname=arcname)
+    if info is None:
+        return None
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
 
 
 def main():
