@@ -4,6 +4,7 @@
 // produce comes back on stdout, so dossier's own bounded writers decide what
 // reaches the disk.
 import { PassThrough, type Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DossierError } from '../domain/errors.ts';
 import { helperPath, type Limits, type Mount, type Sandbox } from './sandbox.ts';
 
@@ -29,7 +30,6 @@ export interface HelperRun {
 
 /** How long a failed helper's stderr may take to close after its exit, before its message is read. */
 const STDERR_GRACE_MS = 1_000;
-const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 const HELPER_ENV = { PATH: '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' };
 /** Helpers that answer on stdout (listings, tables) are read up to this much. */
@@ -77,8 +77,6 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
     clearTimeout(timer);
     if (error) throw error;
     if (code === 0 || stopped) return;
-    // The exit can be reported before the last of stderr was read: its reason is in that tail.
-    await Promise.race([stderrClosed, delay(STDERR_GRACE_MS)]);
     if (timedOut) {
       throw new DossierError(
         'provider_timeout',
@@ -87,6 +85,8 @@ export function streamHelper(sandbox: Sandbox, run: HelperRun): StreamingHelper 
         { program: run.program, timeout_ms: run.timeoutMs },
       );
     }
+    // The exit can be reported before the last of stderr was read: its reason is in that tail.
+    await Promise.race([stderrClosed, sleep(STDERR_GRACE_MS, undefined, { ref: false })]);
     throw new Error(
       `${run.program} failed (${signal ? `killed by ${signal}` : `exit ${code}`}): ${stderr.trim() || 'no message'}`,
     );
