@@ -261,10 +261,8 @@ export async function read7z(
         });
       }
     }
+    // The stream ends only once 7-Zip exited 0 (checkedOutput): its failure was thrown above.
     await data.end();
-    await helper.done.catch((err) => {
-      throw corrupt(format, err, noun);
-    });
   } finally {
     helper.stop();
   }
