@@ -18,7 +18,7 @@ import { UNBLOB_HANDLERS } from '../../tools/unblobHandlers.ts';
 import type { ExtractionContext } from '../effect.ts';
 import { readSquashfs } from './formats.ts';
 import { readUnblob, type UnblobFacts } from './unblob.ts';
-import { normalized, startExtraction, type ManifestRow } from './writer.ts';
+import { deadline, normalized, startExtraction, type ManifestRow } from './writer.ts';
 
 /** binwalk's kinds dossier carves itself when unblob found no chunk there (unblob has no uImage handler). */
 const CARVED_BY_DOSSIER = new Set(['uimage', 'squashfs']);
@@ -247,7 +247,7 @@ export async function carveFirmware(job: FirmwareJob, ctx: Ctx): Promise<Firmwar
     input,
     file: job.file,
     bytes: job.bytes,
-    left: () => Math.max(1_000, job.deadlineAt - Date.now()),
+    left: deadline(job.deadlineAt - Date.now()),
   };
   // Every helper of the carving stops with the launch, and with the carving when a step fails.
   const failed = new AbortController();

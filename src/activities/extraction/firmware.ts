@@ -5,7 +5,7 @@ import { outputName, publishOutputs } from '../../evidence/artifacts.ts';
 import { stat } from 'node:fs/promises';
 import type { FirmwareInput } from '../../tools/firmware.ts';
 import type { Effect } from '../effect.ts';
-import { deadline, typeCounts } from './writer.ts';
+import { typeCounts } from './writer.ts';
 import { verifiedArtifact } from '../policy.ts';
 import { unblobLimitations, unknownChunkQuestions } from './unblob.ts';
 import { MAX_SIGNATURE_REGIONS, type FirmwareOutcome } from './carveFirmware.ts';
@@ -92,10 +92,10 @@ function unknownsOf(input: FirmwareInput, carving: Carving) {
 
 export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
   const { artifact, file } = await verifiedArtifact(ctx, input.artifact);
-  const left = deadline(input.timeout_ms);
+  const deadlineAt = Date.now() + input.timeout_ms;
   const bytes = (await stat(file)).size;
   await ctx.begin();
-  const carved = await carveInThread({ input, file, bytes, deadlineAt: Date.now() + left() }, ctx);
+  const carved = await carveInThread({ input, file, bytes, deadlineAt }, ctx);
   const { unblob, signatures, error, rows } = carved;
   const published =
     !error && carved.cleanup.output
