@@ -341,14 +341,21 @@ class TarStream:
         self.write(info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape"))
         if not info.isreg():
             return
-        with open(source, "rb") as f:
+        # The file its header was made from, not what a link or a fifo put in its place since: a swap
+        # fails the run instead of reading elsewhere, or waiting on a fifo with no writer.
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(f"{source} is no longer a regular file")
             # Exactly the size its header states, as tarfile writes it: a file that shrank since fails.
             sent = 0
             while sent < info.size:
-                n = os.sendfile(self.fd, f.fileno(), sent, info.size - sent)
+                n = os.sendfile(self.fd, fd, sent, info.size - sent)
                 if n == 0:
                     raise OSError(f"{source} ended after {sent} of its {info.size} bytes")
                 sent += n
+        finally:
+            os.close(fd)
         self.write(b"\0" * (-info.size % tarfile.BLOCKSIZE))
 
     def close(self):
