@@ -6,9 +6,11 @@
 // corrupt archive fails the extraction and removes the staging tree, so no
 // partial tree is left. Entries of nested archives (recursive extraction) go
 // through the same writer under `<archive path>.extracted/`, so bounds are global.
+// It runs in the extraction thread (unpackThread.ts), which does nothing else, and
+// writes synchronously: a thread-pool hop per piece cost more than the write.
 import { createHash } from 'node:crypto';
-import { constants, existsSync } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { closeSync, constants, existsSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DossierError } from '../../domain/errors.ts';
 import type { ExtractInput } from '../../tools/extract.ts';
@@ -182,6 +184,11 @@ function newRow(entry: ArchiveEntry, inner: ArchiveEntry, at: EntryOrigin, occur
   };
 }
 
+/** A piece written whole, synchronously (see the header; docs/benchmarks.md has the figures). */
+function writeAll(fd: number, buf: Buffer) {
+  for (let at = 0; at < buf.length;) at += writeSync(fd, buf, at);
+}
+
 /** Writes a file entry's bytes (never through a link, never over a file), hashing them and sniffing its head. */
 async function writeFile(
   target: string,
@@ -189,7 +196,7 @@ async function writeFile(
   row: ManifestRow,
   count: (n: number, size: number) => number,
 ): Promise<void> {
-  const fd = await open(
+  const fd = openSync(
     target,
     constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
     entry.executable ? 0o755 : 0o644,
@@ -208,16 +215,16 @@ async function writeFile(
         headBytes += piece.length;
       }
       hash.update(buf);
-      await fd.write(buf);
+      writeAll(fd, buf);
     }
   } catch (err) {
     // Never leave a partial file behind a nested archive that is reported failed and kept.
-    await fd.close();
-    await rm(target, { force: true });
+    closeSync(fd);
+    rmSync(target, { force: true });
     row.reason = `not written: ${(err as Error).message}`;
     throw err;
   }
-  await fd.close();
+  closeSync(fd);
   const kind = sniff(Buffer.concat(heads));
   const hex = hash.digest('hex');
   Object.assign(row, {
@@ -313,14 +320,14 @@ export async function startExtraction(
       if (taken.has(rel) && taken.get(rel) !== 'dir') return refuse('duplicate path');
       taken.set(rel, 'dir');
       claimFolders(taken, folders);
-      await mkdir(target, { recursive: true });
+      mkdirSync(target, { recursive: true });
       row.status = 'written';
       return;
     }
     if (taken.has(rel)) return refuse('duplicate path');
     taken.set(rel, 'file');
     claimFolders(taken, folders);
-    await mkdir(path.dirname(target), { recursive: true });
+    mkdirSync(path.dirname(target), { recursive: true });
     await writeFile(target, entry, row, (n, size) => count(n, size, rel));
     written++;
     ctx.progress({ phase: 'extracting', entries: rows.length, written, bytes: budget.total });
