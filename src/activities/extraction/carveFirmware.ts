@@ -17,7 +17,7 @@ import type { FirmwareInput } from '../../tools/firmware.ts';
 import { UNBLOB_HANDLERS } from '../../tools/unblobHandlers.ts';
 import type { ExtractionContext } from '../effect.ts';
 import { readSquashfs } from './formats.ts';
-import { readUnblob, type UnblobFacts } from './unblob.ts';
+import { readUnblob, type TopChunks, type UnblobFacts } from './unblob.ts';
 import { deadline, normalized, startExtraction, type ManifestRow } from './writer.ts';
 
 /** binwalk's kinds dossier carves itself when unblob found no chunk there (unblob has no uImage handler). */
@@ -89,11 +89,22 @@ interface Image {
 const BINWALK_REGIONS = fileURLToPath(new URL('binwalk_regions.py', import.meta.url));
 
 interface Listing {
+  /** The regions asked for, as `start:size` (to tell whether a listing is of the regions wanted). */
+  asked: string;
   table: Promise<string>;
   /** Regions asked for beyond MAX_SIGNATURE_REGIONS (left unlisted). */
   unlisted: number;
   failed: () => string | null;
+  /** Stops binwalk: its listing is not wanted. */
+  stop: () => void;
 }
+
+/** Regions as a listing names them (`start:size`, the empty ones left out). */
+const regionKey = (regions: { start: number; size: number }[]) =>
+  regions
+    .filter((r) => r.size > 0)
+    .map((r) => `${r.start}:${r.size}`)
+    .join(' ');
 
 /** binwalk lists the signatures in `regions` of the image, in the sandbox: it only reads the image. */
 function listSignatures(
@@ -103,6 +114,8 @@ function listSignatures(
   signal: AbortSignal,
 ): Listing {
   let failed: string | null = null;
+  const own = new AbortController();
+  const stopped = AbortSignal.any([signal, own.signal]);
   const asked = regions.filter((r) => r.size > 0);
   const listed = asked.slice(0, MAX_SIGNATURE_REGIONS);
   const table = (async () => {
@@ -117,20 +130,23 @@ function listSignatures(
         { host: BINWALK_REGIONS, inside: '/input/binwalk_regions.py' },
       ],
       timeoutMs: image.left(),
-      signal,
+      signal: stopped,
     });
   })().catch((err: Error) => {
     failed = err.message;
     return '';
   });
-  return { table, unlisted: asked.length - listed.length, failed: () => failed };
+  return {
+    asked: regionKey(asked),
+    table,
+    unlisted: asked.length - listed.length,
+    failed: () => failed,
+    stop: () => own.abort(),
+  };
 }
 
 /** The top-level regions unblob matched no format to (the whole image when it found nothing there). */
-function unknownRegions(
-  unblob: Pick<UnblobFacts, 'chunks' | 'whole_file'>,
-  bytes: number,
-): { start: number; size: number }[] {
+function unknownRegions(unblob: TopChunks, bytes: number): { start: number; size: number }[] {
   const top = unblob.chunks.filter((c) => c.depth === 0 && c.path === '');
   if (top.length === 0 && !unblob.whole_file) return [{ start: 0, size: bytes }];
   return top.filter((c) => c.unknown).map((c) => ({ start: c.start, size: c.size }));
@@ -138,14 +154,14 @@ function unknownRegions(
 
 /**
  * unblob carves and unpacks the image into the writer; each entry's depth is its `…_extract/` folders.
- * `onFacts` hears what unblob found as soon as it is done, while its tree still streams.
+ * `onTop` hears the image's own chunks as soon as unblob has found them, while it extracts them.
  */
 async function carveWithUnblob(
   ctx: Ctx,
   image: Image,
   out: Extraction,
   signal: AbortSignal,
-  onFacts?: (facts: Omit<UnblobFacts, 'counts'>) => void,
+  onTop?: (top: TopChunks) => void,
 ): Promise<UnblobFacts> {
   const { input } = image;
   const unblob = await readUnblob(
@@ -160,7 +176,7 @@ async function carveWithUnblob(
       timeoutMs: image.left(),
       progress: (facts) => ctx.progress(facts),
       signal,
-      onFacts,
+      onTop,
     },
     out.onEntry,
   );
@@ -262,15 +278,20 @@ export async function carveFirmware(job: FirmwareJob, ctx: Ctx): Promise<Firmwar
   let binwalk: Listing | null = whole;
   let signatures: Signature[] = [];
   let failure: unknown;
-  // The unknown chunks' listing starts once unblob has found them, while its tree is being written.
-  const unknown = (facts: Pick<UnblobFacts, 'chunks' | 'whole_file'>) => {
-    binwalk ??= listSignatures(ctx, image, unknownRegions(facts, image.bytes), stopHelpers);
+  // The unknown chunks' listing starts as soon as unblob has found the image's chunks, while it still
+  // extracts them; it is started again, of the regions the facts name, in the case they differ.
+  const unknown = (chunks: TopChunks) => {
+    binwalk = listSignatures(ctx, image, unknownRegions(chunks, image.bytes), stopHelpers);
   };
   try {
-    const onFacts = input.signature_scan === 'unknown' ? unknown : undefined;
-    unblob = await carveWithUnblob(ctx, image, out, stopHelpers, onFacts);
+    const onTop = input.signature_scan === 'unknown' ? unknown : undefined;
+    unblob = await carveWithUnblob(ctx, image, out, stopHelpers, onTop);
     if (input.signature_scan === 'unknown') {
-      unknown(unblob);
+      const regions = unknownRegions(unblob, image.bytes);
+      if (binwalk?.asked !== regionKey(regions)) {
+        binwalk?.stop();
+        binwalk = listSignatures(ctx, image, regions, stopHelpers);
+      }
       ctx.progress({ phase: 'binwalk: listing the signatures of the unknown chunks' });
     }
     if (binwalk) signatures = parseSignatures(await binwalk.table, image.bytes, input.max_signatures);

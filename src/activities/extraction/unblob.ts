@@ -74,9 +74,17 @@ export interface UnblobRead {
   progress?: (facts: Record<string, unknown>) => void;
   /** Stops unblob when it aborts: a cancelled launch is not left carving until its time runs out. */
   signal?: AbortSignal;
-  /** Called with unblob's facts once it has finished, while its tree still streams into the writer. */
-  onFacts?: (facts: Omit<UnblobFacts, 'counts'>) => void;
+  /**
+   * firmware: called with the image's own chunks (depth 0, as the facts will list them) as soon as
+   * unblob has found them, while it still extracts them; not called when it found none.
+   */
+  onTop?: (top: TopChunks) => void;
 }
+
+/** The image's own chunks, told before unblob extracts them. */
+export type TopChunks = Pick<UnblobFacts, 'whole_file'> & {
+  chunks: Pick<UnblobChunk, 'path' | 'depth' | 'start' | 'end' | 'size' | 'unknown'>[];
+};
 
 /** Reads a file through unblob into the writer; returns unblob's chunks, handlers, tree and errors. */
 export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<UnblobFacts> {
@@ -106,16 +114,16 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
   });
   const { ended: stderrEnded, lastLine } = stderrTail(helper, 8 * 1024 * 1024);
   const version = engine.version;
-  if (read.onFacts) {
-    const onFacts = read.onFacts;
-    onStderrLine(helper, 'dossier-facts ', (line) => {
-      let early: RawFacts;
+  if (read.onTop) {
+    const onTop = read.onTop;
+    onStderrLine(helper, 'dossier-top ', (line) => {
+      let top: TopChunks;
       try {
-        early = JSON.parse(line) as RawFacts;
+        top = JSON.parse(line) as TopChunks;
       } catch {
-        return; // read again, and refused clearly, at the end
+        return; // the facts tell the same chunks at the end
       }
-      onFacts({ ...early, version });
+      onTop(top);
     });
   }
   const done = helper.done.catch(async (err: Error) => {

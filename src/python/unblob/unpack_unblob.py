@@ -1,6 +1,7 @@
 """Runs unblob on one file and writes what it unpacked to stdout as one pax tar.
 
 Usage: unpack_unblob.py artifact|firmware DEPTH MAX_ENTRIES IMAGE
+       (unpack_unblob.py unblob FD UNBLOB-ARGS...: how this script runs unblob, below)
 
 Runs in dossier's sandbox: IMAGE is mounted read-only and the only writable
 place is the private, size-bounded /tmp, where unblob carves and extracts. The
@@ -14,9 +15,14 @@ firmware: the top level renamed to extract_firmware's layout: every chunk of
 the image as `carved/0x<offset>.<kind>` (unknown chunks included) and what a
 chunk unpacked to as `<kind>-0x<offset>/`; deeper levels keep unblob's names.
 
-Before the tar, a stderr line `dossier-facts {json}`: chunks (known and unknown,
-with the entropy of unknown ones), handlers met, the recursion tree, errors;
-after it, the last line `dossier-counts {json}`: what the tar holds.
+unblob runs in a process of its own, this script in its `unblob` mode: unblob's command line with
+two hooks that tell a pipe what it finds while it works. The image's own chunks, once found, are
+handed on at once as a stderr line `dossier-top {json}` (known and unknown, as the facts will list
+them), so that the caller can start on the unknown ones (binwalk's listing) while unblob extracts;
+each unknown chunk's entropy is computed as it is carved, in unblob's processes. Before the tar, a
+stderr line `dossier-facts {json}`: chunks (known and unknown, with the entropy of unknown ones),
+handlers met, the recursion tree, errors; after it, the last line `dossier-counts {json}`: what the
+tar holds.
 Exit codes: 0 done, 2 unblob failed, 3 the scratch space is full, 4 more
 entries than MAX_ENTRIES.
 """
@@ -26,6 +32,7 @@ import json
 import math
 import os
 import re
+import select
 import signal
 import stat
 import subprocess
@@ -132,22 +139,143 @@ def python_shims(venv_bin, shims):
     return shims
 
 
+def top_chunks_row(size, outer, unknown, unknown_type):
+    """The image's own chunks as the facts will list them (`chunks` rows of depth 0, sorted, at most
+    MAX_ROWS; padding is a known chunk there, as in unblob's report) and whether one known chunk is the
+    whole image."""
+    rows = []
+    for c in sorted([*outer, *unknown], key=lambda c: c.start_offset)[:MAX_ROWS]:
+        rows.append(
+            {
+                "path": "",
+                "depth": 0,
+                "start": c.start_offset,
+                "end": c.end_offset,
+                "size": c.end_offset - c.start_offset,
+                "unknown": isinstance(c, unknown_type),
+            }
+        )
+    whole = len(outer) + len(unknown) == 1 and any(not r["unknown"] and r["start"] == 0 and r["end"] == size for r in rows)
+    return {"chunks": rows, "whole_file": "whole" if whole else None}
+
+
+def unblob_telling(fd, argv):
+    """unblob's own command line, in this process, telling `fd` what it finds while it works, one JSON
+    line each: the image's own chunks as soon as it has found them (before it carves and extracts
+    them), `{"top": {...}}`; and each unknown chunk's entropy as it is carved, `{"entropy": [path,
+    bits, sampled]}`, computed in unblob's processes while others extract."""
+    from unblob import processing
+    from unblob.cli import main as unblob_main
+    from unblob.models import UnknownChunk
+
+    def tell(obj, whole=False):
+        line = (json.dumps(obj) + "\n").encode()
+        # unblob's processes share the pipe: a line of at most PIPE_BUF bytes is written at once. The
+        # image's chunks are told before any other process has work, and may be longer.
+        if len(line) > select.PIPE_BUF and not whole:
+            return
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            pass  # the wrapper stopped listening: it works these out from unblob's report
+
+    process_chunks = processing._FileTask._process_chunks
+    carve_unknown = processing.carve_unknown_chunk
+
+    def telling_process_chunks(self, file, outer_chunks, unknown_chunks):
+        if self.task.depth == 0:
+            tell({"top": top_chunks_row(self.size, outer_chunks, unknown_chunks, UnknownChunk)}, whole=True)
+        return process_chunks(self, file, outer_chunks, unknown_chunks)
+
+    def telling_carve_unknown(carve_dir, file, chunk):
+        carved = carve_unknown(carve_dir, file, chunk)
+        if isinstance(chunk, UnknownChunk):
+            tell({"entropy": [str(carved), *entropy(carved)]})
+        return carved
+
+    processing._FileTask._process_chunks = telling_process_chunks
+    processing.carve_unknown_chunk = telling_carve_unknown
+    sys.argv = ["unblob", *argv]
+    unblob_main()
+
+
+class Told(threading.Thread):
+    """What unblob tells while it works (unblob_telling): the image's chunks are handed on to the caller
+    at once as the `dossier-top` line, never once `close` has been called (the facts line follows,
+    alone on stderr); the entropies are kept, MAX_ROWS at most, for the facts."""
+
+    def __init__(self, read_fd):
+        super().__init__(daemon=True)
+        self.read_fd = read_fd
+        self.lock = threading.Lock()
+        self.closed = False
+        self.entropies = {}
+
+    def run(self):
+        # Read to the end whatever is told (a writer must never wait on a full pipe); a line longer
+        # than any told is dropped.
+        data = b""
+        with os.fdopen(self.read_fd, "rb", buffering=0) as told:
+            while chunk := told.read(1 << 16):
+                data += chunk
+                *lines, data = data.split(b"\n")
+                for line in lines:
+                    self.heard(line)
+                if len(data) > MAX_FACTS_BYTES:
+                    data = b""
+
+    def heard(self, line):
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return
+        if "top" in msg:
+            with self.lock:
+                if not self.closed:
+                    os.write(ERR_FD, f"\ndossier-top {json.dumps(msg['top'])}\n".encode())
+        elif "entropy" in msg and len(self.entropies) < MAX_ROWS:
+            path, bits, sampled = msg["entropy"]
+            self.entropies[path] = (bits, sampled)
+
+    def close(self):
+        """After unblob's end: what it told is read (or given up after a moment: a process of its pool
+        that outlives it keeps the pipe open), and nothing more goes to stderr."""
+        self.join(timeout=2)
+        with self.lock:
+            self.closed = True
+        return dict(self.entropies)
+
+
 def run_unblob(image, out, depth, max_entries, keep_chunks):
     work = os.path.dirname(out)
     venv_bin = os.path.dirname(sys.executable)
     shims = python_shims(venv_bin, os.path.join(work, "bin"))
     env = dict(os.environ, PATH=f"{shims}:{venv_bin}:/usr/bin:/bin")
-    argv = [sys.executable, os.path.join(venv_bin, "unblob"), "-e", out]
+    argv = ["-e", out]
     argv += ["--report", os.path.join(work, "report.json")]
     argv += ["--log", os.path.join(work, "unblob.log"), "-d", str(depth), "-n", "0"]
     if keep_chunks:
         argv.append("-k")
+    argv.append(image)
+    # unblob runs as this script's `unblob` mode, which tells a pipe what it finds while it works.
+    read_fd, write_fd = os.pipe()
+    told = Told(read_fd)
+    told.start()
+    command = [sys.executable, os.path.abspath(__file__), "unblob", str(write_fd), *argv]
     # unblob and its extractors print what the input names (paths, headers): none of it may reach this
     # wrapper's stderr, whose `dossier-facts` line the caller acts on before the run ends. What unblob
     # says is in its --log file, whose last line a failure reports.
     proc = subprocess.Popen(
-        argv + [image], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+        pass_fds=(write_fd,),
     )
+    os.close(write_fd)
     over = {"entries": False, "error": None}
 
     def watch():
@@ -170,6 +298,7 @@ def run_unblob(image, out, depth, max_entries, keep_chunks):
 
     threading.Thread(target=watch, daemon=True).start()
     code = proc.wait()
+    entropies = told.close()
     try:
         too_many = over["entries"] or count_entries(out, max_entries) > max_entries
     except OSError as err:
@@ -195,7 +324,7 @@ def run_unblob(image, out, depth, max_entries, keep_chunks):
     # An extractor that ran out of room fails its chunk, and unblob may remove what it wrote: its report says so.
     if "No space left on device" in text or "[Errno 28]" in text:
         fail(SCRATCH_FULL, "what unblob unpacked does not fit in the scratch space")
-    return json.loads(text)
+    return json.loads(text), entropies
 
 
 def reports_of(node, kind):
@@ -214,9 +343,11 @@ def reports_of(node, kind):
 class Facts:
     """What unblob's report says, by output path (relative to what the tar holds)."""
 
-    def __init__(self, rel, extract_dir):
+    def __init__(self, rel, extract_dir, entropies):
         self.rel = rel
         self.extract_dir = extract_dir
+        # Unknown chunks' entropies by carved path, as unblob's processes told them (unblob_telling).
+        self.entropies = entropies
         self.chunks, self.tree, self.errors, self.handlers = [], [], [], {}
         # Folders unblob found already there and so did not extract into: the input's own, named like
         # unblob's (`fw.zip_extract/` beside `fw.zip`). What they hold is not what unblob unpacked.
@@ -283,7 +414,7 @@ class Facts:
             target = f"{carved}_extract" if carve else self.extract_dir(source)
             row["extracted"] = target not in self.existing and os.path.isdir(target) and bool(os.listdir(target))
         elif carved and os.path.exists(carved):
-            row["entropy"], row["entropy_sampled"] = entropy(carved)
+            row["entropy"], row["entropy_sampled"] = self.entropies.get(carved) or entropy(carved)
         if len(self.chunks) < MAX_ROWS:
             self.chunks.append(row)
 
@@ -406,6 +537,9 @@ def tar_info(namer, path, arcname):
 
 
 def main():
+    if len(sys.argv) > 3 and sys.argv[1] == "unblob":
+        unblob_telling(int(sys.argv[2]), sys.argv[3:])
+        return
     if len(sys.argv) != 5 or sys.argv[1] not in ("artifact", "firmware"):
         fail(UNREADABLE, "usage: unpack_unblob.py artifact|firmware DEPTH MAX_ENTRIES IMAGE")
     mode, depth, max_entries, image = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -413,7 +547,7 @@ def main():
     os.makedirs(work)
     out = os.path.join(work, "out")
     started = time.time()
-    report = run_unblob(image, out, depth, max_entries, keep_chunks=mode == "firmware")
+    report, entropies = run_unblob(image, out, depth, max_entries, keep_chunks=mode == "firmware")
     out_root = os.path.join(out, f"{os.path.basename(image)}_extract")
     renames, whole = firmware_names(out_root, image, report) if mode == "firmware" else ({}, None)
 
@@ -431,7 +565,7 @@ def main():
             return ""
         return rename(os.path.relpath(path, out_root)) if path.startswith(out_root) else path
 
-    facts = Facts(rel, lambda source: out_root if source == image else f"{source}_extract")
+    facts = Facts(rel, lambda source: out_root if source == image else f"{source}_extract", entropies)
     facts.take(report, os.path.getsize(image))
     result = {
         "unblob": True,
@@ -448,8 +582,7 @@ def main():
             r for r in (rel(p) for p in facts.existing if isinstance(p, str)) if r is not None
         ),
     }
-    # The facts before the tree: the caller may start on them (binwalk over the unknown chunks) while
-    # the tree streams.
+    # The facts before the tree (a caller may act on them while the tree streams).
     os.write(ERR_FD, f"\ndossier-facts {bounded_facts(result)}\n".encode())
     extra = [(f"carved/0x0.{whole}", image)] if whole else []
     counts = write_tar(out_root, rename, extra)
