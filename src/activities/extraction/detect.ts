@@ -1,11 +1,11 @@
 // An archive's format by its content: dossier's own readers first, then
-// unblob for the kinds only it reads (writer.ts: UNBLOB_KINDS).
+// unblob for the kinds only it reads (kinds.ts: UNBLOB_KINDS).
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
 import type { ExtractInput } from '../../tools/extract.ts';
 import { decompressed, sniff, type Compression } from './archives.ts';
-import { HEAD_BYTES, OPENABLE, UNBLOB_KINDS } from './writer.ts';
+import { HEAD_BYTES, OPENABLE, UNBLOB_KINDS } from './kinds.ts';
 
 export type ArchiveFormat = ExtractInput['format'];
 

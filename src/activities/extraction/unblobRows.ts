@@ -7,7 +7,8 @@
 // what unblob left (a squashfs, whose extractor unblob lacks here).
 import type { UnblobFacts } from './unblob.ts';
 import type { ArchiveRow } from './readArchive.ts';
-import { NESTED_SUFFIX, normalized, UNBLOB_KINDS, type ManifestRow } from './writer.ts';
+import { UNBLOB_KINDS } from './kinds.ts';
+import { NESTED_SUFFIX, normalized, type ManifestRow } from './writer.ts';
 
 const EXTRACT = '_extract';
 

@@ -7,7 +7,8 @@
 // partial tree is left. Entries of nested archives (recursive extraction) go
 // through the same writer under `<archive path>.extracted/`, so bounds are global.
 // It runs in the extraction thread (unpackThread.ts), which does nothing else, and
-// writes synchronously: a thread-pool hop per piece cost more than the write.
+// writes synchronously: a thread-pool hop per piece cost more than the write (a
+// stalled disk holds that thread's cancels and clocks until the write returns).
 import { createHash } from 'node:crypto';
 import { closeSync, constants, existsSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
@@ -17,48 +18,7 @@ import type { ExtractInput } from '../../tools/extract.ts';
 import { cancelledExtraction, sniff, tooBig, tooDense, tooMany, type ArchiveEntry } from './archives.ts';
 import type { ExtractionContext } from '../effect.ts';
 import { outputOf } from '../workspaces/workspaces.ts';
-
-/** What sniff() names that extract_artifact can open (with recursive: true, it does). */
-export const OPENABLE = new Set([
-  'zip',
-  'gzip',
-  'bzip2',
-  'xz',
-  '7z',
-  'tar',
-  'squashfs',
-  'deb',
-  'ar',
-  'cpio',
-  'rpm',
-  'iso9660',
-  'android-sparse',
-  'uimage',
-  'cramfs',
-  'ext',
-  'jffs2',
-  'ubi',
-  'ubifs',
-]);
-/** What sniff() names that dossier has no reader of its own for: unblob reads them (unblob.ts). */
-export const UNBLOB_KINDS = new Set([
-  'zstd',
-  'lz4',
-  'lzip',
-  'lzop',
-  'lzma',
-  'compress',
-  'erofs',
-  'fat',
-  'ntfs',
-  'romfs',
-  'trx',
-  'chk',
-  'cab',
-  'rar',
-]);
-/** Bytes of an entry's start kept for naming its format (ISO 9660's magic is at 32,769). */
-export const HEAD_BYTES = 36 * 1024;
+import { HEAD_BYTES, OPENABLE, UNBLOB_KINDS } from './kinds.ts';
 
 export interface ManifestRow {
   occurrence: number;
@@ -186,7 +146,11 @@ function newRow(entry: ArchiveEntry, inner: ArchiveEntry, at: EntryOrigin, occur
 
 /** A piece written whole, synchronously (see the header; docs/benchmarks.md has the figures). */
 function writeAll(fd: number, buf: Buffer) {
-  for (let at = 0; at < buf.length;) at += writeSync(fd, buf, at);
+  for (let at = 0; at < buf.length;) {
+    const n = writeSync(fd, buf, at);
+    if (n === 0) throw new Error('the disk took none of the bytes written');
+    at += n;
+  }
 }
 
 /** Writes a file entry's bytes (never through a link, never over a file), hashing them and sniffing its head. */
@@ -219,8 +183,11 @@ async function writeFile(
     }
   } catch (err) {
     // Never leave a partial file behind a nested archive that is reported failed and kept.
-    closeSync(fd);
-    rmSync(target, { force: true });
+    try {
+      closeSync(fd);
+    } finally {
+      rmSync(target, { force: true });
+    }
     row.reason = `not written: ${(err as Error).message}`;
     throw err;
   }
