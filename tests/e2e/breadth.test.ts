@@ -6,10 +6,12 @@
 // vendor header, a kernel, an erofs file system and a random blob carved and
 // unpacked whole, the blob an unknown chunk with its entropy; hostile variants
 // contained.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cachedUnblob } from '../../src/python/unblob.ts';
@@ -258,6 +260,65 @@ describe('extract_firmware carves with unblob', () => {
     // The high-entropy blob is a residual unknown of the Evidence.
     const unknowns = await call(client, 'list_unknowns', {});
     expect(JSON.stringify(unknowns)).toMatch(/encrypted or compressed with an unknown scheme\?/);
+  });
+});
+
+describe("unblob's hooks in the wrapper", () => {
+  it('tell the image chunks before unblob extracts them, and each unknown chunk entropy as it is carved', async () => {
+    const env = cachedUnblob(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3')!;
+    const vendor = readFileSync(path.join(work, 'vendor.trx'));
+    const blob = randomBytes(24 * 1024);
+    const image = path.join(work, 'told-fw.bin');
+    writeFileSync(image, Buffer.concat([vendor, blob]));
+    const out = path.join(work, 'told-out');
+    // The wrapper's `unblob` mode, on the host: unblob's command line, telling fd 3 what it finds.
+    const child = spawn(
+      env.python,
+      [
+        path.join(env.scripts, 'unpack_unblob.py'),
+        'unblob',
+        '3',
+        '-e',
+        out,
+        '-n',
+        '0',
+        '-d',
+        '3',
+        '-k',
+        image,
+      ],
+      { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] },
+    );
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const told: Record<string, unknown>[] = [];
+    for await (const line of createInterface({ input: child.stdio[3] as Readable }))
+      told.push(JSON.parse(line));
+    expect(await exited).toBe(0);
+
+    // The chunks first, as the facts will list them; then the unknown chunk's entropy, of its carved bytes.
+    expect(told[0]).toEqual({
+      top: {
+        chunks: [
+          { path: '', depth: 0, start: 0, end: vendor.length, size: vendor.length, unknown: false },
+          {
+            path: '',
+            depth: 0,
+            start: vendor.length,
+            end: vendor.length + blob.length,
+            size: blob.length,
+            unknown: true,
+          },
+        ],
+        whole_file: null,
+      },
+    });
+    const entropies = told.filter((m) => 'entropy' in m).map((m) => m.entropy as [string, number, boolean]);
+    expect(entropies).toHaveLength(1);
+    const [carved, bits, sampled] = entropies[0]!;
+    expect(carved).toBe(`${out}/told-fw.bin_extract/${vendor.length}-${vendor.length + blob.length}.unknown`);
+    expect(readFileSync(carved).equals(blob)).toBe(true);
+    expect(bits).toBeCloseTo(shannon(blob), 3);
+    expect(sampled).toBe(false);
   });
 });
 

@@ -117,13 +117,9 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
   if (read.onTop) {
     const onTop = read.onTop;
     onStderrLine(helper, 'dossier-top ', (line) => {
-      let top: TopChunks;
-      try {
-        top = JSON.parse(line) as TopChunks;
-      } catch {
-        return; // the facts tell the same chunks at the end
-      }
-      onTop(top);
+      // Anything but the chunks' rows is not used: the facts tell the same chunks at the end.
+      const top = topChunks(line);
+      if (top) onTop(top);
     });
   }
   const done = helper.done.catch(async (err: Error) => {
@@ -166,6 +162,34 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
 }
 
 type RawFacts = Omit<UnblobFacts, 'version' | 'counts'>;
+
+/** The `dossier-top` line's chunks when they are rows of the image's own (at most 10,000), else null. */
+function topChunks(line: string): TopChunks | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  const top = parsed as Partial<TopChunks> | null;
+  const offset = (n: unknown) => Number.isSafeInteger(n) && (n as number) >= 0;
+  const rows = top?.chunks;
+  if (!Array.isArray(rows) || rows.length > 10_000) return null;
+  const fit = rows.every(
+    (c) =>
+      c !== null &&
+      typeof c === 'object' &&
+      c.path === '' &&
+      c.depth === 0 &&
+      offset(c.start) &&
+      offset(c.end) &&
+      c.end >= c.start &&
+      c.size === c.end - c.start &&
+      typeof c.unknown === 'boolean',
+  );
+  if (!fit) return null;
+  return { chunks: rows, whole_file: typeof top?.whole_file === 'string' ? top.whole_file : null };
+}
 
 /** The longest facts line the wrapper writes (MAX_FACTS_BYTES in unpack_unblob.py), with room. */
 const FACTS_LINE_MAX = 4 * 1024 * 1024 + 64 * 1024;

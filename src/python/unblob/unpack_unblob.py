@@ -53,8 +53,20 @@ TAR_FD = os.dup(1)
 ERR_FD = os.dup(2)
 
 
+def write_all(fd, data):
+    """Writes all of `data`: a write to a pipe or socket may take only part of it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def say(text):
+    """One line of this wrapper's own on stderr, whole."""
+    write_all(ERR_FD, text.encode("utf-8", "replace"))
+
+
 def fail(code, message):
-    os.write(ERR_FD, f"\nunpack_unblob: {message}\n".encode("utf-8", "replace"))
+    say(f"\nunpack_unblob: {message}\n")
     os._exit(code)
 
 
@@ -175,24 +187,34 @@ def unblob_telling(fd, argv):
         if len(line) > select.PIPE_BUF and not whole:
             return
         try:
-            view = memoryview(line)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, line)
         except OSError:
             pass  # the wrapper stopped listening: it works these out from unblob's report
 
     process_chunks = processing._FileTask._process_chunks
     carve_unknown = processing.carve_unknown_chunk
 
+    # What is told is a help, never a change to what unblob does: a hook that fails tells nothing
+    # (the wrapper then works it out from unblob's report), and unblob goes on as it would.
     def telling_process_chunks(self, file, outer_chunks, unknown_chunks):
         if self.task.depth == 0:
-            tell({"top": top_chunks_row(self.size, outer_chunks, unknown_chunks, UnknownChunk)}, whole=True)
+            try:
+                top = top_chunks_row(self.size, outer_chunks, unknown_chunks, UnknownChunk)
+            except Exception:  # noqa: BLE001
+                top = None
+            if top is not None:
+                tell({"top": top}, whole=True)
         return process_chunks(self, file, outer_chunks, unknown_chunks)
 
     def telling_carve_unknown(carve_dir, file, chunk):
         carved = carve_unknown(carve_dir, file, chunk)
         if isinstance(chunk, UnknownChunk):
-            tell({"entropy": [str(carved), *entropy(carved)]})
+            try:
+                told = [str(carved), *entropy(carved)]
+            except Exception:  # noqa: BLE001
+                told = None
+            if told is not None:
+                tell({"entropy": told})
         return carved
 
     processing._FileTask._process_chunks = telling_process_chunks
@@ -222,7 +244,10 @@ class Told(threading.Thread):
                 data += chunk
                 *lines, data = data.split(b"\n")
                 for line in lines:
-                    self.heard(line)
+                    try:
+                        self.heard(line)
+                    except Exception:  # noqa: BLE001 - a line not understood is not used, and reading goes on
+                        pass
                 if len(data) > MAX_FACTS_BYTES:
                     data = b""
 
@@ -231,13 +256,16 @@ class Told(threading.Thread):
             msg = json.loads(line)
         except ValueError:
             return
-        if "top" in msg:
+        if not isinstance(msg, dict):
+            return
+        if isinstance(msg.get("top"), dict):
             with self.lock:
                 if not self.closed:
-                    os.write(ERR_FD, f"\ndossier-top {json.dumps(msg['top'])}\n".encode())
-        elif "entropy" in msg and len(self.entropies) < MAX_ROWS:
+                    say(f"\ndossier-top {json.dumps(msg['top'])}\n")
+        elif isinstance(msg.get("entropy"), list) and len(msg["entropy"]) == 3 and len(self.entropies) < MAX_ROWS:
             path, bits, sampled = msg["entropy"]
-            self.entropies[path] = (bits, sampled)
+            if isinstance(path, str) and isinstance(bits, (int, float)) and isinstance(sampled, bool):
+                self.entropies[path] = (bits, sampled)
 
     def close(self):
         """After unblob's end: what it told is read (or given up after a moment: a process of its pool
@@ -464,9 +492,7 @@ class TarStream:
         self.fd = fd
 
     def write(self, data):
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
+        write_all(self.fd, data)
 
     def add(self, info, source=None):
         self.write(info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape"))
@@ -583,10 +609,10 @@ def main():
         ),
     }
     # The facts before the tree (a caller may act on them while the tree streams).
-    os.write(ERR_FD, f"\ndossier-facts {bounded_facts(result)}\n".encode())
+    say(f"\ndossier-facts {bounded_facts(result)}\n")
     extra = [(f"carved/0x0.{whole}", image)] if whole else []
     counts = write_tar(out_root, rename, extra)
-    os.write(ERR_FD, f"\ndossier-counts {json.dumps(counts)}\n".encode())
+    say(f"\ndossier-counts {json.dumps(counts)}\n")
 
 
 main()
