@@ -153,8 +153,8 @@ def python_shims(venv_bin, shims):
 
 def top_chunks_row(size, outer, unknown, unknown_type):
     """The image's own chunks as the facts will list them (`chunks` rows of depth 0, sorted, at most
-    MAX_ROWS; padding is a known chunk there, as in unblob's report) and whether one known chunk is the
-    whole image."""
+    MAX_ROWS; padding is a known chunk there, as in unblob's report) and, as the facts' `whole_file`,
+    the kind of the one known chunk that is the whole image."""
     rows = []
     for c in sorted([*outer, *unknown], key=lambda c: c.start_offset)[:MAX_ROWS]:
         rows.append(
@@ -167,8 +167,8 @@ def top_chunks_row(size, outer, unknown, unknown_type):
                 "unknown": isinstance(c, unknown_type),
             }
         )
-    whole = len(outer) + len(unknown) == 1 and any(not r["unknown"] and r["start"] == 0 and r["end"] == size for r in rows)
-    return {"chunks": rows, "whole_file": "whole" if whole else None}
+    whole = outer[0] if len(outer) == 1 and not unknown and (outer[0].start_offset, outer[0].end_offset) == (0, size) else None
+    return {"chunks": rows, "whole_file": kind_of(whole.handler.NAME) if whole else None}
 
 
 def unblob_telling(fd, argv):
@@ -226,13 +226,15 @@ def unblob_telling(fd, argv):
 class Told(threading.Thread):
     """What unblob tells while it works (unblob_telling): the image's chunks are handed on to the caller
     at once as the `dossier-top` line, never once `close` has been called (the facts line follows,
-    alone on stderr); the entropies are kept, MAX_ROWS at most, for the facts."""
+    alone on stderr), and only the first time: whatever else a process of unblob's writes, stderr
+    carries one such line; the entropies are kept, MAX_ROWS at most, for the facts."""
 
     def __init__(self, read_fd):
         super().__init__(daemon=True)
         self.read_fd = read_fd
         self.lock = threading.Lock()
         self.closed = False
+        self.top_sent = False
         self.entropies = {}
 
     def run(self):
@@ -260,7 +262,8 @@ class Told(threading.Thread):
             return
         if isinstance(msg.get("top"), dict):
             with self.lock:
-                if not self.closed:
+                if not self.closed and not self.top_sent:
+                    self.top_sent = True
                     say(f"\ndossier-top {json.dumps(msg['top'])}\n")
         elif isinstance(msg.get("entropy"), list) and len(msg["entropy"]) == 3 and len(self.entropies) < MAX_ROWS:
             path, bits, sampled = msg["entropy"]
