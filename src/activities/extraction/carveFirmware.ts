@@ -145,11 +145,18 @@ function listSignatures(
   };
 }
 
-/** The top-level regions unblob matched no format to (the whole image when it found nothing there). */
+/**
+ * The top-level regions unblob matched no format to (the whole image when it found nothing there),
+ * each inside the image: they become binwalk's arguments, whether from the early chunks or the facts.
+ */
 function unknownRegions(unblob: TopChunks, bytes: number): { start: number; size: number }[] {
   const top = unblob.chunks.filter((c) => c.depth === 0 && c.path === '');
   if (top.length === 0 && !unblob.whole_file) return [{ start: 0, size: bytes }];
-  return top.filter((c) => c.unknown).map((c) => ({ start: c.start, size: c.size }));
+  const inside = (n: unknown): n is number =>
+    Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= bytes;
+  return top
+    .filter((c) => c.unknown === true && inside(c.start) && inside(c.size) && c.start + c.size <= bytes)
+    .map((c) => ({ start: c.start, size: c.size }));
 }
 
 /**
