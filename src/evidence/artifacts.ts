@@ -8,11 +8,12 @@
 // cache of the store's blobs: what one host stores is published there, and a
 // host that lacks an artifact fetches it, proving the digest as it writes.
 import { createHash, randomUUID } from 'node:crypto';
-import { constants, createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { constants, createReadStream, createWriteStream, existsSync, read as readFd } from 'node:fs';
 import { chmod, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 import { DossierError } from '../domain/errors.ts';
 import { runHelper } from '../sandbox/helpers.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
@@ -208,11 +209,27 @@ export function storeArtifactFile(
 ) {
   return storeArtifact(
     home,
-    typeof file === 'number' ? createReadStream('', { fd: file, autoClose: false }) : createReadStream(file),
+    typeof file === 'number' ? Readable.from(readOpened(file)) : createReadStream(file),
     limit,
     shared,
     team,
   );
+}
+
+/**
+ * The bytes of a descriptor the caller opened and will close, from where it stands. Not a file
+ * stream: a failed pipeline destroys its source, and a file stream's destroy closes its descriptor
+ * (whatever autoClose says), so the caller's close would then close that number again, by then
+ * perhaps another request's file.
+ */
+async function* readOpened(fd: number): AsyncGenerator<Buffer> {
+  const read = promisify(readFd);
+  for (;;) {
+    const buf = Buffer.allocUnsafe(1024 * 1024);
+    const { bytesRead } = await read(fd, buf, 0, buf.length, null);
+    if (bytesRead === 0) return;
+    yield buf.subarray(0, bytesRead);
+  }
 }
 
 /**
