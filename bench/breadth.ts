@@ -155,6 +155,8 @@ export async function benchBreadth(): Promise<string[]> {
   const stack = await benchStack({
     DOSSIER_ALLOWED_ROOTS: `/usr/bin:${dir}`,
     DOSSIER_WORKER_CONCURRENCY: '4',
+    // A scan tree of DOSSIER_BENCH_SCAN_FILES files may be past the default upload limit.
+    DOSSIER_MAX_UPLOAD_BYTES: String(4 * 1024 ** 3),
   });
   try {
     const client = await connect(stack);

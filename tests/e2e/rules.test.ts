@@ -6,7 +6,7 @@
 // and output bounded, with errors that say which bound.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -252,7 +252,7 @@ describe('scan_with_rules over an extraction', () => {
     expect(scan.error.message).toMatch(/no longer the file its manifest names/);
   });
 
-  it('a file removed since its extraction fails the scan with which file, before anything is scanned', async () => {
+  it('a file removed since its extraction fails the scan with which file, at once', async () => {
     let removed = 0;
     const scan = await scanAfter('tree-removed', (file) => {
       rmSync(file);
@@ -263,6 +263,40 @@ describe('scan_with_rules over an extraction', () => {
     expect(scan.error.message).toMatch(/no longer on this worker/);
     // Refused at once: no scanner ran to the scan's time limit.
     expect(Date.now() - removed).toBeLessThan(20_000);
+  });
+
+  it('a FIFO put in the place of a file fails the scan with which file, and is not waited on', async () => {
+    let replaced = 0;
+    const scan = await scanAfter('tree-fifo', (file) => {
+      rmSync(file);
+      execFileSync('mkfifo', [file]);
+      replaced = Date.now();
+    });
+    expect(scan.status).toBe('failed');
+    expect(scan.error).toMatchObject({ code: 'not_found', details: { entry: './b.txt' } });
+    expect(scan.error.message).toMatch(/no longer on this worker/);
+    expect(Date.now() - replaced).toBeLessThan(20_000);
+  });
+
+  it('a link put in the place of a file is not followed: the scan fails with which file', async () => {
+    const scan = await scanAfter('tree-link', (file) => {
+      const twin = path.join(path.dirname(file), 'a-twin.txt');
+      writeFileSync(twin, readFileSync(file));
+      rmSync(file);
+      symlinkSync('a-twin.txt', file);
+    });
+    expect(scan.status).toBe('failed');
+    expect(scan.error).toMatchObject({ code: 'not_found', details: { entry: './b.txt' } });
+    expect(scan.error.message).toMatch(/no longer on this worker/);
+  });
+
+  it('an extraction whose whole output is gone fails the scan before the scanner starts', async () => {
+    const scan = await scanAfter('tree-output-gone', (file) =>
+      rmSync(path.dirname(file), { recursive: true, force: true }),
+    );
+    expect(scan.status).toBe('failed');
+    expect(scan.error).toMatchObject({ code: 'not_found' });
+    expect(scan.error.message).toMatch(/The output of ev_[0-9a-f]+ is no longer on this worker/);
   });
 
   it('a rule made slow is bounded by the scan time limit, and says so', async () => {

@@ -2,8 +2,9 @@
 // every written file of an extraction, with YARA-X in the sandbox. Every input
 // is verified: the bundle and an artifact by their digests before the scan, an
 // extraction's files (only inside the team's own extraction folder) against
-// its manifest's sha256 by the scanner, which hashes the very bytes it scans,
-// so each file is read once and no answer is kept about other bytes. The
+// its manifest's sha256 by the scanner, which hashes the very bytes it scans
+// and refuses a file gone or no longer a regular file, so each file is opened
+// and read once and no answer is kept about other bytes. The
 // scanner sees them read-only, reads their listing on stdin (listed before it
 // starts: waiting for it would spend the scan's timeout_s) and answers on
 // stdout, one JSON object a line.
@@ -68,8 +69,16 @@ async function extractionRoot(ctx: ScanContext, evidenceId: string): Promise<str
   return output;
 }
 
-/** Every written file of a team's extraction, each still holding the bytes its manifest names. */
+/**
+ * Every written file of a team's extraction. Whether each is still there, and still holds the bytes
+ * its manifest names, the scanner finds where it opens and hashes it (checkFiles).
+ */
 async function extractionTargets(ctx: ScanContext, evidenceId: string, output: string): Promise<Target[]> {
+  const isFolder = await stat(output).then(
+    (st) => st.isDirectory(),
+    () => false,
+  );
+  if (!isFolder) throw noLongerHere(evidenceId);
   const rows = (await ctx.store.evidence.allRows(evidenceId, 'entries')) as {
     path: string;
     type: string;
@@ -77,46 +86,29 @@ async function extractionTargets(ctx: ScanContext, evidenceId: string, output: s
     sha256: string | null;
     size: number | null;
   }[];
-  const files = rows.filter((r) => r.type === 'file' && r.status === 'written' && r.sha256);
   const targets: Target[] = [];
-  // Each file's presence is checked here (its bytes by the scanner, which hashes what it scans), a
-  // batch of stats at a time rather than one after another.
-  for (let i = 0; i < files.length; i += STAT_BATCH)
-    targets.push(
-      ...(
-        await Promise.all(files.slice(i, i + STAT_BATCH).map((row) => present(output, row, evidenceId)))
-      ).filter((t): t is Target => t !== null),
-    );
+  for (const row of rows) {
+    if (row.type !== 'file' || row.status !== 'written' || !row.sha256) continue;
+    const parts = row.path.split('/').filter((p) => p !== '' && p !== '.');
+    if (parts.includes('..')) continue;
+    targets.push({
+      path: row.path,
+      file: path.posix.join('/input/tree', ...parts),
+      sha256: row.sha256,
+      size: row.size ?? 0,
+    });
+  }
   return targets;
 }
 
-const STAT_BATCH = 64;
-
-/** The scan target of one manifest row, when its file is still in the extraction's folder. */
-async function present(
-  output: string,
-  row: { path: string; sha256: string | null; size: number | null },
-  evidenceId: string,
-): Promise<Target | null> {
-  const parts = row.path.split('/').filter((p) => p !== '' && p !== '.');
-  if (parts.includes('..')) return null;
-  const isFile = await stat(path.join(output, ...parts)).then(
-    (st) => st.isFile(),
-    () => false,
+/** An extraction's file (or all of its output) gone from this worker's folder. */
+function noLongerHere(evidenceId: string, entry?: string): DossierError {
+  return new DossierError(
+    'not_found',
+    `${entry ?? 'The output'} of ${evidenceId} is no longer on this worker.`,
+    'Extract the archive again (with a new idempotency_key) and scan the new Evidence.',
+    { evidence_id: evidenceId, ...(entry === undefined ? {} : { entry }) },
   );
-  if (!isFile)
-    throw new DossierError(
-      'not_found',
-      `${row.path} of ${evidenceId} is no longer on this worker.`,
-      'Extract the archive again (with a new idempotency_key) and scan the new Evidence.',
-      { evidence_id: evidenceId, entry: row.path },
-    );
-  return {
-    path: row.path,
-    file: path.join('/input/tree', ...parts),
-    sha256: row.sha256!,
-    size: row.size ?? 0,
-  };
 }
 
 type Mounts = { host: string; inside: string }[];
@@ -253,12 +245,16 @@ function notABundle(digest: string, refused: { source?: string; error: string })
   );
 }
 
-/** A file whose bytes are not those its manifest names: no answer about it is kept. */
-function checkDigests(input: ScanInput, targets: Target[], scanned: Scanned): void {
+/**
+ * A file that is gone from the extraction, or whose bytes are not those its manifest names: no
+ * answer about it is kept.
+ */
+function checkFiles(input: ScanInput, targets: Target[], scanned: Scanned): void {
   if (!input.evidence_id) return;
   for (const t of targets) {
-    const seen = scanned.files.get(t.path)?.sha256;
-    if (seen !== undefined && seen !== t.sha256)
+    const seen = scanned.files.get(t.path);
+    if (seen?.status === 'missing') throw noLongerHere(input.evidence_id, t.path);
+    if (seen?.sha256 !== undefined && seen.sha256 !== t.sha256)
       throw new DossierError(
         'not_found',
         `${t.path} of ${input.evidence_id} is no longer the file its manifest names.`,
@@ -329,7 +325,7 @@ export async function runRuleScan(
   const { mount, targets } = await scanTargets(input, ctx);
   const mounts = [{ host: bundle, inside: '/input/bundle.json' }, mount];
   const scanned = await runScanner(input, ctx, engine, mounts, targets);
-  checkDigests(input, targets, scanned);
+  checkFiles(input, targets, scanned);
   const { done } = scanned;
   if (!done || done.status === 'error')
     throw new DossierError(

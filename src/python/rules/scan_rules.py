@@ -15,7 +15,8 @@ scan prints one JSON object a line: {"match": {...}} per pattern match,
 {"file": {...}} per file scanned (with the SHA-256 of the bytes scanned, for
 the caller to check against what it expects), then {"done": {...}}. The time limit is the
 whole scan's: each file gets what is left, and a file whose scan runs out of
-it ends the scan ({"file": {..., "status": "timeout"}}). The files are shared among processes
+it ends the scan ({"file": {..., "status": "timeout"}}). So does a listed file that is not there, or
+not a regular file ({"file": {..., "status": "missing"}}). The files are shared among processes
 forked after the compile (one a CPU, at most SHARES); what they report is written in LIST's order,
 the same lines one process would write. The time limit holds whatever the rules do: the clock starts
 before the compile, and this process stops the scanners at it even when a scan does not return (a
@@ -24,12 +25,14 @@ MAX_META, MAX_META_TEXT), and so are all the rows together (MAX_OUTPUT_BYTES: pa
 "capped"). `include` is refused: a bundle is the whole of its rules.
 """
 
+import errno
 import fcntl
 import hashlib
 import json
 import os
 import select
 import signal
+import stat
 import sys
 import time
 
@@ -93,11 +96,29 @@ def out(obj):
     sys.stdout.write(json.dumps(obj, default=str) + "\n")
 
 
+class Missing(Exception):
+    """A listed file that is not there, or not a regular file: the scan's answer would not be about
+    the listing, so it ends there."""
+
+
 def read_and_hash(path):
-    """The file's bytes (when small enough to hold) and its SHA-256, from one read."""
+    """The file's bytes (when small enough to hold) and its SHA-256, from one read. Opened without
+    blocking, so that what is not a regular file (a FIFO put in its place) is refused, not waited on,
+    and not through a link: a written file is never one."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError) as err:
+        raise Missing("not found") from err
+    except OSError as err:
+        if err.errno != errno.ELOOP:
+            raise
+        raise Missing("a link, not a regular file") from err
+    with open(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Missing("not a regular file")
+        size = st.st_size
         if size <= IN_MEMORY:
             data = f.read()
             digest.update(data)
@@ -122,7 +143,7 @@ def match_rows(rule):
 def scan_file(scanner, target, deadline, max_matches, max_bytes, budget):
     """One file: its match rows (at most max_matches + 1: one more says there were more) and its file
     row, and whether rows were left out for the byte budget (budget[0], what may still be written,
-    spent here); status "timeout" ends the scan."""
+    spent here); status "timeout" or "missing" ends the scan."""
     scanner.set_timeout(max(1, int(deadline - time.monotonic())))
     started = time.monotonic()
     record = {"path": target["path"]}
@@ -130,6 +151,8 @@ def scan_file(scanner, target, deadline, max_matches, max_bytes, budget):
         # The digest is of the bytes scanned (a small file is scanned from this very read).
         data, record["sha256"] = read_and_hash(target["file"])
         result = scanner.scan(data) if data is not None else scanner.scan_file(target["file"])
+    except Missing as err:
+        return [], {**record, "status": "missing", "matches": 0, "reason": str(err)}, False
     except yara_x.TimeoutError:
         return [], {**record, "status": "timeout", "matches": 0, "seconds": round(time.monotonic() - started, 3)}, False
     except (KeyboardInterrupt, SystemExit):
@@ -196,7 +219,7 @@ def scan_share(rules, targets, indices, deadline, max_matches, max_bytes, write)
         found, record, over = scan_file(scanner, targets[i], deadline, max_matches, max_bytes, budget)
         write({"i": i, "matches": found, "file": record, "over": over})
         total += len(found)
-        if record["status"] == "timeout" or over or total > max_matches:
+        if record["status"] in ("timeout", "missing") or over or total > max_matches:
             break
     write({"end": "complete"})
 
@@ -310,8 +333,8 @@ def merge(children, count, max_matches, deadline):
             files += 1
             record = {**record, "matches": kept}
         out({"file": record})
-        if record["status"] == "timeout":
-            return "timeout", matches, files
+        if record["status"] in ("timeout", "missing"):
+            return record["status"], matches, files
         if capped:
             return "capped", matches, files
     return "complete", matches, files
