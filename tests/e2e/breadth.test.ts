@@ -322,6 +322,51 @@ describe("unblob's hooks in the wrapper", () => {
   });
 });
 
+describe("binwalk's listing of regions", () => {
+  it('names what the binwalk command names, region by region, Intel HEX and S-Records included', () => {
+    // Bytes that look random, the same on every run: a false signature in them is the same for both.
+    const noise = (seed: string, size: number) => {
+      const parts: Buffer[] = [];
+      for (let i = 0; parts.length * 32 < size; i++)
+        parts.push(createHash('sha256').update(`${seed}${i}`).digest());
+      return Buffer.concat(parts).subarray(0, size);
+    };
+    const ihex = Buffer.from(
+      ':10010000214601360121470136007EFE09D2190140\n:100110002146017E17C20001FF5F16002148011928\n:00000001FF\n',
+    );
+    const srec = Buffer.from(
+      'S00F000068656C6C6F202020202000003C\nS11F00007C0802A6900100049421FFF07C6C1B787C8C23783C6000003863000026\nS9030000FC\n',
+    );
+    const parts = [noise('a', 65_536), ihex, ihex, noise('b', 30_000), srec, noise('c', 10_000)];
+    const file = path.join(work, 'records.bin');
+    writeFileSync(file, Buffer.concat(parts));
+    const size = parts.reduce((n, p) => n + p.length, 0);
+    const hexAt = 65_536;
+    const srecAt = 65_536 + 2 * ihex.length + 30_000;
+    const mid = srecAt - 15_000;
+    const line = /^(\d+)\s+0x[0-9A-F]+\s+(.*)$/;
+    const named = (text: string) =>
+      text
+        .split('\n')
+        .map((l) => line.exec(l.trim()))
+        .filter((m): m is RegExpExecArray => m !== null)
+        .map((m) => [Number(m[1]), m[2]!.split(/\s+/).join(' ')] as const);
+    const cli = named(run('binwalk', [file]).toString());
+    const ours = run('/usr/bin/python3', [
+      path.resolve('src/activities/extraction/binwalk_regions.py'),
+      file,
+      `0:${mid}`,
+      `${mid}:${size - mid}`,
+    ]).toString();
+    const regions = ours.split(/^region /m).filter(Boolean);
+    expect(regions.map((r) => r.split('\n')[0])).toEqual([`0 ${mid}`, `${mid} ${size}`]);
+    expect(named(regions[0]!)).toEqual(cli.filter(([at]) => at < mid));
+    expect(named(regions[1]!)).toEqual(cli.filter(([at]) => at >= mid));
+    expect(cli).toContainEqual([hexAt, expect.stringMatching(/^Intel HEX data/)]);
+    expect(cli).toContainEqual([srecAt, expect.stringMatching(/^Motorola S-Record/)]);
+  });
+});
+
 describe('hostile input through unblob is contained', () => {
   it('traversal names inside a zstd stream are refused by the writer, nothing lands outside', async () => {
     execFileSync('python3', [

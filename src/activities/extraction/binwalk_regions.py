@@ -14,12 +14,26 @@ offsets in IMAGE.
 """
 
 import os
+import re
 import sys
 import tempfile
 
 import binwalk
 import binwalk.core.common
+import binwalk.core.magic as magic
 import binwalk.modules.general as general
+
+# Two of binwalk's signatures are a whole group repeated, `(X)+`, which keeps Python's regex engine
+# from searching for their first character: over bytes that hold neither, each costs as much as 80
+# other signatures (24 ms a MiB against 0.3). Written `X(?:X)*` they find the same matches at the
+# same offsets, and binwalk only takes a match's offset from them (its own analysis of the
+# signature at that offset is unchanged).
+FASTER = {
+    r"(\:([0-9A-F]{2}){5,}\n)+": r"\:(?:[0-9A-F]{2}){5,}\n(?:\:(?:[0-9A-F]{2}){5,}\n)*",
+    r"(S[0-35-9]([0-9A-F]{4})([0-9A-F]{2})+\n)+": (
+        r"S[0-35-9][0-9A-F]{4}(?:[0-9A-F]{2})+\n(?:S[0-35-9][0-9A-F]{4}(?:[0-9A-F]{2})+\n)*"
+    ),
+}
 
 
 def main():
@@ -43,6 +57,14 @@ def main():
         return opened(self, fname, length=length, offset=offset, **kwargs)
 
     general.General.open_file = open_file
+    generate = magic.Signature._generate_regex
+
+    def faster_regex(self, line):
+        regex = generate(self, line)
+        pattern = getattr(regex, "pattern", None)
+        return re.compile(FASTER[pattern], regex.flags) if pattern in FASTER else regex
+
+    magic.Signature._generate_regex = faster_regex
     # With more than one target binwalk heads each one's listing with the MD5 of the whole file (quiet
     # or not): the image's size in hashing per region, and nothing here reads it.
     binwalk.core.common.file_md5 = lambda _name: ""
