@@ -97,10 +97,18 @@ def entropy(path):
             data, sampled = b"".join(parts), True
     if not data:
         return 0.0, False
-    n = len(data)
-    # Counter counts bytes in C: seven times faster than 256 passes of bytes.count.
-    bits = -sum(c / n * math.log2(c / n) for c in Counter(data).values())
-    return round(bits, 4), sampled
+    return round(shannon(data), 4), sampled
+
+
+def shannon(data):
+    """Shannon entropy of bytes in bits per byte: unblob's own, in Rust (a few ms for 4 MiB), where
+    it imports; else counted here (Counter counts in C, but is about a hundred times slower)."""
+    try:
+        from unblob.math_tools import shannon_entropy
+    except ImportError:
+        n = len(data)
+        return -sum(c / n * math.log2(c / n) for c in Counter(data).values())
+    return shannon_entropy(data)
 
 
 def walk(root):
