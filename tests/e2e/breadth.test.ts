@@ -248,6 +248,15 @@ describe('extract_firmware carves with unblob', () => {
 
     const rows = await allRows(client, reply.evidence_id);
     const byPath = Object.fromEntries(writtenFiles(rows).map((r) => [r.path, r]));
+    // The image's own chunks are carved by dossier from the image while unblob works, and left out of
+    // unblob's tar: each once, nothing refused as a duplicate.
+    expect(
+      rows
+        .filter((r) => r.path.startsWith('carved/'))
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual(['carved/0x0.trx', `carved/0x${vendor.length.toString(16)}.unknown`].sort());
+    expect(rows.filter((r) => r.status === 'refused')).toEqual([]);
     expect(byPath['carved/0x0.trx']?.sha256).toBe(sha(vendor));
     expect(byPath[`carved/0x${vendor.length.toString(16)}.unknown`]?.sha256).toBe(sha(blob));
     expect(byPath['trx-0x0/part1_extract/etc/motd']?.sha256).toBe(sha(files['etc/motd']!));
@@ -295,11 +304,20 @@ describe("unblob's hooks in the wrapper", () => {
       told.push(JSON.parse(line));
     expect(await exited).toBe(0);
 
-    // The chunks first, as the facts will list them; then the unknown chunk's entropy, of its carved bytes.
+    // The chunks first, as the facts will list them, each with the kind its carved/ file is named by;
+    // then the unknown chunk's entropy, of its carved bytes.
     expect(told[0]).toEqual({
       top: {
         chunks: [
-          { path: '', depth: 0, start: 0, end: vendor.length, size: vendor.length, unknown: false },
+          {
+            path: '',
+            depth: 0,
+            start: 0,
+            end: vendor.length,
+            size: vendor.length,
+            unknown: false,
+            kind: 'trx',
+          },
           {
             path: '',
             depth: 0,
@@ -307,6 +325,7 @@ describe("unblob's hooks in the wrapper", () => {
             end: vendor.length + blob.length,
             size: blob.length,
             unknown: true,
+            kind: 'unknown',
           },
         ],
         whole_file: null,

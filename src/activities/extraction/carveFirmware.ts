@@ -17,6 +17,8 @@ import type { FirmwareInput } from '../../tools/firmware.ts';
 import { UNBLOB_HANDLERS } from '../../tools/unblobHandlers.ts';
 import type { ExtractionContext } from '../effect.ts';
 import { readSquashfs } from './formats.ts';
+import type { OnEntry } from './archives.ts';
+import { ImageCarver, inTurn } from './imageChunks.ts';
 import { readUnblob, type TopChunks, type UnblobFacts } from './unblob.ts';
 import { deadline, normalized, startExtraction, type ManifestRow } from './writer.ts';
 
@@ -166,9 +168,9 @@ function unknownRegions(unblob: TopChunks, bytes: number): { start: number; size
 async function carveWithUnblob(
   ctx: Ctx,
   image: Image,
-  out: Extraction,
+  write: OnEntry,
   signal: AbortSignal,
-  onTop?: (top: TopChunks) => void,
+  onTop: (top: TopChunks) => void,
 ): Promise<UnblobFacts> {
   const { input } = image;
   const unblob = await readUnblob(
@@ -185,16 +187,19 @@ async function carveWithUnblob(
       signal,
       onTop,
     },
-    out.onEntry,
+    write,
   );
-  // Depth: one level per `…_extract/` folder below the chunk's own folder.
+  return unblob;
+}
+
+/** Each entry's depth: one level per `…_extract/` folder below the chunk's own folder. */
+function setDepths(out: Extraction) {
   for (const row of out.rows) {
     const parts = normalized(row.path).split('/');
     row.depth =
       parts.slice(1, -1).filter((p) => p.endsWith('_extract')).length +
       (parts.length > 1 && parts[0] !== 'carved' ? 1 : 0);
   }
-  return unblob;
 }
 
 /** Regions binwalk names of a kind dossier reads that unblob found no chunk at (a uImage), carved by their size. */
@@ -285,14 +290,23 @@ export async function carveFirmware(job: FirmwareJob, ctx: Ctx): Promise<Firmwar
   let binwalk: Listing | null = whole;
   let signatures: Signature[] = [];
   let failure: unknown;
-  // The unknown chunks' listing starts as soon as unblob has found the image's chunks, while it still
-  // extracts them; it is started again, of the regions the facts name, in the case they differ.
-  const unknown = (chunks: TopChunks) => {
-    binwalk = listSignatures(ctx, image, unknownRegions(chunks, image.bytes), stopHelpers);
+  const write = inTurn((entry) => out.onEntry(entry));
+  const carver = new ImageCarver(image, write, () => failed.abort());
+  // As soon as unblob has found the image's chunks, while it still extracts them: dossier carves them
+  // from the image, and binwalk's listing of the unknown ones starts (it is started again, of the
+  // regions the facts name, in the case they differ).
+  const onTop = (chunks: TopChunks) => {
+    carver.told(chunks);
+    if (input.signature_scan === 'unknown')
+      binwalk = listSignatures(ctx, image, unknownRegions(chunks, image.bytes), stopHelpers);
   };
   try {
-    const onTop = input.signature_scan === 'unknown' ? unknown : undefined;
-    unblob = await carveWithUnblob(ctx, image, out, stopHelpers, onTop);
+    unblob = await carveWithUnblob(ctx, image, write, stopHelpers, onTop).catch((err: unknown) => {
+      // unblob stopped because the early carving failed: that failure is the reason.
+      throw carver.failed ?? err;
+    });
+    await carver.settle(unblob);
+    setDepths(out);
     if (input.signature_scan === 'unknown') {
       const regions = unknownRegions(unblob, image.bytes);
       if (binwalk?.asked !== regionKey(regions)) {
@@ -307,6 +321,7 @@ export async function carveFirmware(job: FirmwareJob, ctx: Ctx): Promise<Firmwar
   } catch (err) {
     failure = err;
     failed.abort(); // binwalk's listing, if it still runs, is of no use now
+    await carver.ended(); // the writer settles only once nothing writes to it
   }
   const filesystems = filesystemsOf(out);
   const cleanup = await out.settle(failure);

@@ -109,7 +109,7 @@ export const extractFirmware: Effect<FirmwareInput> = async (input, ctx) => {
       artifact: input.artifact,
       limits: input.limits,
       ...summary,
-      ...(unblob ? { unblob: { ...unblob, chunks: undefined } } : {}),
+      ...(unblob ? { unblob: { ...unblob, chunks: undefined, carved_by_reader: undefined } } : {}),
     },
     collections: {
       entries: rows,

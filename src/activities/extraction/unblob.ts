@@ -56,6 +56,11 @@ export interface UnblobFacts {
   existing_dirs: string[] | null;
   /** The facts were longer than the wrapper writes (4 MiB): its longest lists keep their first rows. */
   trimmed?: boolean;
+  /**
+   * firmware: the image's own chunks the tar leaves out, as the `dossier-top` line told them (the
+   * reader carves them from the image itself: carveFirmware.ts), by their carved/ names.
+   */
+  carved_by_reader?: { name: string; start: number; end: number }[];
   version: string;
 }
 
@@ -83,7 +88,7 @@ export interface UnblobRead {
 
 /** The image's own chunks, told before unblob extracts them. */
 export type TopChunks = Pick<UnblobFacts, 'whole_file'> & {
-  chunks: Pick<UnblobChunk, 'path' | 'depth' | 'start' | 'end' | 'size' | 'unknown'>[];
+  chunks: Pick<UnblobChunk, 'path' | 'depth' | 'start' | 'end' | 'size' | 'unknown' | 'kind'>[];
 };
 
 /** Reads a file through unblob into the writer; returns unblob's chunks, handlers, tree and errors. */

@@ -163,10 +163,14 @@ def python_shims(venv_bin, shims):
 
 def top_chunks_row(size, outer, unknown, unknown_type):
     """The image's own chunks as the facts will list them (`chunks` rows of depth 0, sorted, at most
-    MAX_ROWS; padding is a known chunk there, as in unblob's report) and, as the facts' `whole_file`,
-    the kind of the one known chunk that is the whole image."""
+    MAX_ROWS; padding is a known chunk there, as in unblob's report), each with its kind (the name of
+    its carved/ file), and, as the facts' `whole_file`, the kind of the one known chunk that is the
+    whole image."""
     rows = []
     for c in sorted([*outer, *unknown], key=lambda c: c.start_offset)[:MAX_ROWS]:
+        known = not isinstance(c, unknown_type)
+        # A padding chunk is known, with no handler: unblob's report names it "padding".
+        handler = getattr(getattr(c, "handler", None), "NAME", None) or "padding"
         rows.append(
             {
                 "path": "",
@@ -174,7 +178,8 @@ def top_chunks_row(size, outer, unknown, unknown_type):
                 "start": c.start_offset,
                 "end": c.end_offset,
                 "size": c.end_offset - c.start_offset,
-                "unknown": isinstance(c, unknown_type),
+                "unknown": not known,
+                "kind": kind_of(handler) if known else "unknown",
             }
         )
     whole = outer[0] if len(outer) == 1 and not unknown and (outer[0].start_offset, outer[0].end_offset) == (0, size) else None
@@ -245,6 +250,7 @@ class Told(threading.Thread):
         self.lock = threading.Lock()
         self.closed = False
         self.top_sent = False
+        self.top = None
         self.entropies = {}
 
     def run(self):
@@ -274,6 +280,7 @@ class Told(threading.Thread):
             with self.lock:
                 if not self.closed and not self.top_sent:
                     self.top_sent = True
+                    self.top = msg["top"]
                     say(f"\ndossier-top {json.dumps(msg['top'])}\n")
         elif isinstance(msg.get("entropy"), list) and len(msg["entropy"]) == 3 and len(self.entropies) < MAX_ROWS:
             path, bits, sampled = msg["entropy"]
@@ -282,11 +289,12 @@ class Told(threading.Thread):
 
     def close(self):
         """After unblob's end: what it told is read (or given up after a moment: a process of its pool
-        that outlives it keeps the pipe open), and nothing more goes to stderr."""
+        that outlives it keeps the pipe open), and nothing more goes to stderr. The entropies, and the
+        image's chunks as the `dossier-top` line handed them on (None if it did not)."""
         self.join(timeout=2)
         with self.lock:
             self.closed = True
-        return dict(self.entropies)
+        return dict(self.entropies), self.top
 
 
 def run_unblob(image, out, depth, max_entries, keep_chunks):
@@ -339,7 +347,7 @@ def run_unblob(image, out, depth, max_entries, keep_chunks):
 
     threading.Thread(target=watch, daemon=True).start()
     code = proc.wait()
-    entropies = told.close()
+    entropies, top = told.close()
     try:
         too_many = over["entries"] or count_entries(out, max_entries) > max_entries
     except OSError as err:
@@ -365,7 +373,7 @@ def run_unblob(image, out, depth, max_entries, keep_chunks):
     # An extractor that ran out of room fails its chunk, and unblob may remove what it wrote: its report says so.
     if "No space left on device" in text or "[Errno 28]" in text:
         fail(SCRATCH_FULL, "what unblob unpacked does not fit in the scratch space")
-    return json.loads(text), entropies
+    return json.loads(text), entropies, top
 
 
 def reports_of(node, kind):
@@ -458,6 +466,30 @@ class Facts:
             row["entropy"], row["entropy_sampled"] = self.entropies.get(carved) or entropy(carved)
         if len(self.chunks) < MAX_ROWS:
             self.chunks.append(row)
+
+
+KIND = re.compile(r"[a-z0-9_]{1,64}")
+
+
+def carved_by_reader(top, size):
+    """The image's own chunks as the `dossier-top` line told them, each as its carved/ name and range:
+    the reader carves these from the image as soon as it hears them, so the tar leaves them out. The
+    same rows, checked the same way, as the reader takes from that line (carveFirmware.ts)."""
+    rows = top.get("chunks") if isinstance(top, dict) else None
+    out = []
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict) or row.get("depth") != 0 or row.get("path") != "":
+            continue
+        start, end, kind = row.get("start"), row.get("end"), row.get("kind")
+        if (
+            type(start) is int
+            and type(end) is int
+            and 0 <= start < end <= size
+            and isinstance(kind, str)
+            and KIND.fullmatch(kind)
+        ):
+            out.append({"name": f"carved/0x{start:x}.{kind}", "start": start, "end": end})
+    return out[:MAX_ROWS]
 
 
 def firmware_names(out_root, image, report):
@@ -558,7 +590,9 @@ class TarStream:
         self.write(b"\0" * (2 * tarfile.BLOCKSIZE))
 
 
-def write_tar(out_root, rename, extra):
+def write_tar(out_root, rename, extra, left_out=frozenset()):
+    """The tree as a tar on TAR_FD, names as `rename` makes them, `extra` (name, file) first; the
+    image's own carved chunks named in `left_out` are not in it (the reader carves them itself)."""
     counts = {"files": 0, "dirs": 0, "links": 0, "special": 0}
     tar = TarStream(TAR_FD)
     # The root first: a tar with no entry at all is no tar to a strict reader.
@@ -576,7 +610,10 @@ def write_tar(out_root, rename, extra):
     for folder, dirs, files in walk(out_root):
         for name in dirs + files:
             full = os.path.join(folder, name)
-            info = tar_info(namer, full, rename(os.path.relpath(full, out_root)))
+            arcname = rename(os.path.relpath(full, out_root))
+            if folder == out_root and arcname in left_out and name in files:
+                continue
+            info = tar_info(namer, full, arcname)
             if info is None:  # a socket: tar has no entry for one
                 counts["special"] += 1
                 continue
@@ -612,7 +649,7 @@ def main():
     os.makedirs(work)
     out = os.path.join(work, "out")
     started = time.time()
-    report, entropies = run_unblob(image, out, depth, max_entries, keep_chunks=mode == "firmware")
+    report, entropies, top = run_unblob(image, out, depth, max_entries, keep_chunks=mode == "firmware")
     out_root = os.path.join(out, f"{os.path.basename(image)}_extract")
     renames, whole = firmware_names(out_root, image, report) if mode == "firmware" else ({}, None)
 
@@ -630,6 +667,7 @@ def main():
             return ""
         return rename(os.path.relpath(path, out_root)) if path.startswith(out_root) else path
 
+    by_reader = carved_by_reader(top, os.path.getsize(image)) if mode == "firmware" else []
     facts = Facts(rel, lambda source: out_root if source == image else f"{source}_extract", entropies)
     facts.take(report, os.path.getsize(image))
     result = {
@@ -642,6 +680,8 @@ def main():
         "tree": facts.tree,
         "errors": facts.errors,
         "whole_file": whole,
+        # The image's own chunks the reader carves from the image (told it early): not in the tar.
+        "carved_by_reader": by_reader,
         # The tree's folders named like unblob's that unblob did not make (null: too many to list).
         "existing_dirs": None if facts.existing_overflow else sorted(
             r for r in (rel(p) for p in facts.existing if isinstance(p, str)) if r is not None
@@ -649,8 +689,9 @@ def main():
     }
     # The facts before the tree (a caller may act on them while the tree streams).
     say(f"\ndossier-facts {bounded_facts(result)}\n")
-    extra = [(f"carved/0x0.{whole}", image)] if whole else []
-    counts = write_tar(out_root, rename, extra)
+    left_out = {c["name"] for c in by_reader}
+    extra = [(f"carved/0x0.{whole}", image)] if whole and f"carved/0x0.{whole}" not in left_out else []
+    counts = write_tar(out_root, rename, extra, left_out)
     say(f"\ndossier-counts {json.dumps(counts)}\n")
 
 

@@ -1,0 +1,128 @@
+// The image's own chunks in extract_firmware, carved by dossier from the verified
+// image rather than sent back through unblob's tar: unblob tells them (the
+// `dossier-top` line) long before it has extracted them, so they are written
+// while it works, and its tar leaves them out (carved_by_reader in its facts).
+import { createReadStream } from 'node:fs';
+import { corrupt, type OnEntry } from './archives.ts';
+import type { TopChunks, UnblobFacts } from './unblob.ts';
+
+/** One of the image's own chunks as its carved/ file: the wrapper's name for it, and its range. */
+interface ImageChunk {
+  name: string;
+  start: number;
+  end: number;
+}
+
+const CHUNK_KIND = /^[a-z0-9_]{1,64}$/;
+const CARVED_NAME = /^carved\/0x([0-9a-f]+)\.([a-z0-9_]{1,64})$/;
+
+/**
+ * The image's own chunks as the `dossier-top` line tells them, each inside the image and of a kind
+ * that names a file: checked as the wrapper checks the rows it leaves out of the tar (carved_by_reader
+ * in unpack_unblob.py), so both name the same chunks.
+ */
+function imageChunks(top: TopChunks, bytes: number): ImageChunk[] {
+  const inside = (n: unknown): n is number =>
+    Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= bytes;
+  return top.chunks
+    .filter(
+      (c) =>
+        c.depth === 0 &&
+        c.path === '' &&
+        inside(c.start) &&
+        inside(c.end) &&
+        c.start < c.end &&
+        typeof c.kind === 'string' &&
+        CHUNK_KIND.test(c.kind),
+    )
+    .slice(0, 10_000)
+    .map((c) => ({ name: `carved/0x${c.start.toString(16)}.${c.kind}`, start: c.start, end: c.end }));
+}
+
+/**
+ * The image's own chunks, carved by dossier from the verified image while unblob still extracts
+ * them: unblob's tar leaves them out (its facts' carved_by_reader names them). Those told too late
+ * to carve early, or not told at all, are carved once the facts name them. Each goes through the
+ * checked writer like any other entry, in turn with the tar's.
+ */
+export class ImageCarver {
+  private readonly carved = new Map<string, string>();
+  private early: Promise<void> = Promise.resolve();
+  private failure: unknown;
+
+  constructor(
+    private readonly image: { file: string; bytes: number },
+    private readonly write: OnEntry,
+    private readonly stopCarving: () => void,
+  ) {}
+
+  /** On the `dossier-top` line: carve its chunks now (a failure stops the carving, and is kept). */
+  told(top: TopChunks) {
+    const chunks = imageChunks(top, this.image.bytes);
+    this.early = this.carve(chunks).catch((err: unknown) => {
+      this.failure ??= err;
+      this.stopCarving();
+    });
+  }
+
+  /** Once the early carving has ended (whatever became of it): nothing is written after. */
+  async ended() {
+    await this.early;
+  }
+
+  /** A failure of the early carving, which is why unblob was stopped (if it was). */
+  get failed(): unknown {
+    return this.failure;
+  }
+
+  /** After unblob: every chunk its facts say the tar left out is carved, with the range told. */
+  async settle(facts: UnblobFacts) {
+    await this.early;
+    if (this.failure !== undefined) throw this.failure;
+    const left = facts.carved_by_reader ?? [];
+    const named = new Set<string>();
+    for (const c of left.slice(0, 10_000)) {
+      const m = CARVED_NAME.exec(String(c?.name));
+      const inside = (n: unknown): n is number =>
+        Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= this.image.bytes;
+      if (!m || !inside(c.start) || !inside(c.end) || c.start >= c.end || m[1] !== c.start.toString(16))
+        throw corrupt(
+          'unblob',
+          new Error(`its wrapper left out a chunk it cannot name: ${JSON.stringify(c)}`),
+          'run',
+        );
+      const had = this.carved.get(c.name);
+      if (had !== undefined && had !== `${c.start}:${c.end}`)
+        throw corrupt('unblob', new Error(`${c.name} was told with two ranges`), 'run');
+      named.add(c.name);
+      if (had === undefined) await this.carve([{ name: c.name, start: c.start, end: c.end }]);
+    }
+    // A chunk carved early that the tar did not leave out would be in it twice.
+    for (const name of this.carved.keys())
+      if (!named.has(name))
+        throw corrupt('unblob', new Error(`${name} was carved and also in its tar`), 'run');
+  }
+
+  private async carve(chunks: ImageChunk[]) {
+    for (const c of chunks) {
+      if (this.carved.has(c.name)) continue;
+      this.carved.set(c.name, `${c.start}:${c.end}`);
+      await this.write({
+        name: c.name,
+        type: 'file',
+        linkTarget: null,
+        content: createReadStream(this.image.file, { start: c.start, end: c.end - 1 }),
+      });
+    }
+  }
+}
+
+/** The writer takes one entry at a time: the image's chunks carved here and unblob's tar take turns. */
+export function inTurn(onEntry: OnEntry): OnEntry {
+  let turn: Promise<unknown> = Promise.resolve();
+  return (entry) => {
+    const mine = turn.then(() => onEntry(entry));
+    turn = mine.catch(() => undefined);
+    return mine;
+  };
+}
