@@ -210,12 +210,12 @@ async function carveByDossier(image: Image, out: Extraction, unblob: UnblobFacts
     const name = `carved/0x${sig.offset.toString(16)}.${sig.kind}`;
     if (!CARVED_BY_DOSSIER.has(sig.kind) || known.has(sig.offset) || taken.has(name) || sig.length === 0)
       continue;
-    await out.onEntry({
-      name,
-      type: 'file',
-      linkTarget: null,
-      content: createReadStream(image.file, { start: sig.offset, end: sig.offset + sig.length - 1 }),
-    });
+    const content = createReadStream(image.file, { start: sig.offset, end: sig.offset + sig.length - 1 });
+    try {
+      await out.onEntry({ name, type: 'file', linkTarget: null, content });
+    } finally {
+      content.destroy(); // refused unread, it would keep its descriptor
+    }
     taken.add(name);
   }
 }
@@ -301,10 +301,12 @@ export async function carveFirmware(job: FirmwareJob, ctx: Ctx): Promise<Firmwar
       binwalk = listSignatures(ctx, image, unknownRegions(chunks, image.bytes), stopHelpers);
   };
   try {
-    unblob = await carveWithUnblob(ctx, image, write, stopHelpers, onTop).catch((err: unknown) => {
-      // unblob stopped because the early carving failed: that failure is the reason.
-      throw carver.failed ?? err;
-    });
+    unblob = await carveWithUnblob(ctx, image, carver.fromTar(write), stopHelpers, onTop).catch(
+      (err: unknown) => {
+        // unblob stopped because the early carving failed: that failure is the reason.
+        throw carver.failed ?? err;
+      },
+    );
     await carver.settle(unblob);
     setDepths(out);
     if (input.signature_scan === 'unknown') {
@@ -321,7 +323,7 @@ export async function carveFirmware(job: FirmwareJob, ctx: Ctx): Promise<Firmwar
   } catch (err) {
     failure = err;
     failed.abort(); // binwalk's listing, if it still runs, is of no use now
-    await carver.ended(); // the writer settles only once nothing writes to it
+    await carver.close(); // the writer settles only once nothing writes to it
   }
   const filesystems = filesystemsOf(out);
   const cleanup = await out.settle(failure);

@@ -1,7 +1,7 @@
 // The image's own chunks, carved by dossier from the image: the same chunks the wrapper leaves out of
 // unblob's tar, each once, with its exact bytes; anything the two disagree on fails the carving.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -44,6 +44,9 @@ describe("the image's own chunks carved from the image", () => {
   it('carves what the top line tells at once, each once with its bytes, and settles against the facts', async () => {
     const { c, written } = carver();
     c.told(top(row(0, 4_000, 'trx'), row(4_000, 10_000, 'unknown')));
+    // At once: before the facts are known.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(written.map((w) => w.name)).toEqual(['carved/0x0.trx', 'carved/0xfa0.unknown']);
     await c.settle(
       facts([
         { name: 'carved/0x0.trx', start: 0, end: 4_000 },
@@ -86,6 +89,73 @@ describe("the image's own chunks carved from the image", () => {
     }
   });
 
+  it('after close, a top line is not acted on; a chunk refused unread leaves no descriptor open', async () => {
+    const { c, written } = carver();
+    await c.close();
+    c.told(top(row(0, 100, 'trx')));
+    await c.close();
+    expect(written).toEqual([]);
+
+    const openOnImage = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === file;
+        } catch {
+          return false;
+        }
+      }).length;
+    const refusing = new ImageCarver(
+      { file, bytes: bytes.length },
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 20)); // the stream has opened its file
+        throw new Error('too many entries');
+      },
+      () => undefined,
+    );
+    refusing.told(top(row(0, 100, 'trx')));
+    await refusing.close();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(openOnImage()).toBe(0);
+  });
+
+  it("refuses a name from unblob's tar that was carved here, and one left out of the tar that was in it", async () => {
+    const { c } = carver();
+    const toWriter: string[] = [];
+    const fromTar = c.fromTar(async (entry) => void toWriter.push(entry.name));
+    c.told(top(row(0, 100, 'trx')));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await expect(
+      fromTar({ name: './carved/0x0.trx', type: 'file', linkTarget: null, content: null }),
+    ).rejects.toMatchObject({
+      code: 'unsupported_target',
+    });
+    await fromTar({ name: 'trx-0x0/etc/motd', type: 'file', linkTarget: null, content: null });
+    expect(toWriter).toEqual(['trx-0x0/etc/motd']);
+
+    const late = carver();
+    await late.c.fromTar(async () => undefined)({
+      name: 'carved/0x64.zstd',
+      type: 'file',
+      linkTarget: null,
+      content: null,
+    });
+    await expect(
+      late.c.settle(facts([{ name: 'carved/0x64.zstd', start: 100, end: 200 }])),
+    ).rejects.toMatchObject({
+      code: 'unsupported_target',
+    });
+    expect(late.written).toEqual([]);
+  });
+
+  it('refuses facts whose list of chunks is not a list', async () => {
+    const { c } = carver();
+    await expect(
+      c.settle({ carved_by_reader: { name: 'carved/0x0.trx' } } as unknown as UnblobFacts),
+    ).rejects.toMatchObject({
+      code: 'unsupported_target',
+    });
+  });
+
   it('an early carving that fails stops the carving and is the failure the settling gives', async () => {
     const written: string[] = [];
     let stopped = false;
@@ -99,8 +169,8 @@ describe("the image's own chunks carved from the image", () => {
       () => (stopped = true),
     );
     failing.told(top(row(0, 100, 'trx'), row(100, 200, 'zstd')));
-    await failing.ended();
-    expect(stopped).toBe(true);
+    // Its failure stops the carving (the carver's stop is called), with no close from outside.
+    await expect.poll(() => stopped).toBe(true);
     expect(written).toEqual(['carved/0x0.trx']);
     expect(String(failing.failed)).toMatch(/over the bound/);
     await expect(failing.settle(facts([]))).rejects.toThrow(/over the bound/);

@@ -3,7 +3,9 @@
 // `dossier-top` line) long before it has extracted them, so they are written
 // while it works, and its tar leaves them out (carved_by_reader in its facts).
 import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { corrupt, type OnEntry } from './archives.ts';
+import { normalized } from './writer.ts';
 import type { TopChunks, UnblobFacts } from './unblob.ts';
 
 /** One of the image's own chunks as its carved/ file: the wrapper's name for it, and its range. */
@@ -47,8 +49,12 @@ function imageChunks(top: TopChunks, bytes: number): ImageChunk[] {
  */
 export class ImageCarver {
   private readonly carved = new Map<string, string>();
+  /** Names unblob's tar wrote (its entries go through `fromTar`). */
+  private readonly inTar = new Set<string>();
   private early: Promise<void> = Promise.resolve();
   private failure: unknown;
+  private closed = false;
+  private reading: Readable | null = null;
 
   constructor(
     private readonly image: { file: string; bytes: number },
@@ -58,6 +64,7 @@ export class ImageCarver {
 
   /** On the `dossier-top` line: carve its chunks now (a failure stops the carving, and is kept). */
   told(top: TopChunks) {
+    if (this.closed) return;
     const chunks = imageChunks(top, this.image.bytes);
     this.early = this.carve(chunks).catch((err: unknown) => {
       this.failure ??= err;
@@ -65,9 +72,25 @@ export class ImageCarver {
     });
   }
 
-  /** Once the early carving has ended (whatever became of it): nothing is written after. */
-  async ended() {
+  /**
+   * The carving failed: nothing more is carved (the chunk being read is cut short), and a top line
+   * heard after this is not acted on. Resolves once nothing of this carver's writes any more.
+   */
+  async close() {
+    this.closed = true;
+    this.reading?.destroy();
     await this.early;
+  }
+
+  /** Unblob's tar entries to the writer, through here: a name carved here is refused from it. */
+  fromTar(write: OnEntry): OnEntry {
+    return (entry) => {
+      const name = normalized(entry.name);
+      this.inTar.add(name);
+      if (this.carved.has(name))
+        return Promise.reject(corrupt('unblob', new Error(`${name} was carved and also in its tar`), 'run'));
+      return write(entry);
+    };
   }
 
   /** A failure of the early carving, which is why unblob was stopped (if it was). */
@@ -80,8 +103,9 @@ export class ImageCarver {
     await this.early;
     if (this.failure !== undefined) throw this.failure;
     const left = facts.carved_by_reader ?? [];
+    if (!Array.isArray(left)) throw corrupt('unblob', new Error('its facts name no list of chunks'), 'run');
     const named = new Set<string>();
-    for (const c of left.slice(0, 10_000)) {
+    for (const c of left.slice(0, 10_000) as unknown[] as ImageChunk[]) {
       const m = CARVED_NAME.exec(String(c?.name));
       const inside = (n: unknown): n is number =>
         Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= this.image.bytes;
@@ -94,6 +118,8 @@ export class ImageCarver {
       const had = this.carved.get(c.name);
       if (had !== undefined && had !== `${c.start}:${c.end}`)
         throw corrupt('unblob', new Error(`${c.name} was told with two ranges`), 'run');
+      if (this.inTar.has(c.name))
+        throw corrupt('unblob', new Error(`${c.name} was left out of its tar and also in it`), 'run');
       named.add(c.name);
       if (had === undefined) await this.carve([{ name: c.name, start: c.start, end: c.end }]);
     }
@@ -105,14 +131,18 @@ export class ImageCarver {
 
   private async carve(chunks: ImageChunk[]) {
     for (const c of chunks) {
+      if (this.closed) return;
       if (this.carved.has(c.name)) continue;
       this.carved.set(c.name, `${c.start}:${c.end}`);
-      await this.write({
-        name: c.name,
-        type: 'file',
-        linkTarget: null,
-        content: createReadStream(this.image.file, { start: c.start, end: c.end - 1 }),
-      });
+      const content = createReadStream(this.image.file, { start: c.start, end: c.end - 1 });
+      this.reading = content;
+      try {
+        await this.write({ name: c.name, type: 'file', linkTarget: null, content });
+      } finally {
+        // A writer that refused it unread (a bound, a cancel) leaves it open: its descriptor is closed here.
+        content.destroy();
+        this.reading = null;
+      }
     }
   }
 }

@@ -119,12 +119,14 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
   });
   const { ended: stderrEnded, lastLine } = stderrTail(helper, 8 * 1024 * 1024);
   const version = engine.version;
+  // Heard only while this read lasts: a line after it has failed (a tar cut short) is not acted on.
+  let listening = true;
   if (read.onTop) {
     const onTop = read.onTop;
     onStderrLine(helper, 'dossier-top ', (line) => {
       // Anything but the chunks' rows is not used: the facts tell the same chunks at the end.
       const top = topChunks(line);
-      if (top) onTop(top);
+      if (top && listening) onTop(top);
     });
   }
   const done = helper.done.catch(async (err: Error) => {
@@ -151,11 +153,13 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
   try {
     await readTar(checkedOutput({ ...helper, done }), 'unblob', onEntry);
   } catch (err) {
+    listening = false;
     throw read.signal?.aborted ? cancelledExtraction() : err;
   }
   // Stopped before it wrote anything: its tar ends where it was cut.
   if (read.signal?.aborted) throw cancelledExtraction();
   await stderrEnded;
+  listening = false;
   const facts = lastLine('dossier-facts ');
   const counts = lastLine('dossier-counts ');
   if (!facts || !counts) throw corrupt('unblob', new Error('it reported nothing'), 'run');
