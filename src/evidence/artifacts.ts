@@ -200,20 +200,22 @@ export async function storeArtifact(
   }
 }
 
-export function storeArtifactFile(
+export async function storeArtifactFile(
   home: string,
   file: string | number,
   limit: number,
   shared?: SharedBytes,
   team?: string,
 ) {
-  return storeArtifact(
-    home,
-    typeof file === 'number' ? Readable.from(readOpened(file)) : createReadStream(file),
-    limit,
-    shared,
-    team,
-  );
+  if (typeof file !== 'number') return storeArtifact(home, createReadStream(file), limit, shared, team);
+  const source = Readable.from(readOpened(file));
+  try {
+    return await storeArtifact(home, source, limit, shared, team);
+  } finally {
+    // A refused one is destroyed while a read may still be under way: its caller closes the
+    // descriptor only once that read has ended (else it could move another file's offset).
+    if (!source.closed) await new Promise((resolve) => source.once('close', resolve));
+  }
 }
 
 /**
