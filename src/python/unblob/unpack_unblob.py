@@ -105,12 +105,27 @@ def entropy(path):
 def shannon(data):
     """Shannon entropy of bytes in bits per byte: unblob's own, in Rust (a few ms for 4 MiB), where
     it imports; else counted here (Counter counts in C, but is about a hundred times slower)."""
-    try:
-        from unblob.math_tools import shannon_entropy
-    except ImportError:
-        n = len(data)
-        return -sum(c / n * math.log2(c / n) for c in Counter(data).values())
-    return shannon_entropy(data)
+    native = native_shannon()
+    if native is not None:
+        return native(data)
+    n = len(data)
+    return -sum(c / n * math.log2(c / n) for c in Counter(data).values())
+
+
+_NATIVE = []
+
+
+def native_shannon():
+    """unblob's Rust shannon_entropy (an attribute of its math_tools, not a module of its own), once
+    looked up per process; None where unblob does not have it."""
+    if not _NATIVE:
+        try:
+            from unblob import math_tools
+
+            _NATIVE.append(math_tools.shannon_entropy)
+        except (ImportError, AttributeError):
+            _NATIVE.append(None)
+    return _NATIVE[0]
 
 
 def walk(root):
@@ -538,9 +553,11 @@ F_SETPIPE_SZ = 1031
 def widen(fd):
     """Lets the tar's descriptor hold TAR_BUFFER bytes (a socket, as the caller's is: at most what the
     host allows) or 1 MiB (a pipe); left as it is where neither can be widened."""
+    copy = os.dup(fd)
     try:
-        sock = socket.socket(fileno=os.dup(fd))
+        sock = socket.socket(fileno=copy)
     except OSError:  # not a socket
+        os.close(copy)
         try:
             fcntl.fcntl(fd, F_SETPIPE_SZ, 1024 * 1024)
         except OSError:
