@@ -265,6 +265,37 @@ describe('scan_with_rules over an extraction', () => {
     expect(Date.now() - removed).toBeLessThan(20_000);
   });
 
+  it('a file over 64 MiB is scanned through the descriptor it was hashed from: the match and its bytes exact', async () => {
+    const rules = await call(alice, 'register_rules', {
+      name: 'big-rules',
+      sources: [{ name: 'main', text: RULES }],
+    });
+    const at = 65 * 1024 * 1024 + 123;
+    const big = Buffer.alloc(66 * 1024 * 1024);
+    big.write('s3cr3t-backdoor', at, 'latin1');
+    const file = path.join(work, 'over-64-mib.bin');
+    writeFileSync(file, big);
+    const registered = await call(alice, 'register_artifact', { path: file });
+    const scan = await call(alice, 'scan_with_rules', {
+      rules: rules.rules,
+      artifact: registered.artifact.digest,
+      wait_ms: 100_000,
+      detail: 'summary',
+    });
+    expect(scan.status, JSON.stringify(scan.error)).toBe('succeeded');
+    expect(await allRows(alice, scan.evidence_id, 'matches')).toEqual([
+      expect.objectContaining({
+        rule: 'secret_string',
+        offset: at,
+        length: 15,
+        data_hex: Buffer.from('s3cr3t-backdoor').toString('hex'),
+      }),
+    ]);
+    expect(await allRows(alice, scan.evidence_id, 'files')).toEqual([
+      expect.objectContaining({ status: 'scanned', matches: 1, sha256: registered.artifact.digest.slice(7) }),
+    ]);
+  });
+
   it('a FIFO put in the place of a file fails the scan with which file, and is not waited on', async () => {
     let replaced = 0;
     const scan = await scanAfter('tree-fifo', (file) => {

@@ -101,24 +101,28 @@ class Missing(Exception):
     the listing, so it ends there."""
 
 
-def read_and_hash(path):
-    """The file's bytes (when small enough to hold) and its SHA-256, from one read. Opened without
-    blocking, so that what is not a regular file (a FIFO put in its place) is refused, not waited on,
-    and not through a link: a written file is never one."""
-    digest = hashlib.sha256()
+def open_target(path):
+    """A listed file, opened without blocking, so that what is not a regular file (a FIFO put in its
+    place) is refused, not waited on, and not through a link: a written file is never one."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError) as err:
         raise Missing("not found") from err
     except OSError as err:
-        if err.errno != errno.ELOOP:
+        if err.errno not in (errno.ELOOP, errno.ENXIO):  # a link; a socket
             raise
-        raise Missing("a link, not a regular file") from err
-    with open(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise Missing("not a regular file")
-        size = st.st_size
+        raise Missing("not a regular file") from err
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Missing("not a regular file")
+    return fd
+
+
+def read_and_hash(fd):
+    """The file's bytes (when small enough to hold) and its SHA-256, from one read of `fd`."""
+    digest = hashlib.sha256()
+    size = os.fstat(fd).st_size
+    with open(fd, "rb", closefd=False) as f:
         if size <= IN_MEMORY:
             data = f.read()
             digest.update(data)
@@ -148,9 +152,24 @@ def scan_file(scanner, target, deadline, max_matches, max_bytes, budget):
     started = time.monotonic()
     record = {"path": target["path"]}
     try:
+        fd = open_target(target["file"])
+    except Missing as err:
+        return [], {**record, "status": "missing", "matches": 0, "reason": str(err)}, False
+    except OSError as err:
+        return [], {**record, "status": "error", "matches": 0, "reason": clip(err, 500)}, False
+    try:
+        return scan_opened(scanner, fd, record, started, max_matches, max_bytes, budget)
+    finally:
+        os.close(fd)
+
+
+def scan_opened(scanner, fd, record, started, max_matches, max_bytes, budget):
+    """scan_file's work on the file it opened: every byte hashed, scanned and quoted is read through
+    `fd` (a large file is scanned through /proc/self/fd, the same open file, not its name again)."""
+    try:
         # The digest is of the bytes scanned (a small file is scanned from this very read).
-        data, record["sha256"] = read_and_hash(target["file"])
-        result = scanner.scan(data) if data is not None else scanner.scan_file(target["file"])
+        data, record["sha256"] = read_and_hash(fd)
+        result = scanner.scan(data) if data is not None else scanner.scan_file(f"/proc/self/fd/{fd}")
     except Missing as err:
         return [], {**record, "status": "missing", "matches": 0, "reason": str(err)}, False
     except yara_x.TimeoutError:
@@ -162,42 +181,34 @@ def scan_file(scanner, target, deadline, max_matches, max_bytes, budget):
     found = []
     # Rows past the byte budget are not made: `over` says there were more.
     over = False
-    source = open(target["file"], "rb") if data is None else None
-    try:
-        for rule in result.matching_rules:
-            facts = rule_facts(rule)
-            row_bytes = len(json.dumps(facts)) + len(target["path"]) + 160
-            for pattern, m in match_rows(rule):
-                # One beyond the cap, so that the reader knows there was more.
-                if len(found) > max_matches:
-                    break
-                budget[0] -= row_bytes + 2 * min(m.length if m is not None else 0, max_bytes)
-                if budget[0] < 0:
-                    over = True
-                    break
-                taken = b""
-                if m is not None:
-                    if data is not None:
-                        taken = data[m.offset : m.offset + min(m.length, max_bytes)]
-                    else:
-                        source.seek(m.offset)
-                        taken = source.read(min(m.length, max_bytes))
-                found.append(
-                    {
-                        "path": target["path"],
-                        **facts,
-                        "pattern": pattern,
-                        "offset": None if m is None else m.offset,
-                        "length": None if m is None else m.length,
-                        "data_hex": taken.hex(),
-                        "data_truncated": m is not None and m.length > max_bytes,
-                    }
-                )
-            if over or len(found) > max_matches:
+    for rule in result.matching_rules:
+        facts = rule_facts(rule)
+        row_bytes = len(json.dumps(facts)) + len(record["path"]) + 160
+        for pattern, m in match_rows(rule):
+            # One beyond the cap, so that the reader knows there was more.
+            if len(found) > max_matches:
                 break
-    finally:
-        if source is not None:
-            source.close()
+            budget[0] -= row_bytes + 2 * min(m.length if m is not None else 0, max_bytes)
+            if budget[0] < 0:
+                over = True
+                break
+            taken = b""
+            if m is not None:
+                length = min(m.length, max_bytes)
+                taken = data[m.offset : m.offset + length] if data is not None else os.pread(fd, length, m.offset)
+            found.append(
+                {
+                    "path": record["path"],
+                    **facts,
+                    "pattern": pattern,
+                    "offset": None if m is None else m.offset,
+                    "length": None if m is None else m.length,
+                    "data_hex": taken.hex(),
+                    "data_truncated": m is not None and m.length > max_bytes,
+                }
+            )
+        if over or len(found) > max_matches:
+            break
     seconds = round(time.monotonic() - started, 3)
     record = {**record, "status": "scanned", "matches": min(len(found), max_matches), "seconds": seconds}
     return found, record, over
