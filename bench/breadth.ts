@@ -37,6 +37,24 @@ async function untilDone(
   }
 }
 
+/** CPU time (ms) the whole machine has spent, every process: what a run costs the two cores. */
+function machineCpu(): number {
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return (user! + nice! + system! + irq! + softirq! + steal!) * 10; // USER_HZ 100
+}
+
+/** `fn`'s result, and the machine's CPU time (ms) while it ran. */
+async function withCpu<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const before = machineCpu();
+  const value = await fn();
+  return [value, machineCpu() - before];
+}
+
 function runCommand(cmd: string, args: string[]): Promise<number> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
@@ -239,12 +257,14 @@ export async function benchBreadth(): Promise<string[]> {
     const { artifact } = await callTool(client, 'register_artifact', { path: image });
     const direct: number[] = [];
     const ours: number[] = [];
+    const directCpu: number[] = [];
+    const oursCpu: number[] = [];
     for (let i = 0; i < (PART === 'scan' ? 0 : RUNS); i++) {
       const out = path.join(dir, `unblob-${i}`);
       const work = path.join(os.tmpdir(), `bench-unblob-${i}`);
       mkdirSync(work, { recursive: true });
-      direct.push(
-        await runCommand(unblob, [
+      const [took, cpu] = await withCpu(() =>
+        runCommand(unblob, [
           '-e',
           out,
           '--report',
@@ -254,21 +274,26 @@ export async function benchBreadth(): Promise<string[]> {
           image,
         ]),
       );
+      direct.push(took);
+      directCpu.push(cpu);
       rmSync(out, { recursive: true, force: true });
       rmSync(work, { recursive: true, force: true });
-      const [t, r] = await timed(() =>
-        untilDone(client, 'extract_firmware', {
-          artifact: artifact.digest,
-          detail: 'summary',
-          wait_ms: 110_000,
-          timeout_ms: 900_000,
-          limits: { max_ratio: 100 },
-          idempotency_key: `bench-breadth-${++key}`,
-        }),
+      const [[t, r], spent] = await withCpu(() =>
+        timed(() =>
+          untilDone(client, 'extract_firmware', {
+            artifact: artifact.digest,
+            detail: 'summary',
+            wait_ms: 110_000,
+            timeout_ms: 900_000,
+            limits: { max_ratio: 100 },
+            idempotency_key: `bench-breadth-${++key}`,
+          }),
+        ),
       );
       if (r.status !== 'succeeded')
         throw new Error(`extract_firmware ended ${r.status}: ${JSON.stringify(r.error)}`);
       ours.push(t);
+      oursCpu.push(spent);
       rmSync(path.join(stack.config.home, r.summary.output), { recursive: true, force: true });
     }
     if (PART !== 'scan')
@@ -276,6 +301,7 @@ export async function benchBreadth(): Promise<string[]> {
         `| mixed image (TRX: gzip kernel + erofs of ${FS_FILES} × 1 MiB; zstd 8 MiB; FAT 16 MiB; 4 MiB random), ${imageMb.toFixed(0)} MB: \`unblob\` directly (${RUNS} runs) | ${ms(median(direct))} (${(imageMb / (median(direct) / 1000)).toFixed(1)} MB/s) |`,
         `| the same: \`extract_firmware\` through the gateway (sandbox, checked writer, binwalk listing of the unknown chunks, chunks kept) | ${ms(median(ours))} (${(imageMb / (median(ours) / 1000)).toFixed(1)} MB/s) |`,
         `| throughput of extract_firmware ÷ unblob directly (target ≥ 0.8) | ${(median(direct) / median(ours)).toFixed(2)} |`,
+        `| CPU time of the whole machine a run, medians: unblob directly / extract_firmware | ${(median(directCpu) / 1000).toFixed(2)} s / ${(median(oursCpu) / 1000).toFixed(2)} s |`,
       );
 
     if (PART === 'firmware') return lines;
