@@ -8,7 +8,6 @@
 // over a whole image costs several times unblob's); a region of a kind dossier
 // reads that unblob did not find (a uImage) is carved by dossier by its stated
 // size. Links are recorded, never created, and every bound holds while writing.
-import { createReadStream } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { toToolError, type ToolError } from '../../domain/errors.ts';
 import { runHelper } from '../../sandbox/helpers.ts';
@@ -18,7 +17,7 @@ import { UNBLOB_HANDLERS } from '../../tools/unblobHandlers.ts';
 import type { ExtractionContext } from '../effect.ts';
 import { readSquashfs } from './formats.ts';
 import type { OnEntry } from './archives.ts';
-import { ImageCarver, inTurn } from './imageChunks.ts';
+import { ImageCarver, inTurn, offsetIn, writeRange } from './imageChunks.ts';
 import { readUnblob, type TopChunks, type UnblobFacts } from './unblob.ts';
 import { deadline, normalized, startExtraction, type ManifestRow } from './writer.ts';
 
@@ -154,8 +153,7 @@ function listSignatures(
 function unknownRegions(unblob: TopChunks, bytes: number): { start: number; size: number }[] {
   const top = unblob.chunks.filter((c) => c.depth === 0 && c.path === '');
   if (top.length === 0 && !unblob.whole_file) return [{ start: 0, size: bytes }];
-  const inside = (n: unknown): n is number =>
-    Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= bytes;
+  const inside = offsetIn(bytes);
   return top
     .filter((c) => c.unknown === true && inside(c.start) && inside(c.size) && c.start + c.size <= bytes)
     .map((c) => ({ start: c.start, size: c.size }));
@@ -210,12 +208,11 @@ async function carveByDossier(image: Image, out: Extraction, unblob: UnblobFacts
     const name = `carved/0x${sig.offset.toString(16)}.${sig.kind}`;
     if (!CARVED_BY_DOSSIER.has(sig.kind) || known.has(sig.offset) || taken.has(name) || sig.length === 0)
       continue;
-    const content = createReadStream(image.file, { start: sig.offset, end: sig.offset + sig.length - 1 });
-    try {
-      await out.onEntry({ name, type: 'file', linkTarget: null, content });
-    } finally {
-      content.destroy(); // refused unread, it would keep its descriptor
-    }
+    await writeRange(out.onEntry, name, {
+      file: image.file,
+      start: sig.offset,
+      end: sig.offset + sig.length,
+    });
     taken.add(name);
   }
 }

@@ -3,7 +3,6 @@
 // `dossier-top` line) long before it has extracted them, so they are written
 // while it works, and its tar leaves them out (carved_by_reader in its facts).
 import { createReadStream } from 'node:fs';
-import type { Readable } from 'node:stream';
 import { corrupt, type OnEntry } from './archives.ts';
 import { normalized } from './writer.ts';
 import type { TopChunks, UnblobFacts } from './unblob.ts';
@@ -16,6 +15,30 @@ interface ImageChunk {
 }
 
 const CHUNK_KIND = /^[a-z0-9_]{1,64}$/;
+
+/** Whether `n` is an offset of an image of `bytes` bytes (its end included): a safe integer in it. */
+export const offsetIn =
+  (bytes: number) =>
+  (n: unknown): n is number =>
+    Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= bytes;
+
+/**
+ * Writes bytes [start, end) of `file` as the file entry `name`. The read stream is closed after the
+ * write, read or refused unread (a bound, a cancel): it would keep its descriptor; `signal` cuts it short.
+ */
+export async function writeRange(
+  write: OnEntry,
+  name: string,
+  range: { file: string; start: number; end: number },
+  signal?: AbortSignal,
+) {
+  const content = createReadStream(range.file, { start: range.start, end: range.end - 1, signal });
+  try {
+    await write({ name, type: 'file', linkTarget: null, content });
+  } finally {
+    content.destroy();
+  }
+}
 const CARVED_NAME = /^carved\/0x([0-9a-f]+)\.([a-z0-9_]{1,64})$/;
 
 /**
@@ -24,8 +47,7 @@ const CARVED_NAME = /^carved\/0x([0-9a-f]+)\.([a-z0-9_]{1,64})$/;
  * in unpack_unblob.py), so both name the same chunks.
  */
 function imageChunks(top: TopChunks, bytes: number): ImageChunk[] {
-  const inside = (n: unknown): n is number =>
-    Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= bytes;
+  const inside = offsetIn(bytes);
   return top.chunks
     .filter(
       (c) =>
@@ -53,8 +75,7 @@ export class ImageCarver {
   private readonly inTar = new Set<string>();
   private early: Promise<void> = Promise.resolve();
   private failure: unknown;
-  private closed = false;
-  private reading: Readable | null = null;
+  private readonly stopped = new AbortController();
 
   constructor(
     private readonly image: { file: string; bytes: number },
@@ -64,7 +85,7 @@ export class ImageCarver {
 
   /** On the `dossier-top` line: carve its chunks now (a failure stops the carving, and is kept). */
   told(top: TopChunks) {
-    if (this.closed) return;
+    if (this.stopped.signal.aborted) return;
     const chunks = imageChunks(top, this.image.bytes);
     this.early = this.carve(chunks).catch((err: unknown) => {
       this.failure ??= err;
@@ -77,8 +98,7 @@ export class ImageCarver {
    * heard after this is not acted on. Resolves once nothing of this carver's writes any more.
    */
   async close() {
-    this.closed = true;
-    this.reading?.destroy();
+    this.stopped.abort();
     await this.early;
   }
 
@@ -105,10 +125,9 @@ export class ImageCarver {
     const left = facts.carved_by_reader ?? [];
     if (!Array.isArray(left)) throw corrupt('unblob', new Error('its facts name no list of chunks'), 'run');
     const named = new Set<string>();
+    const inside = offsetIn(this.image.bytes);
     for (const c of left.slice(0, 10_000) as unknown[] as ImageChunk[]) {
       const m = CARVED_NAME.exec(String(c?.name));
-      const inside = (n: unknown): n is number =>
-        Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= this.image.bytes;
       if (!m || !inside(c.start) || !inside(c.end) || c.start >= c.end || m[1] !== c.start.toString(16))
         throw corrupt(
           'unblob',
@@ -131,18 +150,10 @@ export class ImageCarver {
 
   private async carve(chunks: ImageChunk[]) {
     for (const c of chunks) {
-      if (this.closed) return;
+      if (this.stopped.signal.aborted) return;
       if (this.carved.has(c.name)) continue;
       this.carved.set(c.name, `${c.start}:${c.end}`);
-      const content = createReadStream(this.image.file, { start: c.start, end: c.end - 1 });
-      this.reading = content;
-      try {
-        await this.write({ name: c.name, type: 'file', linkTarget: null, content });
-      } finally {
-        // A writer that refused it unread (a bound, a cancel) leaves it open: its descriptor is closed here.
-        content.destroy();
-        this.reading = null;
-      }
+      await writeRange(this.write, c.name, { file: this.image.file, ...c }, this.stopped.signal);
     }
   }
 }
