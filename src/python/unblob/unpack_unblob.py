@@ -486,6 +486,12 @@ class Facts:
 KIND = re.compile(r"[a-z0-9_]{1,64}")
 
 
+def carved_name(start, kind):
+    """extract_firmware's name for one of the image's own chunks (carveFirmware.ts and imageChunks.ts
+    make the same)."""
+    return f"carved/0x{start:x}.{kind}"
+
+
 def carved_by_reader(top, size):
     """The image's own chunks as the `dossier-top` line told them, each as its carved/ name and range:
     the reader carves these from the image as soon as it hears them, so the tar leaves them out. The
@@ -503,7 +509,7 @@ def carved_by_reader(top, size):
             and isinstance(kind, str)
             and KIND.fullmatch(kind)
         ):
-            out.append({"name": f"carved/0x{start:x}.{kind}", "start": start, "end": end})
+            out.append({"name": carved_name(start, kind), "start": start, "end": end})
     return out[:MAX_ROWS]
 
 
@@ -519,7 +525,7 @@ def firmware_names(out_root, image, report):
             handler = r.get("handler_name", "unknown")
             kind = kind_of(handler)
             name = f"{start}-{end}.{handler}"
-            renames[name] = f"carved/0x{start:x}.{kind}"
+            renames[name] = carved_name(start, kind)
             renames[f"{name}_extract"] = f"{kind}-0x{start:x}"
             if start == 0 and end == os.path.getsize(image) and r["__typename__"] == "ChunkReport":
                 whole = kind
@@ -707,7 +713,7 @@ def main():
     # The facts before the tree (a caller may act on them while the tree streams).
     say(f"\ndossier-facts {bounded_facts(result)}\n")
     left_out = {c["name"] for c in by_reader}
-    extra = [(f"carved/0x0.{whole}", image)] if whole and f"carved/0x0.{whole}" not in left_out else []
+    extra = [(carved_name(0, whole), image)] if whole and carved_name(0, whole) not in left_out else []
     counts = write_tar(out_root, rename, extra, left_out)
     say(f"\ndossier-counts {json.dumps(counts)}\n")
 
