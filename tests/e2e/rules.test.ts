@@ -55,16 +55,15 @@ afterAll(async () => {
   await t?.stop(true);
 });
 
+/** alice's scan of `artifact` with `rules`, waited for. */
+function scanArtifact(rules: string, artifact: string, more: Record<string, unknown> = {}) {
+  return call(alice, 'scan_with_rules', { rules, artifact, wait_ms: 100_000, detail: 'summary', ...more });
+}
+
 /** A scan of `artifact` with `rules` given timeout_s 3, and how long the call took. */
 async function scanFor3s(rules: string, artifact: string) {
   const started = Date.now();
-  const scan = await call(alice, 'scan_with_rules', {
-    rules,
-    artifact,
-    timeout_s: 3,
-    wait_ms: 100_000,
-    detail: 'summary',
-  });
+  const scan = await scanArtifact(rules, artifact, { timeout_s: 3 });
   return { scan, ms: Date.now() - started };
 }
 
@@ -281,12 +280,7 @@ describe('scan_with_rules over an extraction', () => {
     const file = path.join(work, 'over-64-mib.bin');
     writeFileSync(file, big);
     const registered = await call(alice, 'register_artifact', { path: file });
-    const scan = await call(alice, 'scan_with_rules', {
-      rules: rules.rules,
-      artifact: registered.artifact.digest,
-      wait_ms: 100_000,
-      detail: 'summary',
-    });
+    const scan = await scanArtifact(rules.rules, registered.artifact.digest);
     expect(scan.status, JSON.stringify(scan.error)).toBe('succeeded');
     expect(await allRows(alice, scan.evidence_id, 'matches')).toEqual([
       expect.objectContaining({
@@ -364,12 +358,7 @@ describe('teams and bounds', () => {
       idempotency_key: 'tree-teams',
       detail: 'summary',
     });
-    const scan = await call(alice, 'scan_with_rules', {
-      rules: rules.rules,
-      artifact: mine.artifact.digest,
-      wait_ms: 100_000,
-      detail: 'summary',
-    });
+    const scan = await scanArtifact(rules.rules, mine.artifact.digest);
     expect(scan.status, JSON.stringify(scan.error)).toBe('succeeded');
     expect(scan.summary.matches).toBe(3);
 
