@@ -103,9 +103,15 @@ export async function startHttpGateway(
   };
 }
 
+/**
+ * What a request to exactly `/mcp` parses to (most requests). The routes only read a request's URL,
+ * so one serves them all, and the cheapest call does not parse its own.
+ */
+const MCP_URL = new URL('/mcp', 'http://gateway');
+
 /** One request: its route, then Host and Origin, then the bearer token; then the route answers. */
 async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerResponse) {
-  const url = new URL(req.url ?? '/', 'http://gateway');
+  const url = req.url === '/mcp' ? MCP_URL : new URL(req.url ?? '/', 'http://gateway');
   if (url.pathname === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true });
   if (url.pathname === '/metrics' && req.method === 'GET') {
     if (!allowedHost(ctx, req.headers.host))

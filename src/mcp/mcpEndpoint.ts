@@ -4,8 +4,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { JsonTooDeep, parseBoundedJson } from '../domain/json.ts';
+import { handshakeEra } from './era.ts';
 import type { Principal } from '../domain/types.ts';
 import { normalizeToolsets, parseToolsets, type Toolset } from '../tools/toolsets.ts';
 import type { Caller, HttpContext } from './httpContext.ts';
@@ -40,7 +40,7 @@ export async function serveMcpEndpoint(
   }
 
   // A request that carries the stateless era's _meta envelope (or names its revision) is that era's.
-  if (req.method === 'POST' && !(await isLegacyRequest(webRequest(req), body))) {
+  if (req.method === 'POST' && !(await handshakeEra(req, body))) {
     return writeResponse(
       await ctx.modern.fetch(webRequest(req, abortedWith(res)), { authInfo: auth, parsedBody: body }),
       res,
