@@ -47,7 +47,8 @@ export interface IntakeOptions {
 }
 
 export class Intake {
-  private readonly inboxes = new Set<string>();
+  /** Each team's inbox once made and checked a real folder (by team). */
+  private readonly inboxes = new Map<string, string>();
   private readonly bundles: BundleIntake;
 
   constructor(
@@ -213,15 +214,15 @@ export class Intake {
 
   /** The caller's team's intake folder (created on first ask, 0700), or undefined when none is configured. */
   inboxOf(caller: Principal): string | undefined {
+    const known = this.inboxes.get(caller.team);
+    if (known) return known;
     if (!this.opts.inbox || !/^[\w.-]+$/.test(caller.team) || /^\.+$/.test(caller.team)) return undefined;
     const folder = path.join(this.opts.inbox, caller.team);
-    if (!this.inboxes.has(folder)) {
-      mkdirSync(folder, { recursive: true, mode: 0o700 });
-      // A link planted in its place would widen what register_artifact reads: only a real folder counts.
-      const st = lstatSync(folder);
-      if (!st.isDirectory() || st.isSymbolicLink()) return undefined;
-      this.inboxes.add(folder);
-    }
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    // A link planted in its place would widen what register_artifact reads: only a real folder counts.
+    const st = lstatSync(folder);
+    if (!st.isDirectory() || st.isSymbolicLink()) return undefined;
+    this.inboxes.set(caller.team, folder);
     return folder;
   }
 

@@ -60,33 +60,35 @@ export async function writeResponse(
   res.once('close', gone);
   // It may have gone while the transport was still answering (a store read): 'close' has fired.
   if (res.destroyed) gone();
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const chunks: Uint8Array[] = [];
-    let held = 0;
-    let pending = reader.read();
-    const late = new Promise<'late'>((resolve) => {
-      timer = setTimeout(() => resolve('late'), wholeMs);
-    });
-    for (;;) {
-      const next = await Promise.race([pending, late]);
-      if (next === 'late') break;
-      if (next.done) {
-        const body = Buffer.concat(chunks);
-        res.writeHead(response.status, { ...headers, 'content-length': String(body.length) }).end(body);
-        return;
-      }
-      chunks.push(next.value);
-      held += next.value.length;
-      pending = reader.read();
-      if (held > WHOLE_REPLY_BYTES) break;
-    }
+  // What came before the reply streams; once it streams (late, or too much to hold), each chunk goes as it comes.
+  const held: Uint8Array[] = [];
+  let heldBytes = 0;
+  let streaming = false;
+  const stream = () => {
+    if (streaming) return;
+    streaming = true;
     res.writeHead(response.status, headers);
-    if (chunks.length === 0) res.flushHeaders();
-    for (const chunk of chunks) res.write(chunk);
+    if (held.length === 0) res.flushHeaders();
+    for (const chunk of held) res.write(chunk);
+    held.length = 0;
+  };
+  const late = setTimeout(() => {
+    try {
+      stream();
+    } catch (err) {
+      res.destroy(err as Error); // never thrown from a timer; the loop sees the response gone
+    }
+  }, wholeMs);
+  try {
     for (;;) {
-      const next = await pending;
+      const next = await reader.read();
       if (next.done) break;
+      if (!streaming) {
+        held.push(next.value);
+        heldBytes += next.value.length;
+        if (heldBytes > WHOLE_REPLY_BYTES) stream();
+        continue;
+      }
       if (res.destroyed) {
         gone();
         break;
@@ -100,7 +102,11 @@ export async function writeResponse(
           res.on('drain', on).on('close', on);
         });
       }
-      pending = reader.read();
+    }
+    if (!streaming) {
+      const body = Buffer.concat(held);
+      res.writeHead(response.status, { ...headers, 'content-length': String(body.length) }).end(body);
+      return;
     }
     res.end();
   } catch (err) {
@@ -108,7 +114,7 @@ export async function writeResponse(
     if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
     res.destroy(err as Error);
   } finally {
-    clearTimeout(timer);
+    clearTimeout(late);
     res.off('close', gone);
   }
 }
