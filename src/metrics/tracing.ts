@@ -7,7 +7,14 @@
 //
 // Only the API is loaded up front (its tracer is a no-op until a provider is
 // registered); the SDK, the exporter and the interceptors load when tracing is on.
-import { SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  INVALID_SPAN_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
@@ -112,6 +119,9 @@ export function withoutErrorText(inner: SpanProcessor): SpanProcessor {
   };
 }
 
+/** The span a request has when tracing is off: records nothing, and no trace is made of it. */
+const NOT_RECORDED = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
 /**
  * Runs `fn` inside a server span for one MCP request (a no-op span when
  * tracing is off), ended with the outcome `fn` reports.
@@ -121,7 +131,9 @@ export async function inRequestSpan<T>(
   attributes: Record<string, string>,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
-  const tracer = installed?.tracer ?? trace.getTracer('dossier');
+  // Tracing off: no span, no context to carry (what the no-op tracer would do, without its cost).
+  if (!installed) return fn(NOT_RECORDED);
+  const { tracer } = installed;
   return tracer.startActiveSpan(name, { kind: SpanKind.SERVER, attributes }, async (span) => {
     try {
       return await fn(span);
