@@ -13,7 +13,6 @@ Writes, for each region in order, `region START END` and then binwalk's
 offsets in IMAGE.
 """
 
-import functools
 import os
 import re
 import sys
@@ -37,6 +36,24 @@ FASTER = {
         r"S[0-35-9][0-9A-F]{4}(?:[0-9A-F]{2})+\n(?:S[0-35-9][0-9A-F]{4}(?:[0-9A-F]{2})+\n)*"
     ),
 }
+
+
+def executed_once(load_source):
+    """imp.load_source that does not execute a file again into the module it already holds.
+    load_source executes a file into sys.modules[name], the same module object each time: when two
+    files share a name (a user's plugin and a system one), the module holds the code of the one
+    loaded last, so loading the other executes it again, as binwalk expects."""
+    held = {}  # module name -> (path whose code the module holds, the module)
+
+    def load(name, path):
+        last = held.get(name)
+        if last is not None and last[0] == path and sys.modules.get(name) is last[1]:
+            return last[1]
+        module = load_source(name, path)
+        held[name] = (path, module)
+        return module
+
+    return load
 
 
 def main():
@@ -71,7 +88,7 @@ def main():
     # Each of binwalk's modules loads every plugin's source twice (to list it, then to load it):
     # about 570 executions of 15 files, a sixth of the listing's CPU on 4 MiB. Each file is executed
     # once here; every module still makes its own instances of the plugin classes.
-    plugin.imp = types.SimpleNamespace(load_source=functools.cache(plugin.imp.load_source))
+    plugin.imp = types.SimpleNamespace(load_source=executed_once(plugin.imp.load_source))
     # With more than one target binwalk heads each one's listing with the MD5 of the whole file (quiet
     # or not): the image's size in hashing per region, and nothing here reads it.
     binwalk.core.common.file_md5 = lambda _name: ""
