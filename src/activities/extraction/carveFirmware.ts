@@ -17,7 +17,7 @@ import { UNBLOB_HANDLERS } from '../../tools/unblobHandlers.ts';
 import type { ExtractionContext } from '../effect.ts';
 import { readSquashfs } from './formats.ts';
 import type { OnEntry } from './archives.ts';
-import { ImageCarver, inTurn, offsetIn, writeRange } from './imageChunks.ts';
+import { carvedName, ImageCarver, inTurn, offsetIn, writeRange } from './imageChunks.ts';
 import { readUnblob, type TopChunks, type UnblobFacts } from './unblob.ts';
 import { deadline, normalized, startExtraction, type ManifestRow } from './writer.ts';
 
@@ -205,7 +205,7 @@ async function carveByDossier(image: Image, out: Extraction, unblob: UnblobFacts
   const taken = new Set(out.rows.map((r) => normalized(r.path)));
   const known = new Set(unblob.chunks.filter((c) => c.depth === 0 && !c.unknown).map((c) => c.start));
   for (const sig of signatures) {
-    const name = `carved/0x${sig.offset.toString(16)}.${sig.kind}`;
+    const name = carvedName(sig.offset, sig.kind);
     if (!CARVED_BY_DOSSIER.has(sig.kind) || known.has(sig.offset) || taken.has(name) || sig.length === 0)
       continue;
     await writeRange(out.onEntry, name, {

@@ -5,7 +5,7 @@
 import { createReadStream } from 'node:fs';
 import { corrupt, type OnEntry } from './archives.ts';
 import { normalized } from './writer.ts';
-import type { TopChunks, UnblobFacts } from './unblob.ts';
+import { MAX_ROWS, type TopChunks, type UnblobFacts } from './unblob.ts';
 
 /** One of the image's own chunks as its carved/ file: the wrapper's name for it, and its range. */
 interface ImageChunk {
@@ -14,13 +14,25 @@ interface ImageChunk {
   end: number;
 }
 
-const CHUNK_KIND = /^[a-z0-9_]{1,64}$/;
+/** A chunk's kind, as it names a carved/ file (KIND in unpack_unblob.py). */
+const KIND = '[a-z0-9_]{1,64}';
+const CHUNK_KIND = new RegExp(`^${KIND}$`);
+const CARVED_NAME = new RegExp(`^carved/0x([0-9a-f]+)\\.(${KIND})$`);
+
+/** extract_firmware's name for a chunk of the image (carved_name in unpack_unblob.py makes the same). */
+export const carvedName = (start: number, kind: string) => `carved/0x${start.toString(16)}.${kind}`;
 
 /** Whether `n` is an offset of an image of `bytes` bytes (its end included): a safe integer in it. */
 export const offsetIn =
   (bytes: number) =>
   (n: unknown): n is number =>
     Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= bytes;
+
+/** Whether a row's start and end are a range of at least one byte of an image of `bytes` bytes. */
+function rangeIn(bytes: number, row: { start?: unknown; end?: unknown }): boolean {
+  const inside = offsetIn(bytes);
+  return inside(row.start) && inside(row.end) && row.start < row.end;
+}
 
 /**
  * Writes bytes [start, end) of `file` as the file entry `name`. The read stream is closed after the
@@ -39,7 +51,6 @@ export async function writeRange(
     content.destroy();
   }
 }
-const CARVED_NAME = /^carved\/0x([0-9a-f]+)\.([a-z0-9_]{1,64})$/;
 
 /**
  * The image's own chunks as the `dossier-top` line tells them, each inside the image and of a kind
@@ -47,20 +58,17 @@ const CARVED_NAME = /^carved\/0x([0-9a-f]+)\.([a-z0-9_]{1,64})$/;
  * in unpack_unblob.py), so both name the same chunks.
  */
 function imageChunks(top: TopChunks, bytes: number): ImageChunk[] {
-  const inside = offsetIn(bytes);
   return top.chunks
     .filter(
       (c) =>
         c.depth === 0 &&
         c.path === '' &&
-        inside(c.start) &&
-        inside(c.end) &&
-        c.start < c.end &&
+        rangeIn(bytes, c) &&
         typeof c.kind === 'string' &&
         CHUNK_KIND.test(c.kind),
     )
-    .slice(0, 10_000)
-    .map((c) => ({ name: `carved/0x${c.start.toString(16)}.${c.kind}`, start: c.start, end: c.end }));
+    .slice(0, MAX_ROWS)
+    .map((c) => ({ name: carvedName(c.start, c.kind), start: c.start, end: c.end }));
 }
 
 /**
@@ -125,10 +133,9 @@ export class ImageCarver {
     const left = facts.carved_by_reader ?? [];
     if (!Array.isArray(left)) throw corrupt('unblob', new Error('its facts name no list of chunks'), 'run');
     const named = new Set<string>();
-    const inside = offsetIn(this.image.bytes);
-    for (const c of left.slice(0, 10_000) as unknown[] as ImageChunk[]) {
+    for (const c of left.slice(0, MAX_ROWS) as unknown[] as ImageChunk[]) {
       const m = CARVED_NAME.exec(String(c?.name));
-      if (!m || !inside(c.start) || !inside(c.end) || c.start >= c.end || m[1] !== c.start.toString(16))
+      if (!m || !rangeIn(this.image.bytes, c) || m[1] !== c.start.toString(16))
         throw corrupt(
           'unblob',
           new Error(`its wrapper left out a chunk it cannot name: ${JSON.stringify(c)}`),

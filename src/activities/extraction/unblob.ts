@@ -184,10 +184,17 @@ function topChunks(line: string): TopChunks | null {
     return null;
   }
   const rows = top?.chunks;
-  if (!Array.isArray(rows) || rows.length > 10_000 || !rows.every((c) => c !== null && typeof c === 'object'))
+  if (
+    !Array.isArray(rows) ||
+    rows.length > MAX_ROWS ||
+    !rows.every((c) => c !== null && typeof c === 'object')
+  )
     return null;
   return { chunks: rows, whole_file: typeof top?.whole_file === 'string' ? top.whole_file : null };
 }
+
+/** Rows of one list the wrapper writes at most (MAX_ROWS in unpack_unblob.py): chunks, tree nodes. */
+export const MAX_ROWS = 10_000;
 
 /** The longest facts line the wrapper writes (MAX_FACTS_BYTES in unpack_unblob.py), with room. */
 const FACTS_LINE_MAX = 4 * 1024 * 1024 + 64 * 1024;
@@ -271,7 +278,8 @@ export function unblobLimitations(facts: UnblobFacts, where: string): string[] {
     out.push(
       `${unknown.length} chunks of ${where} matched no format (${unknown.reduce((n, c) => n + c.size, 0)} bytes; see chunks with unknown: true and their entropy)`,
     );
-  if (facts.chunk_count >= 10_000) out.push('unblob reported more chunks than the 10,000 kept');
+  if (facts.chunk_count >= MAX_ROWS)
+    out.push(`unblob reported more chunks than the ${MAX_ROWS.toLocaleString('en')} kept`);
   if (facts.trimmed)
     out.push(
       "unblob's facts were longer than the 4 MiB kept: its longest lists (errors, then the tree and the chunks) keep their first rows",

@@ -5,7 +5,7 @@
 // rows of the `archives` collection. Files of a kind only unblob reads that it
 // did not open are not handed to it again; dossier's own readers still open
 // what unblob left (a squashfs, whose extractor unblob lacks here).
-import type { UnblobFacts } from './unblob.ts';
+import { MAX_ROWS, type UnblobFacts } from './unblob.ts';
 import type { ArchiveRow } from './readArchive.ts';
 import { UNBLOB_KINDS } from './kinds.ts';
 import { NESTED_SUFFIX, normalized, type ManifestRow } from './writer.ts';
@@ -56,7 +56,7 @@ export function settleUnblobRows(
   const base = parent ? `${parent}${NESTED_SUFFIX}/` : '';
   return facts.tree
     .filter((node) => node.depth > 0 && node.path)
-    .slice(0, 10_000)
+    .slice(0, MAX_ROWS)
     .map((node) => ({
       path: `${base}${node.path}`,
       depth: baseDepth + node.depth,
