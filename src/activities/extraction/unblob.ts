@@ -119,14 +119,17 @@ export async function readUnblob(read: UnblobRead, onEntry: OnEntry): Promise<Un
   });
   const { ended: stderrEnded, lastLine } = stderrTail(helper, 8 * 1024 * 1024);
   const version = engine.version;
-  // Heard only while this read lasts: a line after it has failed (a tar cut short) is not acted on.
+  // Heard only while this read lasts (a line after it has failed, a tar cut short, is not acted on),
+  // and once: the image's chunks are told once, and each telling starts carving and a listing.
   let listening = true;
   if (read.onTop) {
     const onTop = read.onTop;
     onStderrLine(helper, 'dossier-top ', (line) => {
       // Anything but the chunks' rows is not used: the facts tell the same chunks at the end.
       const top = topChunks(line);
-      if (top && listening) onTop(top);
+      if (!top || !listening) return;
+      listening = false;
+      onTop(top);
     });
   }
   const done = helper.done.catch(async (err: Error) => {
