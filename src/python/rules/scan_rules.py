@@ -170,8 +170,6 @@ def scan_opened(scanner, fd, record, started, max_matches, max_bytes, budget):
         # The digest is of the bytes scanned (a small file is scanned from this very read).
         data, record["sha256"] = read_and_hash(fd)
         result = scanner.scan(data) if data is not None else scanner.scan_file(f"/proc/self/fd/{fd}")
-    except Missing as err:
-        return [], {**record, "status": "missing", "matches": 0, "reason": str(err)}, False
     except yara_x.TimeoutError:
         return [], {**record, "status": "timeout", "matches": 0, "seconds": round(time.monotonic() - started, 3)}, False
     except (KeyboardInterrupt, SystemExit):
