@@ -10,7 +10,8 @@ kind="${1:-runtime}"
 # unblob's external tools (lz4, zstd, e2fsprogs' debugfs, erofs-utils' fsck.erofs, lziprecover, lzop,
 # partclone, unar, android-sdk-libsparse-utils' simg2img, 7zip): all in Debian but sasquatch (unblob's
 # squashfs extractor), which no registry here has; dossier reads squashfs itself (sqfs2tar).
-runtime=(bubblewrap util-linux procps file openssl binutils strace ltrace binwalk squashfs-tools-ng 7zip libarchive-tools bzip2 xz-utils python3 python3-venv adb qemu-user-static lz4 zstd e2fsprogs erofs-utils lziprecover lzop partclone unar android-sdk-libsparse-utils)
+# binwalk's listing searches its literal signatures in one pass with python3-numpy.
+runtime=(bubblewrap util-linux procps file openssl binutils strace ltrace binwalk python3-numpy squashfs-tools-ng 7zip libarchive-tools bzip2 xz-utils python3 python3-venv adb qemu-user-static lz4 zstd e2fsprogs erofs-utils lziprecover lzop partclone unar android-sdk-libsparse-utils)
 # The breadth fixtures are made with lzip, dosfstools (mkfs.fat) and mtools (mcopy); rule scans are
 # measured against Debian's yara; function boundaries are scored on 32-bit ARM clang and gcc builds;
 # the MCP Apps Views are tested in Debian's headless chromium.

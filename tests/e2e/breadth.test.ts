@@ -384,6 +384,88 @@ describe("binwalk's listing of regions", () => {
     expect(cli).toContainEqual([hexAt, expect.stringMatching(/^Intel HEX data/)]);
     expect(cli).toContainEqual([srecAt, expect.stringMatching(/^Motorola S-Record/)]);
   });
+
+  // The listing finds binwalk's literal signatures in one pass of its own instead of one finditer per
+  // signature; these two hold it to what re and the binwalk command find.
+  const BINWALK_REGIONS = path.resolve('src/activities/extraction/binwalk_regions.py');
+  const signatures = `import random, sys
+sys.path.insert(0, ${JSON.stringify(path.dirname(BINWALK_REGIONS))})
+import binwalk.core.magic as magic, binwalk.core.settings as settings
+import binwalk_regions
+loaded = magic.Magic()
+for f in settings.Settings().system.magic:
+    loaded.load(f)
+rng = random.Random(int(sys.argv[1]))
+noise = lambda n: bytes(rng.getrandbits(8) for _ in range(n))
+`;
+  // A block of every literal signature: alone, repeated, after a prefix of itself, cut short.
+  const crowded = `def crowded(keys, count):
+    parts = []
+    for _ in range(count):
+        key, r = rng.choice(keys), rng.random()
+        parts.append(key * rng.randint(2, 4) if r < 0.3 else key[: rng.randint(1, len(key))] + key if r < 0.5 else key[:-1] if r < 0.6 else key)
+        parts.append(noise(rng.randint(0, 48)))
+    return b"".join(parts)
+`;
+
+  it("finds each literal signature where re's finditer does, in noise, in runs and in crowds", () => {
+    const out = execFileSync(
+      '/usr/bin/python3',
+      [
+        '-c',
+        `${signatures}${crowded}
+literals = binwalk_regions.Literals()
+pairs = []
+for signature in loaded.signatures:
+    key = binwalk_regions.literal_bytes(signature.regex)
+    if key is not None:
+        pairs.append((signature.regex, binwalk_regions.Literal(signature.regex, literals, key), key))
+keys = [key for _, _, key in pairs]
+blocks = [noise(300_000), b"\\0" * 70_000 + b"\\xff" * 70_000, b"ab", b""] + [crowded(keys, 3_000) for _ in range(3)]
+matches = 0
+for block in blocks:
+    text = block.decode("latin-1")
+    for regex, literal, key in pairs:
+        want = [m.start() for m in regex.finditer(text)]
+        got = [m.start() for m in literal.finditer(text)]
+        assert want == got, (key, want[:8], got[:8])
+        matches += len(want)
+print(len(loaded.signatures), len(pairs), matches)`,
+        '7',
+      ],
+      { encoding: 'utf8' },
+    );
+    const [all, literal, matches] = out.trim().split(' ').map(Number);
+    expect(literal).toBeGreaterThan(0.9 * all!); // most of binwalk's signatures are literal
+    expect(matches).toBeGreaterThan(10_000);
+  });
+
+  it('lists what the binwalk command lists over a file crowded with signatures and zeros', () => {
+    const file = path.join(work, 'crowded.bin');
+    execFileSync('/usr/bin/python3', [
+      '-c',
+      `${signatures}${crowded}
+keys = [k for k in (binwalk_regions.literal_bytes(s.regex) for s in loaded.signatures) if k]
+open(sys.argv[2], "wb").write(crowded(keys, 4_000) + bytes(300_000) + b"\\xff" * 10_000)`,
+      '3',
+      file,
+    ]);
+    const size = readFileSync(file).length;
+    const line = /^(\d+)\s+0x[0-9A-F]+\s+(.*)$/;
+    const named = (text: string) =>
+      text
+        .split('\n')
+        .map((l) => line.exec(l.trim()))
+        .filter((m): m is RegExpExecArray => m !== null)
+        .map((m) => `${m[1]} ${m[2]!.split(/\s+/).join(' ')}`);
+    const cli = named(run('binwalk', [file]).toString());
+    const mid = Math.floor(size / 2);
+    const ours = named(
+      run('/usr/bin/python3', [BINWALK_REGIONS, file, `0:${mid}`, `${mid}:${size - mid}`]).toString(),
+    );
+    expect(cli.length).toBeGreaterThan(1_000);
+    expect(ours).toEqual(cli);
+  });
 });
 
 describe('hostile input through unblob is contained', () => {

@@ -6,7 +6,9 @@ Runs in dossier's sandbox with Debian's binwalk (2.3.4), IMAGE mounted
 read-only. binwalk opens all its targets at one offset and length; here each
 region is a link to IMAGE in the private /tmp, opened at its own offset and
 length, so that binwalk loads its modules, plugins and signatures once for all
-of them (once per region costs about 0.2-0.4 s of CPU).
+of them (once per region costs about 0.2-0.4 s of CPU). Its literal signatures
+are searched in one pass over each block (`Literals`, with numpy where it is
+installed), not once each.
 
 Writes, for each region in order, `region START END` and then binwalk's
 `DECIMAL 0xHEX DESCRIPTION` lines of the signatures that begin in it, with
@@ -24,6 +26,11 @@ import binwalk.core.common
 import binwalk.core.magic as magic
 import binwalk.core.plugin as plugin
 import binwalk.modules.general as general
+
+try:
+    import numpy
+except ImportError:  # binwalk searches each signature itself, as it would without this script
+    numpy = None
 
 # Two of binwalk's signatures are a whole group repeated, `(X)+`, which keeps Python's regex engine
 # from searching for their first character: over bytes that hold neither, each costs as much as 80
@@ -56,6 +63,122 @@ def executed_once(load_source):
     return load
 
 
+class Literals:
+    """Where each literal signature begins in a block, found in one pass over it.
+
+    408 of binwalk's 411 signatures are a literal string (`re.escape` of the magic bytes), and binwalk
+    searches a block once per signature: 408 passes of `finditer`, 0.44 s of CPU over 4 MiB. Here
+    every two bytes of the block are looked up at once in a table of the literals' first two bytes;
+    only the positions it names are compared further, literal by literal. Each literal signature's
+    regex is then a `Literal` whose `finditer` gives what `re` would: left to right, each match
+    after the last one's end."""
+
+    def __init__(self):
+        self.keys = []  # each literal's bytes
+        self.index = {}  # literal -> its place in keys
+        self.table = None  # first two bytes (little-endian) -> whether a literal begins with them
+        self.by_pair = {}  # first two bytes -> [(place, bytes, whether they overlap themselves)]
+        self.data = None  # the block the starts are of (held, so that its identity stays its own)
+        self.starts = []
+
+    def add(self, key):
+        if key not in self.index:
+            self.index[key] = len(self.keys)
+            self.keys.append(key)
+            self.table = None
+        return self.index[key]
+
+    def of(self, data, place):
+        if data is not self.data:
+            self.data, self.starts = data, self.search(data.encode("latin-1"))
+        return self.starts[place]
+
+    def indexed(self):
+        if self.table is None:
+            self.table = numpy.zeros(1 << 16, dtype=bool)
+            self.by_pair = {}
+            for place, key in enumerate(self.keys):
+                pair = key[0] | key[1] << 8
+                self.table[pair] = True
+                array = numpy.frombuffer(key, dtype=numpy.uint8)
+                self.by_pair.setdefault(pair, []).append((place, array, overlaps_itself(key)))
+
+    def search(self, block):
+        self.indexed()
+        found = [[] for _ in self.keys]
+        data = numpy.frombuffer(block, dtype=numpy.uint8)
+        if data.size < 2:
+            return found
+        pairs = data[:-1].astype(numpy.uint16) | data[1:].astype(numpy.uint16) << 8
+        at = numpy.flatnonzero(self.table[pairs])
+        at = at[numpy.argsort(pairs[at], kind="stable")]  # grouped by pair, each group in order
+        grouped = pairs[at]
+        firsts = numpy.flatnonzero(numpy.diff(grouped, prepend=-1) != 0) if at.size else at
+        for lo, hi in zip(firsts.tolist(), firsts[1:].tolist() + [at.size]):
+            positions = at[lo:hi]
+            for place, key, overlapping in self.by_pair[int(grouped[lo])]:
+                p = positions[positions <= data.size - key.size]
+                for k in range(2, key.size):
+                    if not p.size:
+                        break
+                    p = p[data[p + k] == key[k]]
+                found[place] = apart(p.tolist(), key.size) if overlapping else p.tolist()
+        return found
+
+
+def overlaps_itself(key):
+    """Whether two occurrences of `key` can overlap (b"AA", b"ABAB"): it ends with its own start."""
+    return any(key[i:] == key[: len(key) - i] for i in range(1, len(key)))
+
+
+def apart(starts, length):
+    """The starts `finditer` keeps of a literal's occurrences: each at or after the last one's end."""
+    kept, end = [], 0
+    for s in starts:
+        if s >= end:
+            kept.append(s)
+            end = s + length
+    return kept
+
+
+class Start:
+    """A match as binwalk's scan reads one: its start."""
+
+    __slots__ = ("at",)
+
+    def __init__(self, at):
+        self.at = at
+
+    def start(self):
+        return self.at
+
+
+class Literal:
+    """A literal signature's regex whose matches come from the block's one pass (`Literals`)."""
+
+    def __init__(self, regex, literals, key):
+        self.pattern, self.flags = regex.pattern, regex.flags
+        self.literals, self.place = literals, literals.add(key)
+
+    def finditer(self, data):
+        return map(Start, self.literals.of(data, self.place))
+
+
+def literal_bytes(regex):
+    """The bytes a compiled regex over latin-1 text matches exactly, if it is `re.escape` of a string
+    of two or more of them (and nothing else: no flags but the default)."""
+    pattern = getattr(regex, "pattern", None)
+    if not isinstance(pattern, str) or regex.flags & ~re.UNICODE:
+        return None
+    text = re.sub(r"\\(.)", r"\1", pattern, flags=re.S)
+    if len(text) < 2 or re.escape(text) != pattern:
+        return None
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+
+
 def main():
     if len(sys.argv) < 3:
         sys.stderr.write("usage: binwalk_regions.py IMAGE START:LENGTH...\n")
@@ -79,10 +202,15 @@ def main():
     general.General.open_file = open_file
     generate = magic.Signature._generate_regex
 
+    literals = Literals()
+
     def faster_regex(self, line):
         regex = generate(self, line)
         pattern = getattr(regex, "pattern", None)
-        return re.compile(FASTER[pattern], regex.flags) if pattern in FASTER else regex
+        if pattern in FASTER:
+            return re.compile(FASTER[pattern], regex.flags)
+        key = literal_bytes(regex) if numpy is not None else None
+        return regex if key is None else Literal(regex, literals, key)
 
     magic.Signature._generate_regex = faster_regex
     # Each of binwalk's modules loads every plugin's source twice (to list it, then to load it):
@@ -107,4 +235,5 @@ def main():
     out.flush()
 
 
-main()
+if __name__ == "__main__":
+    main()
