@@ -68,6 +68,16 @@ export class Intake {
   /** Copies a file from under the allowed roots: opened first, then checked, so a swapped link reads nothing. */
   async registerArtifact(caller: Principal, file: string, name?: string) {
     const inbox = this.inboxOf(caller);
+    if (!path.isAbsolute(file)) {
+      if (!inbox)
+        throw new DossierError(
+          'invalid_params',
+          `${JSON.stringify(file)} is relative: a relative path is read in your team's inbox, and this gateway has none (DOSSIER_INBOX is unset).`,
+          'Pass an absolute path under DOSSIER_ALLOWED_ROOTS, or upload the file: POST /artifacts, or `npx dossier upload FILE`.',
+          { path: file },
+        );
+      file = path.join(inbox, file);
+    }
     const opened = await openUnder(
       file,
       [...(this.opts.allowedRoots ?? []), ...(inbox ? [inbox] : [])],

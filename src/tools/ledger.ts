@@ -276,10 +276,12 @@ export const registerArtifact = defineTool({
         .string()
         .min(1)
         .max(4_096)
-        .refine((p) => p.startsWith('/'), { error: 'path must be absolute' })
+        .refine((p) => p.startsWith('/') || !p.split('/').includes('..'), {
+          error: "a relative path is read in your team's inbox and may not leave it with '..'",
+        })
         .optional()
         .describe(
-          "Absolute path on the dossier host, under DOSSIER_ALLOWED_ROOTS or your team's inbox (DOSSIER_INBOX/<team>/).",
+          "Path on the dossier host: absolute, under DOSSIER_ALLOWED_ROOTS or your team's inbox (DOSSIER_INBOX/<team>/), or relative to that inbox (a file dropped there: 'fw.bin').",
         ),
       evidence_id: z
         .string()

@@ -546,6 +546,18 @@ describe('intake', () => {
     const refused = await call(other, 'register_artifact', { path: file });
     expect(refused.error.code).toBe('policy_denied');
     expect(refused.error.remediation).toMatch(/inbox/);
+
+    // A relative path is read in the caller's own inbox: the same file for its team, nothing for
+    // another (its inbox has no such file), and never a way out of it.
+    const relative = await call(client, 'register_artifact', { path: 'dropped.bin' });
+    expect(relative.artifact.digest).toBe(registered.artifact.digest);
+    const notTheirs = await call(other, 'register_artifact', { path: 'dropped.bin' });
+    expect(notTheirs.error.code).toBe('not_found');
+    for (const escape of ['../local/dropped.bin', 'a/../../local/dropped.bin', '..']) {
+      const out = await call(other, 'register_artifact', { path: escape });
+      expect(out.error.code, escape).toBe('invalid_params');
+      expect(out.error.message).toMatch(/inbox/);
+    }
     await other.close();
   });
 
