@@ -27,8 +27,10 @@ describe('the stack a client command means', () => {
     const dir = scratch();
     const env = { XDG_STATE_HOME: path.join(dir, 'state') };
     const home = stackHome(dir, 'custom-home');
-    const forget = recordStack(home, env);
-    const here = process.cwd();
+    // A project folder of its own: the checkout running the tests may hold a .dossier/ of its own.
+    const here = path.join(dir, 'project');
+    mkdirSync(here);
+    const forget = recordStack(home, env, here);
     expect(findStack(here, env)).toEqual({
       home,
       how: `using the stack started in ${here} (pid ${process.pid}, DOSSIER_HOME=${home})`,
@@ -46,14 +48,16 @@ describe('the stack a client command means', () => {
     const dir = scratch();
     const env = { XDG_STATE_HOME: path.join(dir, 'state') };
     const home = stackHome(dir, 'gone');
-    recordStack(home, env);
+    const here = path.join(dir, 'project');
+    mkdirSync(here);
+    recordStack(home, env, here);
     const [file] = readdirSync(stacksDir(env));
     const entry = JSON.parse(readFileSync(path.join(stacksDir(env), file!), 'utf8'));
     writeFileSync(path.join(stacksDir(env), file!), JSON.stringify({ ...entry, pid_start: '1' }));
-    expect(findStack(process.cwd(), env)).toBeUndefined();
+    expect(findStack(here, env)).toBeUndefined();
     const bare = path.join(dir, 'bare');
     mkdirSync(bare);
-    recordStack(bare, env);
+    recordStack(bare, env, here);
     expect(liveStacks(env)).toEqual([]);
   });
 

@@ -37,13 +37,17 @@ function startTime(pid: number): string | undefined {
   }
 }
 
-/** Records this process's stack on `home`; returns what forgets it (at stop). Never fails the stack. */
-export function recordStack(home: string, env: NodeJS.ProcessEnv = process.env): () => void {
+/** Records this process's stack on `home`, started in `cwd`; returns what forgets it (at stop). Never fails the stack. */
+export function recordStack(
+  home: string,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): () => void {
   const dir = stacksDir(env);
   const file = path.join(dir, `${createHash('sha256').update(home).digest('hex').slice(0, 16)}.json`);
   const entry: StackEntry = {
     home,
-    cwd: process.cwd(),
+    cwd,
     pid: process.pid,
     pid_start: startTime(process.pid) ?? '',
     started_at: new Date().toISOString(),
