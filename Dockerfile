@@ -1,7 +1,7 @@
 # One image for the gateway and the workers; the command picks the part.
 FROM node:20-bookworm
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      binutils strace ltrace file binwalk squashfs-tools squashfs-tools-ng 7zip libarchive-tools zip unzip bzip2 xz-utils bubblewrap util-linux procps python3 python3-venv openssl \
+      binutils strace ltrace file binwalk python3-numpy squashfs-tools squashfs-tools-ng 7zip libarchive-tools zip unzip bzip2 xz-utils bubblewrap util-linux procps python3 python3-venv openssl \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -47,7 +47,7 @@ export interface IntakeOptions {
 }
 
 export class Intake {
-  /** Each team's inbox once made and checked a real folder (by team). */
+  /** Each team's inbox once made (by team); whether it is still a real folder is asked each time. */
   private readonly inboxes = new Map<string, string>();
   private readonly bundles: BundleIntake;
 
@@ -65,18 +65,23 @@ export class Intake {
     });
   }
 
-  /** Copies a file from under the allowed roots: opened first, then checked, so a swapped link reads nothing. */
+  /**
+   * Copies a file from under the allowed roots or the caller's inbox (a relative path is read there):
+   * opened first, then checked, so a swapped link reads nothing.
+   */
   async registerArtifact(caller: Principal, file: string, name?: string) {
     const inbox = this.inboxOf(caller);
     if (!path.isAbsolute(file)) {
-      if (!inbox)
+      if (!inbox || file.split('/').includes('..'))
         throw new DossierError(
           'invalid_params',
-          `${JSON.stringify(file)} is relative: a relative path is read in your team's inbox, and this gateway has none (DOSSIER_INBOX is unset).`,
+          inbox
+            ? `${JSON.stringify(file)} leaves your team's inbox: a relative path is read in it, and may not hold '..'.`
+            : `${JSON.stringify(file)} is relative, and is read in your team's inbox, which this gateway has none of (DOSSIER_INBOX is unset, or your team's folder in it is not a real folder).`,
           'Pass an absolute path under DOSSIER_ALLOWED_ROOTS, or upload the file: POST /artifacts, or `npx dossier upload FILE`.',
           { path: file },
         );
-      file = path.join(inbox, file);
+      file = `${inbox}/${file}`;
     }
     const opened = await openUnder(
       file,
@@ -224,16 +229,20 @@ export class Intake {
 
   /** The caller's team's intake folder (created on first ask, 0700), or undefined when none is configured. */
   inboxOf(caller: Principal): string | undefined {
-    const known = this.inboxes.get(caller.team);
-    if (known) return known;
-    if (!this.opts.inbox || !/^[\w.-]+$/.test(caller.team) || /^\.+$/.test(caller.team)) return undefined;
-    const folder = path.join(this.opts.inbox, caller.team);
-    mkdirSync(folder, { recursive: true, mode: 0o700 });
-    // A link planted in its place would widen what register_artifact reads: only a real folder counts.
-    const st = lstatSync(folder);
-    if (!st.isDirectory() || st.isSymbolicLink()) return undefined;
-    this.inboxes.set(caller.team, folder);
-    return folder;
+    let folder = this.inboxes.get(caller.team);
+    if (!folder) {
+      if (!this.opts.inbox || !/^[\w.-]+$/.test(caller.team) || /^\.+$/.test(caller.team)) return undefined;
+      folder = path.join(this.opts.inbox, caller.team);
+      this.inboxes.set(caller.team, folder);
+    }
+    // A link planted in its place (now or later) would widen what register_artifact reads, to
+    // another team's inbox: only a real folder counts. One removed is made again.
+    let st = lstatSync(folder, { throwIfNoEntry: false });
+    if (!st) {
+      mkdirSync(folder, { recursive: true, mode: 0o700 });
+      st = lstatSync(folder);
+    }
+    return st.isDirectory() ? folder : undefined;
   }
 
   async uploadArtifact(caller: Principal, body: Readable, name: string | undefined) {

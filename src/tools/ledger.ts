@@ -276,6 +276,7 @@ export const registerArtifact = defineTool({
         .string()
         .min(1)
         .max(4_096)
+        .refine((p) => !p.includes('\0'), { error: 'path may not hold a NUL byte' })
         .refine((p) => p.startsWith('/') || !p.split('/').includes('..'), {
           error: "a relative path is read in your team's inbox and may not leave it with '..'",
         })

@@ -7,7 +7,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
@@ -558,6 +558,25 @@ describe('intake', () => {
       expect(out.error.code, escape).toBe('invalid_params');
       expect(out.error.message).toMatch(/inbox/);
     }
+    const nul = await call(client, 'register_artifact', { path: 'dropped.bin\0.txt' });
+    expect(nul.error.code).toBe('invalid_params');
+    expect(nul.error.message).toMatch(/NUL/);
+
+    // A team's inbox swapped for a link to another's after its first use reads nothing through it.
+    const theirs = (await call(other, 'whoami')).inbox as string;
+    rmSync(theirs, { recursive: true });
+    symlinkSync(me.inbox, theirs);
+    try {
+      for (const p of ['dropped.bin', path.join(theirs, 'dropped.bin')]) {
+        const swapped = await call(other, 'register_artifact', { path: p });
+        expect(swapped.error?.code, p).toMatch(/invalid_params|policy_denied/);
+      }
+    } finally {
+      rmSync(theirs);
+    }
+    // Removed, it is made again on the next ask.
+    expect((await call(other, 'whoami')).inbox).toBe(theirs);
+    expect(statSync(theirs).isDirectory()).toBe(true);
     await other.close();
   });
 

@@ -27,6 +27,10 @@ import binwalk.core.magic as magic
 import binwalk.core.plugin as plugin
 import binwalk.modules.general as general
 
+# numpy's BLAS (OpenBLAS on Debian) starts a thread a core at import, each spinning a while; nothing
+# here uses it. One thread, however many cores the worker has.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 try:
     import numpy
 except ImportError:  # binwalk searches each signature itself, as it would without this script
@@ -85,7 +89,7 @@ class Literals:
         if key not in self.index:
             self.index[key] = len(self.keys)
             self.keys.append(key)
-            self.table = None
+            self.table, self.data = None, None  # a block searched before has no starts for it
         return self.index[key]
 
     def of(self, data, place):
