@@ -130,7 +130,7 @@ export const GATEWAY_HANDLERS: readonly GatewayBinding[] = [
     toolsets: [...c.toolsets.listed],
     namespace: c.namespace,
     ui_url: c.uiUrl,
-    inbox: c.ledger.intake.inboxOf(c.caller) ?? null,
+    inbox: c.ledger.intake.inboxFolder(c.caller) ?? null,
   })),
   handler(listToolsets, async (_i, c) => describeToolsets(c.toolsets)),
   handler(enableToolsets, (i, c) => enable(c.toolsets, i.toolsets)),

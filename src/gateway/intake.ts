@@ -47,7 +47,7 @@ export interface IntakeOptions {
 }
 
 export class Intake {
-  /** Each team's inbox once made (by team); whether it is still a real folder is asked each time. */
+  /** Each team's inbox folder once made (by team); whether it is still a real folder, inboxOf asks each time. */
   private readonly inboxes = new Map<string, string>();
   private readonly bundles: BundleIntake;
 
@@ -227,16 +227,26 @@ export class Intake {
     return false;
   }
 
-  /** The caller's team's intake folder (created on first ask, 0700), or undefined when none is configured. */
+  /**
+   * Where the caller's team's intake folder is (made on the first ask, 0700), or undefined when none
+   * is configured: what whoami names. Not whether it is still a real folder: see inboxOf.
+   */
+  inboxFolder(caller: Principal): string | undefined {
+    const known = this.inboxes.get(caller.team);
+    if (known) return known;
+    if (!this.opts.inbox || !/^[\w.-]+$/.test(caller.team) || /^\.+$/.test(caller.team)) return undefined;
+    const folder = path.join(this.opts.inbox, caller.team);
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    this.inboxes.set(caller.team, folder);
+    return folder;
+  }
+
+  /** The caller's team's intake folder if it is a real folder now (one removed is made again). */
   inboxOf(caller: Principal): string | undefined {
-    let folder = this.inboxes.get(caller.team);
-    if (!folder) {
-      if (!this.opts.inbox || !/^[\w.-]+$/.test(caller.team) || /^\.+$/.test(caller.team)) return undefined;
-      folder = path.join(this.opts.inbox, caller.team);
-      this.inboxes.set(caller.team, folder);
-    }
-    // A link planted in its place (now or later) would widen what register_artifact reads, to
-    // another team's inbox: only a real folder counts. One removed is made again.
+    const folder = this.inboxFolder(caller);
+    if (!folder) return undefined;
+    // A link planted in its place (at any time) would widen what register_artifact reads, to
+    // another team's inbox: only a real folder counts.
     let st = lstatSync(folder, { throwIfNoEntry: false });
     if (!st) {
       mkdirSync(folder, { recursive: true, mode: 0o700 });

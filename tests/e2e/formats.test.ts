@@ -574,8 +574,8 @@ describe('intake', () => {
     } finally {
       rmSync(theirs);
     }
-    // Removed, it is made again on the next ask.
-    expect((await call(other, 'whoami')).inbox).toBe(theirs);
+    // Removed, it is made again when next read.
+    expect((await call(other, 'register_artifact', { path: 'dropped.bin' })).error.code).toBe('not_found');
     expect(statSync(theirs).isDirectory()).toBe(true);
     await other.close();
   });
