@@ -342,6 +342,14 @@ describe("unblob's hooks in the wrapper", () => {
 });
 
 describe("binwalk's listing of regions", () => {
+  /** binwalk's `DECIMAL 0xHEX DESCRIPTION` lines as [offset, description], the spaces folded. */
+  const named = (text: string) =>
+    text
+      .split('\n')
+      .map((l) => /^(\d+)\s+0x[0-9A-F]+\s+(.*)$/.exec(l.trim()))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => [Number(m[1]), m[2]!.split(/\s+/).join(' ')] as const);
+
   it('names what the binwalk command names, region by region, Intel HEX and S-Records included', () => {
     // Bytes that look random, the same on every run: a false signature in them is the same for both.
     const noise = (seed: string, size: number) => {
@@ -363,13 +371,6 @@ describe("binwalk's listing of regions", () => {
     const hexAt = 65_536;
     const srecAt = 65_536 + 2 * ihex.length + 30_000;
     const mid = srecAt - 15_000;
-    const line = /^(\d+)\s+0x[0-9A-F]+\s+(.*)$/;
-    const named = (text: string) =>
-      text
-        .split('\n')
-        .map((l) => line.exec(l.trim()))
-        .filter((m): m is RegExpExecArray => m !== null)
-        .map((m) => [Number(m[1]), m[2]!.split(/\s+/).join(' ')] as const);
     const cli = named(run('binwalk', [file]).toString());
     const ours = run('/usr/bin/python3', [
       path.resolve('src/activities/extraction/binwalk_regions.py'),
@@ -451,13 +452,6 @@ open(sys.argv[2], "wb").write(crowded(keys, 4_000) + bytes(300_000) + b"\\xff" *
       file,
     ]);
     const size = readFileSync(file).length;
-    const line = /^(\d+)\s+0x[0-9A-F]+\s+(.*)$/;
-    const named = (text: string) =>
-      text
-        .split('\n')
-        .map((l) => line.exec(l.trim()))
-        .filter((m): m is RegExpExecArray => m !== null)
-        .map((m) => `${m[1]} ${m[2]!.split(/\s+/).join(' ')}`);
     const cli = named(run('binwalk', [file]).toString());
     const mid = Math.floor(size / 2);
     const ours = named(
