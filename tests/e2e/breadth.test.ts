@@ -420,7 +420,7 @@ pairs = []
 for signature in loaded.signatures:
     key = binwalk_regions.literal_bytes(signature.regex)
     if key is not None:
-        pairs.append((signature.regex, binwalk_regions.Literal(signature.regex, literals, key), key))
+        pairs.append((signature.regex, binwalk_regions.Literal(literals, key), key))
 keys = [key for _, _, key in pairs]
 blocks = [noise(300_000), b"\\0" * 70_000 + b"\\xff" * 70_000, b"ab", b""] + [crowded(keys, 3_000) for _ in range(3)]
 matches = 0

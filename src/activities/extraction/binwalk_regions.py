@@ -78,8 +78,7 @@ class Literals:
     after the last one's end."""
 
     def __init__(self):
-        self.keys = []  # each literal's bytes
-        self.index = {}  # literal -> its place in keys
+        self.index = {}  # each literal's bytes -> its place (in the order added)
         self.table = None  # first two bytes (little-endian) -> whether a literal begins with them
         self.by_pair = {}  # first two bytes -> [(place, bytes, whether they overlap themselves)]
         self.data = None  # the block the starts are of (held, so that its identity stays its own)
@@ -87,8 +86,7 @@ class Literals:
 
     def add(self, key):
         if key not in self.index:
-            self.index[key] = len(self.keys)
-            self.keys.append(key)
+            self.index[key] = len(self.index)
             self.table, self.data = None, None  # a block searched before has no starts for it
         return self.index[key]
 
@@ -101,7 +99,7 @@ class Literals:
         if self.table is None:
             self.table = numpy.zeros(1 << 16, dtype=bool)
             self.by_pair = {}
-            for place, key in enumerate(self.keys):
+            for key, place in self.index.items():
                 pair = key[0] | key[1] << 8
                 self.table[pair] = True
                 array = numpy.frombuffer(key, dtype=numpy.uint8)
@@ -109,7 +107,7 @@ class Literals:
 
     def search(self, block):
         self.indexed()
-        found = [[] for _ in self.keys]
+        found = [[] for _ in self.index]
         data = numpy.frombuffer(block, dtype=numpy.uint8)
         if data.size < 2:
             return found
@@ -160,8 +158,7 @@ class Start:
 class Literal:
     """A literal signature's regex whose matches come from the block's one pass (`Literals`)."""
 
-    def __init__(self, regex, literals, key):
-        self.pattern, self.flags = regex.pattern, regex.flags
+    def __init__(self, literals, key):
         self.literals, self.place = literals, literals.add(key)
 
     def finditer(self, data):
@@ -214,7 +211,7 @@ def main():
         if pattern in FASTER:
             return re.compile(FASTER[pattern], regex.flags)
         key = literal_bytes(regex) if numpy is not None else None
-        return regex if key is None else Literal(regex, literals, key)
+        return regex if key is None else Literal(literals, key)
 
     magic.Signature._generate_regex = faster_regex
     # Each of binwalk's modules loads every plugin's source twice (to list it, then to load it):
