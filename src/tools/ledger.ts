@@ -277,9 +277,6 @@ export const registerArtifact = defineTool({
         .min(1)
         .max(4_096)
         .refine((p) => !p.includes('\0'), { error: 'path may not hold a NUL byte' })
-        .refine((p) => p.startsWith('/') || !p.split('/').includes('..'), {
-          error: "a relative path is read in your team's inbox and may not leave it with '..'",
-        })
         .optional()
         .describe(
           "Path on the dossier host: absolute, under DOSSIER_ALLOWED_ROOTS or your team's inbox (DOSSIER_INBOX/<team>/), or relative to that inbox (a file dropped there: 'fw.bin').",
