@@ -104,10 +104,10 @@ export async function startHttpGateway(
 }
 
 /**
- * What a request to exactly `/mcp` parses to (most requests). The routes only read a request's URL,
- * so one serves them all, and the cheapest call does not parse its own.
+ * What a request to exactly `/mcp` parses to (most requests). The routes only read a request's URL
+ * (read-only by type from here on), so one serves them all, and the cheapest call does not parse its own.
  */
-const MCP_URL = new URL('/mcp', 'http://gateway');
+const MCP_URL: Readonly<URL> = new URL('/mcp', 'http://gateway');
 
 /** One request: its route, then Host and Origin, then the bearer token; then the route answers. */
 async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerResponse) {
@@ -174,7 +174,7 @@ async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerRespons
 /** A refusal before any route: the REST routes answer errors in dossier's shape, the MCP endpoint in JSON-RPC's. */
 function deny(
   res: ServerResponse,
-  url: URL,
+  url: Readonly<URL>,
   code: 'forbidden' | 'unauthorized',
   message: string,
   remediation: string,

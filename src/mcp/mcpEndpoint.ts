@@ -19,7 +19,7 @@ export async function serveMcpEndpoint(
   ctx: HttpContext,
   req: IncomingMessage,
   res: ServerResponse,
-  url: URL,
+  url: Readonly<URL>,
   caller: Caller,
   auth: AuthInfo,
 ) {
@@ -53,7 +53,7 @@ export async function serveMcpEndpoint(
 }
 
 /** What tools/list shows: the URL's ?toolsets=, else the token's, else the server's (throws on a bad list). */
-function chooseToolsets(ctx: HttpContext, url: URL, principal: Principal): readonly Toolset[] {
+function chooseToolsets(ctx: HttpContext, url: Readonly<URL>, principal: Principal): readonly Toolset[] {
   const asked = url.searchParams.get('toolsets');
   if (asked !== null) return parseToolsets(asked);
   return principal.toolsets ? normalizeToolsets(principal.toolsets) : ctx.gateway.defaultToolsets;

@@ -59,7 +59,7 @@ interface RestCall {
   principal: Principal;
   req: IncomingMessage;
   res: ServerResponse;
-  url: URL;
+  url: Readonly<URL>;
   opts: RestOptions;
   /** The body's declared length (Content-Length; 0 when absent). */
   declared: number;
@@ -78,7 +78,7 @@ export async function serveRest(
   principal: Principal,
   req: IncomingMessage,
   res: ServerResponse,
-  url: URL,
+  url: Readonly<URL>,
   opts: RestOptions,
 ) {
   const limited = await gateway.throttle(principal);
