@@ -175,7 +175,9 @@ export async function sustainedOn(
     const extra = launcher ? cpu(launcher) : { own: 0, children: 0 };
     return { own: self.own + extra.own, children: self.children + extra.children };
   };
-  const before = { self: both(), temporal: temporalPid ? cpu(temporalPid) : undefined };
+  // The callers are MCP clients in this process, sharing the machine's cores with what they measure
+  // (the bare floor's callers are in its own process, counted there).
+  const before = { self: both(), temporal: temporalPid ? cpu(temporalPid) : undefined, callers: cpu('self') };
   const t0 = performance.now();
   const deadline = t0 + seconds * 1000;
   await Promise.all(
@@ -193,7 +195,7 @@ export async function sustainedOn(
     }),
   );
   const elapsed = (performance.now() - t0) / 1000;
-  const after = { self: both(), temporal: temporalPid ? cpu(temporalPid) : undefined };
+  const after = { self: both(), temporal: temporalPid ? cpu(temporalPid) : undefined, callers: cpu('self') };
   await Promise.all(clients.map((c) => c.close()));
   const per = (x: number) => x / latencies.length;
   return {
@@ -204,6 +206,8 @@ export async function sustainedOn(
       dossier: per(after.self.own - before.self.own),
       programs: per(after.self.children - before.self.children),
       temporal: before.temporal ? per(after.temporal!.own - before.temporal.own) : NaN,
+      // Where dossier runs in this process too, its figure already holds them.
+      ...(pid === process.pid ? {} : { callers: per(after.callers.own - before.callers.own) }),
     },
   };
 }

@@ -106,7 +106,7 @@ export async function benchFloor(): Promise<string[]> {
         row(`bare Temporal, ${at} (process / programs / Temporal server)`, bare),
         row(`bare Temporal with dossier's memo and search attributes, ${at}`, audited),
         row(`bare Temporal, the activity a local activity, ${at}`, bareLocal),
-        row(`dossier, ${at} (dossier process / programs / Temporal server)`, ours),
+        row(`dossier, ${at} (dossier process / programs / Temporal server / the MCP callers)`, ours),
         row(`dossier, DOSSIER_LAUNCH_DISPATCH=local, ${at}`, oursLocal),
         ratio('dossier', ours),
         ratio('dossier local dispatch', oursLocal),

@@ -108,6 +108,13 @@ const quietLogger = {
  */
 const STICKY_TASK_WAIT = '2 seconds';
 
+/**
+ * Polls a capability's worker keeps open for effects that come through its queue (those whose
+ * workflow task ran on a worker that does not serve the capability, and dispatches after a lost
+ * worker). Two keep that path open; every other slot stays free for effects handed back eagerly.
+ */
+const ACTIVITY_POLLS = 2;
+
 let runtimeInstalled = false;
 function installRuntime(config: Config) {
   if (runtimeInstalled) return;
@@ -207,6 +214,13 @@ export async function startWorkers(deps: {
           ? {
               activities: capability === 'analysis' ? { ...effects, ...analysis } : effects,
               maxConcurrentActivityTaskExecutions: config.workerConcurrency,
+              // Each waiting poll holds one of those slots, and an effect handed back with its
+              // workflow task (eager dispatch) needs a free one: with the SDK's 10 polls, 8 launches
+              // at once already sent half their effects the long way, through the queue.
+              activityTaskPollerBehavior: {
+                type: 'simple-maximum',
+                maximum: Math.min(ACTIVITY_POLLS, config.workerConcurrency),
+              },
               maxConcurrentLocalActivityExecutions: config.workerConcurrency,
               // Heartbeats carry cancellation back to the activity: send them at
               // least every second so cancel_launch ends a process within ~1-2 s.
