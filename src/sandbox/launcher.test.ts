@@ -1,13 +1,15 @@
-// The launcher starts sandboxed programs for the main thread: real programs,
-// real bwrap, the launcher as its own process (no stand-ins).
+// The launcher starts sandboxed programs for the thread that forked it: real
+// programs, real bwrap, the launcher as its own process (no stand-ins).
 import { fork } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { childrenOf } from './processes.ts';
 import type { SandboxedProcess } from './sandbox.ts';
 import { testSandbox } from '../../tests/helpers/sandbox.ts';
 import { startProgram } from './launcher.ts';
+import { parentOfAProgram } from '../../tests/helpers/threadProgram.ts';
 
 const sandbox = testSandbox(1_900_000);
 
@@ -190,6 +192,33 @@ describe('the sandbox launcher', () => {
     const err = await new Promise<Error & { code?: string }>((resolve) => child.once('error', resolve));
     expect(err.code).toBe('ENOENT');
     expect(child.pid).toBeUndefined();
+  });
+
+  it("starts a worker thread's programs from a launcher of the thread's own, which ends with the thread", async () => {
+    const mainLauncher = await parentOfAProgram();
+    expect(readFileSync(`/proc/${mainLauncher}/cmdline`, 'utf8')).toContain('launcher.mjs');
+    // As the extraction thread runs: through thread.mjs, from the sources.
+    const thread = new Worker(new URL('../activities/extraction/thread.mjs', import.meta.url), {
+      workerData: { module: new URL('../../tests/helpers/threadProgram.ts', import.meta.url).href },
+    });
+    try {
+      const threadLauncher = await new Promise<number>((resolve, reject) => {
+        thread.once('message', resolve);
+        thread.once('error', reject);
+      });
+      // Not forked from the worker (a copy of its page tables per program), nor the main thread's.
+      expect(threadLauncher).not.toBe(process.pid);
+      expect(threadLauncher).not.toBe(mainLauncher);
+      expect(readFileSync(`/proc/${threadLauncher}/cmdline`, 'utf8')).toContain('launcher.mjs');
+      const parent = /^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${threadLauncher}/status`, 'utf8'))?.[1];
+      expect(Number(parent)).toBe(process.pid);
+      await thread.terminate();
+      // Its channel closed with the thread: it leaves no process behind.
+      await expect.poll(() => existsPid(threadLauncher), { timeout: 5_000 }).toBe(false);
+      expect(existsPid(mainLauncher)).toBe(true);
+    } finally {
+      await thread.terminate();
+    }
   });
 });
 

@@ -1,17 +1,16 @@
 // How the sandbox starts a program. A spawn() forks the process that makes it,
 // and forking copies its page tables: from a worker of ~500 MiB that is ~10 ms
 // with the event loop stopped, per launch, and as much again while the child
-// leaves that copy for the program. So the main thread hands its spawns to the
-// launcher (launcher.mjs), a small process forked once; the program's stdio
-// comes back as its sockets, read here. Worker threads (extraction) spawn
-// themselves: a launcher's IPC channel belongs to the main thread.
-import { fork, spawn, type ChildProcess, type Serializable } from 'node:child_process';
+// leaves that copy for the program; every other thread touching memory waits
+// on the copy too. So each thread hands its spawns to a launcher of its own
+// (launcher.mjs), a small process it forks once; the program's stdio comes back
+// as its sockets, read here. The extraction thread has its own: a launcher's
+// IPC channel, and the sockets it sends, belong to the thread that forked it.
+import { fork, type ChildProcess, type Serializable } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { fstatSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
-import { isMainThread } from 'node:worker_threads';
-import { signalGroup } from './processes.ts';
 
 export interface ProgramSpec {
   file: string;
@@ -46,41 +45,11 @@ export interface ProgramChild extends EventEmitter {
 
 /** Starts a program (its own process group and session) with the spec's stdio. */
 export function startProgram(spec: ProgramSpec): ProgramChild {
-  if (!isMainThread) return direct(spec);
   return (launcher ??= new Launcher()).start(spec);
 }
 
 /** What a program reads from a pipe: text, or bytes as base64 (a request crosses to the launcher as JSON). */
 export type PipeContent = string | { base64: string };
-
-/** Writes the contents a program reads from its pipes, and closes them. */
-function fill(pipe: Writable | null | undefined, content: string | PipeContent) {
-  pipe?.on('error', () => undefined); // the program may exit without reading it all
-  pipe?.end(typeof content === 'string' ? content : Buffer.from(content.base64, 'base64'));
-}
-
-function direct(spec: ProgramSpec): ProgramChild {
-  const child = spawn(spec.file, spec.args, {
-    cwd: spec.cwd,
-    env: spec.env,
-    detached: true,
-    stdio: [
-      typeof spec.stdin === 'string' ? spec.stdin : 'pipe',
-      'pipe',
-      'pipe',
-      ...spec.fds,
-      ...spec.data.map(() => 'pipe' as const),
-    ],
-  });
-  if (typeof spec.stdin === 'object') fill(child.stdin, spec.stdin.content);
-  spec.data.forEach((content, i) => fill(child.stdio[3 + spec.fds.length + i] as Writable | null, content));
-  if (spec.endGroupOnExit) child.once('exit', () => child.pid && signalGroup(child.pid, 'SIGKILL'));
-  if (typeof spec.stdin === 'object') {
-    // As through the launcher: the input was given whole, so there is no stdin to write to.
-    Object.defineProperty(child, 'stdin', { value: null });
-  }
-  return child as ChildProcess & ProgramChild;
-}
 
 type FromLauncher =
   | { id: number; pid: number }
