@@ -1,9 +1,10 @@
 # One image for the gateway and the workers; the command picks the part.
 FROM node:20-bookworm
-RUN apt-get update && apt-get install -y --no-install-recommends \
-      binutils strace ltrace file binwalk python3-numpy squashfs-tools squashfs-tools-ng 7zip libarchive-tools zip unzip bzip2 xz-utils bubblewrap util-linux procps python3 python3-venv openssl \
-    && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
+# The Debian packages the workers' tools drive, from the one list `npm start` installs too (unblob's
+# external tools, strace, qemu-user, adb…): a worker in the image reads what an embedded one reads.
+COPY scripts/system-packages.sh scripts/system-packages.sh
+RUN bash scripts/system-packages.sh image && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 # The dependencies' install scripts (better-sqlite3, ssh2…) but not the project's own `prepare`,
 # which builds sources not copied yet: this layer stays cached until the lockfile changes.

@@ -2,22 +2,31 @@
 # The Debian packages dossier needs, installed when missing.
 #   scripts/system-packages.sh runtime   what the workers' tools drive (npm start runs this)
 #   scripts/system-packages.sh test      that, plus what the tests build fixtures with (npm test runs this)
+#   scripts/system-packages.sh image     the runtime ones, without recommends (the Dockerfile runs this)
 # As root with apt-get it installs what is missing (apt-get update first); otherwise it names
-# what is missing and fails for `test`, warns for `runtime`. Nothing is done when all are present.
+# what is missing and fails for `test` and `image`, warns for `runtime`. Nothing is done when all
+# are present.
 set -euo pipefail
 kind="${1:-runtime}"
 
 # unblob's external tools (lz4, zstd, e2fsprogs' debugfs, erofs-utils' fsck.erofs, lziprecover, lzop,
-# partclone, unar, android-sdk-libsparse-utils' simg2img, 7zip): all in Debian but sasquatch (unblob's
+# partclone, unar, android-sdk-libsparse-utils' simg2img, p7zip-full's 7z, which binwalk only
+# recommends; dossier's own archive reader runs 7zip's 7zz): all in Debian but sasquatch (unblob's
 # squashfs extractor), which no registry here has; dossier reads squashfs itself (sqfs2tar).
 # binwalk's listing searches its literal signatures in one pass with python3-numpy.
-runtime=(bubblewrap util-linux procps file openssl binutils strace ltrace binwalk python3-numpy squashfs-tools-ng 7zip libarchive-tools bzip2 xz-utils python3 python3-venv adb qemu-user-static lz4 zstd e2fsprogs erofs-utils lziprecover lzop partclone unar android-sdk-libsparse-utils)
+runtime=(bubblewrap util-linux procps file openssl binutils strace ltrace binwalk python3-numpy squashfs-tools-ng 7zip libarchive-tools bzip2 xz-utils python3 python3-venv adb qemu-user-static lz4 zstd e2fsprogs erofs-utils lziprecover lzop partclone unar android-sdk-libsparse-utils p7zip-full)
 # The breadth fixtures are made with lzip, dosfstools (mkfs.fat) and mtools (mcopy); rule scans are
 # measured against Debian's yara; function boundaries are scored on 32-bit ARM clang and gcc builds;
 # the MCP Apps Views are tested in Debian's headless chromium.
 tests=(zip unzip squashfs-tools cpio rpm xorriso android-sdk-libsparse-utils u-boot-tools e2fsprogs mtd-utils gcc openssh-server openssh-client postgresql lzip dosfstools mtools yara clang binutils-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-arm-linux-gnueabihf chromium)
-wanted=("${runtime[@]}")
-[ "$kind" = test ] && wanted+=("${tests[@]}")
+case "$kind" in
+  runtime | image) wanted=("${runtime[@]}") ;;
+  test) wanted=("${runtime[@]}" "${tests[@]}") ;;
+  *) echo "dossier: scripts/system-packages.sh runtime|test|image, not \"$kind\"" >&2 && exit 2 ;;
+esac
+# Only a missing runtime package is a warning: the tools that need it say so when called.
+strict=1
+[ "$kind" = runtime ] && strict=0
 
 missing=()
 # Installed means dpkg's "ii" (a removed package whose config files remain is not installed).
@@ -35,17 +44,17 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   msg="dossier: missing Debian packages: ${missing[*]:-none}; install them with: sudo apt-get install ${missing[*]:-}"
   [ $need_fixture -eq 1 ] && msg="$msg (and run scripts/system-packages.sh test as root once for the armhf busybox fixture)"
   echo "$msg" >&2
-  [ "$kind" = test ] && exit 1
-  exit 0
+  exit $strict
 fi
 
 export DEBIAN_FRONTEND=noninteractive
 if [ ${#missing[@]} -gt 0 ]; then
   echo "dossier: installing Debian packages ${missing[*]}" >&2
-  if ! { apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+  recommends=()
+  [ "$kind" = image ] && recommends=(--no-install-recommends)
+  if ! { apt-get update -qq && apt-get install -y -qq "${recommends[@]}" "${missing[@]}" >/dev/null; }; then
     echo "dossier: could not install ${missing[*]}; the tools that need them will say so when called" >&2
-    [ "$kind" = test ] && exit 1
-    exit 0
+    exit $strict
   fi
 fi
 if [ $need_fixture -eq 1 ]; then
