@@ -161,6 +161,8 @@ describe('the sandbox launcher', () => {
     const exit = await proc.exited;
     expect(exit.signal).toBe('SIGKILL');
     expect(exit.error?.message).toMatch(/launcher process ended while it ran/);
+    // The worker's fault, not the input's: an extraction does not call the artifact corrupt.
+    expect(exit.error).toMatchObject({ code: 'provider_unavailable', retryable: true });
     // Its output ends (a reader is never left waiting), and it is never signalled again.
     for await (const _ of proc.child.stdout) void _;
     expect(proc.child.kill('SIGKILL')).toBe(false);
@@ -199,7 +201,10 @@ describe('the sandbox launcher', () => {
     expect(readFileSync(`/proc/${mainLauncher}/cmdline`, 'utf8')).toContain('launcher.mjs');
     // As the extraction thread runs: through thread.mjs, from the sources.
     const thread = new Worker(new URL('../activities/extraction/thread.mjs', import.meta.url), {
-      workerData: { module: new URL('../../tests/helpers/threadProgram.ts', import.meta.url).href },
+      workerData: {
+        module: new URL('../../tests/helpers/threadProgram.ts', import.meta.url).href,
+        role: 'program-parent',
+      },
     });
     try {
       const threadLauncher = await new Promise<number>((resolve, reject) => {

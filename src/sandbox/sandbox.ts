@@ -224,13 +224,24 @@ function supervise(child: ProgramChild, isolation: 'sandbox' | 'none', identity:
       });
       child.once('exit', (code, signal) => {
         identity.release();
-        resolve({ code, signal, ...(child.lostBecause ? { error: new Error(child.lostBecause) } : {}) });
+        resolve({ code, signal, ...(child.lostBecause ? { error: launcherLost(child.lostBecause) } : {}) });
       });
     },
   );
   // Learn the namespace while the program runs, to reach every process it forks.
   child.once('spawn', () => setImmediate(learnNamespace));
   return { members, signalAll, exited };
+}
+
+/** A program ended by the loss of the launcher that started it: the worker's fault, not the input's. */
+function launcherLost(why: string): DossierError {
+  return new DossierError(
+    'provider_unavailable',
+    `${why}; the program was killed with it.`,
+    'Run the call again: the next program starts from a new launcher. If it keeps happening, check the worker host (memory, process limits).',
+    {},
+    true,
+  );
 }
 
 function limitArgs(limits: Limits | undefined): string[] {

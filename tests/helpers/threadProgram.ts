@@ -1,6 +1,7 @@
-// Run in a worker thread (through src/activities/extraction/thread.mjs, as the extraction thread
-// is): starts `echo $PPID` as the sandbox starts a program, and posts the pid of its parent.
-import { isMainThread, parentPort } from 'node:worker_threads';
+// Run in a worker thread (through src/activities/extraction/thread.mjs with the role
+// 'program-parent', as the extraction thread is run): starts `echo $PPID` as the sandbox starts a
+// program, posts the pid of its parent, and stays until the test ends it.
+import { parentPort, workerData } from 'node:worker_threads';
 import { startProgram } from '../../src/sandbox/launcher.ts';
 
 /** Starts `echo $PPID` as the sandbox starts a program; resolves with its parent's pid. */
@@ -24,4 +25,8 @@ export function parentOfAProgram(): Promise<number> {
   });
 }
 
-if (!isMainThread) void parentOfAProgram().then((pid) => parentPort!.postMessage(pid));
+if ((workerData as { role?: string } | null)?.role === 'program-parent') {
+  // Held open by the port until the test terminates the thread: it must not end on its own first.
+  parentPort!.ref();
+  void parentOfAProgram().then((pid) => parentPort!.postMessage(pid));
+}
