@@ -206,7 +206,7 @@ export async function sustainedOn(
       dossier: per(after.self.own - before.self.own),
       programs: per(after.self.children - before.self.children),
       temporal: before.temporal ? per(after.temporal!.own - before.temporal.own) : NaN,
-      // Where dossier runs in this process too, its figure already holds them.
+      // Where the pid measured is this process (dossier in it), its figure already holds them.
       ...(pid === process.pid ? {} : { callers: per(after.callers.own - before.callers.own) }),
     },
   };

@@ -111,8 +111,10 @@ const STICKY_TASK_WAIT = '2 seconds';
 /**
  * Polls a capability's worker keeps open for effects that come through its queue (those whose
  * workflow task ran on a worker that does not serve the capability, dispatches after a lost worker,
- * and any past the free slots): a quarter of its slots, at most the SDK's default of 10. Each
- * waiting poll holds a slot, and the rest stay free for effects handed back eagerly. At 32 callers
+ * and any past the free slots): a quarter of its slots, at least 1, at most the SDK's default of 10.
+ * Each waiting poll holds a slot, and so does the next one waiting for its turn (sdk-core takes the
+ * slot first): 16 slots keep 5 for polls and 11 free for effects handed back eagerly; 1 or 2 slots
+ * hand every effect through the queue. At 32 callers
  * on 16 slots, two polls shortened the median most (0.65 s, four 0.83 s, ten 1.0 s) but left the
  * effects queued behind the eager ones waiting longest (p99 4.3 s, four 3.2 s, ten 2.5 s).
  */
@@ -125,7 +127,7 @@ function effectSlots(slots: number) {
   return {
     maxConcurrentActivityTaskExecutions: slots,
     maxConcurrentLocalActivityExecutions: slots,
-    // With the SDK's 10 polls holding 10 of 16 slots, 8 launches at once already sent half their
+    // With the SDK's 10 polls holding 11 of 16 slots, 8 launches at once already sent half their
     // effects the long way, through matching.
     activityTaskPollerBehavior: { type: 'simple-maximum' as const, maximum: activityPolls(slots) },
     // Heartbeats carry cancellation back to the activity: send them at
