@@ -10,9 +10,10 @@ set -euo pipefail
 kind="${1:-runtime}"
 
 # unblob's external tools (lz4, zstd, e2fsprogs' debugfs, erofs-utils' fsck.erofs, lziprecover, lzop,
-# partclone, unar, android-sdk-libsparse-utils' simg2img, p7zip-full's 7z, which binwalk only
+# partclone, unar, android-sdk-libsparse-utils' simg2img, p7zip-full's 7z, which python3-binwalk only
 # recommends; dossier's own archive reader runs 7zip's 7zz): all in Debian but sasquatch (unblob's
-# squashfs extractor), which no registry here has; dossier reads squashfs itself (sqfs2tar).
+# squashfs extractor), which no registry here has (dossier reads squashfs itself, sqfs2tar), and upx
+# (unblob unpacks UPX-packed ELF files with it), which bookworm does not have.
 # binwalk's listing searches its literal signatures in one pass with python3-numpy.
 runtime=(bubblewrap util-linux procps file openssl binutils strace ltrace binwalk python3-numpy squashfs-tools-ng 7zip libarchive-tools bzip2 xz-utils python3 python3-venv adb qemu-user-static lz4 zstd e2fsprogs erofs-utils lziprecover lzop partclone unar android-sdk-libsparse-utils p7zip-full)
 # The breadth fixtures are made with lzip, dosfstools (mkfs.fat) and mtools (mcopy); rule scans are
@@ -53,7 +54,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   recommends=()
   [ "$kind" = image ] && recommends=(--no-install-recommends)
   if ! { apt-get update -qq && apt-get install -y -qq "${recommends[@]}" "${missing[@]}" >/dev/null; }; then
-    echo "dossier: could not install ${missing[*]}; the tools that need them will say so when called" >&2
+    if [ $strict = 1 ]; then
+      echo "dossier: could not install ${missing[*]}" >&2
+    else
+      echo "dossier: could not install ${missing[*]}; the tools that need them will say so when called" >&2
+    fi
     exit $strict
   fi
 fi
