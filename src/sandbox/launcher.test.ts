@@ -9,7 +9,7 @@ import { childrenOf } from './processes.ts';
 import type { SandboxedProcess } from './sandbox.ts';
 import { testSandbox } from '../../tests/helpers/sandbox.ts';
 import { startProgram } from './launcher.ts';
-import { parentOfAProgram } from '../../tests/helpers/threadProgram.ts';
+import { parentOfAProgram, plainProgram } from '../../tests/helpers/threadProgram.ts';
 
 const sandbox = testSandbox(1_900_000);
 
@@ -181,16 +181,7 @@ describe('the sandbox launcher', () => {
   });
 
   it('answers a program that cannot start with an error, as a ChildProcess does', async () => {
-    const child = startProgram({
-      file: '/nonexistent/program',
-      args: [],
-      cwd: '/',
-      env: {},
-      stdin: 'ignore',
-      fds: [],
-      data: [],
-      endGroupOnExit: false,
-    });
+    const child = startProgram(plainProgram('/nonexistent/program'));
     const err = await new Promise<Error & { code?: string }>((resolve) => child.once('error', resolve));
     expect(err.code).toBe('ENOENT');
     expect(child.pid).toBeUndefined();

@@ -2,20 +2,16 @@
 // 'program-parent', as the extraction thread is run): starts `echo $PPID` as the sandbox starts a
 // program, posts the pid of its parent, and stays until the test ends it.
 import { parentPort, workerData } from 'node:worker_threads';
-import { startProgram } from '../../src/sandbox/launcher.ts';
+import { startProgram, type ProgramSpec } from '../../src/sandbox/launcher.ts';
+
+/** A program with no input, descriptors or environment, run from `/`. */
+export function plainProgram(file: string, args: string[] = []): ProgramSpec {
+  return { file, args, cwd: '/', env: {}, stdin: 'ignore', fds: [], data: [], endGroupOnExit: false };
+}
 
 /** Starts `echo $PPID` as the sandbox starts a program; resolves with its parent's pid. */
 export function parentOfAProgram(): Promise<number> {
-  const child = startProgram({
-    file: '/usr/bin/sh',
-    args: ['-c', 'echo $PPID'],
-    cwd: '/',
-    env: {},
-    stdin: 'ignore',
-    fds: [],
-    data: [],
-    endGroupOnExit: false,
-  });
+  const child = startProgram(plainProgram('/usr/bin/sh', ['-c', 'echo $PPID']));
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c));
   child.stderr.resume();
