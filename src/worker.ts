@@ -114,9 +114,9 @@ const STICKY_TASK_WAIT = '2 seconds';
  * and any past the free slots): a quarter of its slots, at least 1, at most the SDK's default of 10.
  * Each waiting poll holds a slot, and so does the next one waiting for its turn (sdk-core takes the
  * slot first): 16 slots keep 5 for polls and 11 free for effects handed back eagerly; 1 or 2 slots
- * hand every effect through the queue. At 32 callers
- * on 16 slots, two polls shortened the median most (0.65 s, four 0.83 s, ten 1.0 s) but left the
- * effects queued behind the eager ones waiting longest (p99 4.3 s, four 3.2 s, ten 2.5 s).
+ * hand every effect through the queue. At 32 callers on 16 slots, two polls shortened the median
+ * most (0.65 s, four 0.83 s, ten 1.0 s) but left the effects queued behind the eager ones waiting
+ * longest (p99 4.3 s, four 3.2 s, ten 2.5 s).
  */
 function activityPolls(slots: number): number {
   return Math.min(10, Math.max(1, Math.round(slots / 4)));
