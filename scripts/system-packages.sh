@@ -54,11 +54,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   recommends=()
   [ "$kind" = image ] && recommends=(--no-install-recommends)
   if ! { apt-get update -qq && apt-get install -y -qq "${recommends[@]}" "${missing[@]}" >/dev/null; }; then
-    if [ $strict = 1 ]; then
-      echo "dossier: could not install ${missing[*]}" >&2
-    else
-      echo "dossier: could not install ${missing[*]}; the tools that need them will say so when called" >&2
-    fi
+    later="; the tools that need them will say so when called"
+    [ $strict = 1 ] && later=""
+    echo "dossier: could not install ${missing[*]}$later" >&2
     exit $strict
   fi
 fi
