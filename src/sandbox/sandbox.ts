@@ -238,7 +238,7 @@ function launcherLost(why: string): DossierError {
   return new DossierError(
     'provider_unavailable',
     `${why}; the program was killed with it.`,
-    'Run the call again: the next program starts from a new launcher. If it keeps happening, check the worker host (memory, process limits).',
+    'Try again (a launch with a new idempotency_key): the next program starts from a new launcher. If it keeps happening, check the worker host (memory, process limits).',
     {},
     true,
   );
