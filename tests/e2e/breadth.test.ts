@@ -519,6 +519,36 @@ with tarfile.open(sys.argv[1], 'w') as t:
     expect(zip?.extracted_to ?? null).not.toMatch(/fw\.zip_extract$/);
   });
 
+  it("a folder named like a nested archive's output, held by the archive around it, is no stand-in for it", async () => {
+    // dossier writes a nested archive's entries to `<its path>.extracted/`: the outer archive's own
+    // entries there must not pass for the nested archive's, so that one is not opened at all.
+    const tree = path.join(work, 'prefilled');
+    mkdirSync(path.join(tree, 'dir', 'x.tar.extracted'), { recursive: true });
+    writeFileSync(path.join(tree, 'evil'), 'what x.tar holds\n');
+    run('tar', ['-cf', path.join(tree, 'dir', 'x.tar'), 'evil'], tree);
+    writeFileSync(path.join(tree, 'dir', 'x.tar.extracted', 'evil'), 'planted by the outer archive\n');
+    run('tar', [
+      '-cf',
+      path.join(work, 'prefilled.tar'),
+      '-C',
+      tree,
+      'dir/x.tar.extracted/evil',
+      'dir/x.tar',
+    ]);
+    const reply = await extract(path.join(work, 'prefilled.tar'), { recursive: true });
+    expect(reply.status, JSON.stringify(reply.error)).toBe('succeeded');
+    const rows = await allRows(client, reply.evidence_id);
+    expect(rows.filter((r) => r.path === 'dir/x.tar.extracted/evil')).toEqual([
+      expect.objectContaining({ depth: 0, status: 'written' }),
+    ]);
+    expect(bySha(rows, Buffer.from('what x.tar holds\n'))).toEqual([]);
+    const inner = rows.find((r) => r.path === 'dir/x.tar');
+    expect(inner).toMatchObject({
+      extracted_to: null,
+      reason: expect.stringMatching(/holds entries of the archive around it/),
+    });
+  });
+
   it('a tree 1,100 folders deep neither stops the entry bound nor fails the carving', async () => {
     // A cpio image carved by unblob (extract_firmware): its tree, 1,100 folders deep, is listed by
     // dossier's wrapper inside the sandbox (once with a recursive walk that died at ~1,000 levels).

@@ -153,6 +153,15 @@ class Unpacking {
     const { rows } = this;
     const before = rows.length;
     const nested = `${where.path}${NESTED_SUFFIX}`;
+    // The archive around it held that folder itself: what is there did not come from this one, and
+    // none of this one's entries may be taken for it.
+    if (this.run.holds(nested))
+      return this.notOpened(
+        row,
+        where,
+        inner.format,
+        `nested archive not opened: ${nested} holds entries of the archive around it, which this one's would be mistaken for`,
+      );
     try {
       const plan = this.plan(inner.format, staged, path.basename(where.path), where.depth);
       const facts = await readArchive(this.ctx, plan, this.run.nestedIn(row));

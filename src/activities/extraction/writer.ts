@@ -315,6 +315,8 @@ export async function startExtraction(
     stats: () => ({ total: budget.total, written }),
     /** Where a written entry is in the staging tree (only before settle). */
     staged: (row: ManifestRow) => path.join(staging, normalized(row.path)),
+    /** Whether an entry (or a folder an entry is in) already holds this path. */
+    holds: (rel: string) => taken.has(normalized(rel)),
   };
 }
 
