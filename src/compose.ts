@@ -57,6 +57,7 @@ export function buildGateway(
     inbox: config.inbox,
     uploadLimit: config.maxUploadBytes,
     maxJsonDepth: config.maxJsonDepth,
+    maxCollectionRows: config.maxCollectionRows,
     sandbox: new Sandbox(config.sandbox),
     python: config.analysis.python,
   });

@@ -3,6 +3,8 @@ import { canonicalJson } from '../domain/canonical.ts';
 import { buildEvidence, unknownId } from '../domain/evidence.ts';
 import { BUNDLE_FORMAT, readBundle, verifyBundle } from './bundles.ts';
 import { unknownsDigest } from './bundleUnknowns.ts';
+import { sealed } from './bundleAnnotations.ts';
+import { annotationId } from '../domain/annotations.ts';
 
 const built = buildEvidence({
   record: {
@@ -121,5 +123,140 @@ describe('a bundle’s unknowns', () => {
   it('reads a bundle of the first format, which carried Evidence only', () => {
     const v1 = canonicalJson({ format: 'dossier.evidence-bundle/1', evidence: [entry] });
     expect(readBundle(v1)).toMatchObject({ unknowns: [], team: null });
+  });
+});
+
+describe("a bundle's carried annotations and diff links", () => {
+  const artifact = `sha256:${'ab'.repeat(32)}`;
+  const elsewhere = `sha256:${'cd'.repeat(32)}`;
+  const { evidence_id: _id, collections: _c, document: _d, ...raw } = built.record;
+  const about = buildEvidence({
+    record: { ...raw, tool: 'list_functions', target: { kind: 'artifact', digest: artifact } },
+    document: { ok: true },
+    collections: {},
+    filterable: {},
+  } as never);
+  const aboutEntry = { record: about.record, document: { ok: true }, collections: {} };
+  const revision = (over: Record<string, unknown> = {}, on = artifact) => {
+    const key = { artifact: on, kind: 'function' as const, item: '0x401136' };
+    const id = annotationId(key);
+    return {
+      annotation_id: id,
+      ...key,
+      revision: 1,
+      event_id: `${id}@1`,
+      name: 'parse_licence',
+      comment: null,
+      type: null,
+      tags: ['crypto'],
+      note: null,
+      variables: null,
+      changed: ['name', 'tags'],
+      origin: 'write',
+      reverted_to: null,
+      source: null,
+      changed_by: 'alice',
+      changed_at: '2026-11-30T00:00:00.000Z',
+      imported: null,
+      ...over,
+    };
+  };
+  const carried = (r: Record<string, unknown>) =>
+    sealed({
+      annotation_id: r.annotation_id,
+      artifact: r.artifact,
+      kind: r.kind,
+      item: r.item,
+      revisions: [r],
+    } as never);
+  const withAnnotations = (annotations: unknown[]) =>
+    canonicalJson({ format: 'dossier.evidence-bundle/1', evidence: [aboutEntry], annotations });
+
+  it('come back when each is what set_annotation accepts, on an artifact its Evidence is about', () => {
+    expect(readBundle(withAnnotations([carried(revision())])).annotations).toHaveLength(1);
+  });
+
+  it('refuse the whole bundle over a field set_annotation refuses, even with its digest right', () => {
+    for (const [over, field] of [
+      [{ name: { evil: 1 } }, 'name'],
+      [{ name: 'x'.repeat(200_000) }, 'name'],
+      [{ name: '../etc' }, 'name'],
+      [{ comment: 'c'.repeat(4_097) }, 'comment'],
+      [{ tags: ['not a valid tag!!'] }, 'tags'],
+      [{ tags: Array.from({ length: 33 }, (_, i) => `t${i}`) }, 'tags'],
+      [{ variables: { v1: 'ok', 'bad name': 'x' } }, 'variables'],
+      [{ origin: 'forged' }, 'origin'],
+      [{ changed_by: 'p'.repeat(257) }, 'changed_by'],
+      [{ extra: true }, ''],
+    ] as const) {
+      expect(() => readBundle(withAnnotations([carried(revision(over))])), field).toThrow(
+        expect.objectContaining({
+          code: 'invalid_params',
+          message: expect.stringMatching(new RegExp(`annotation 0 is not an annotation history: .*${field}`)),
+        }),
+      );
+    }
+  });
+
+  it('refuse the whole bundle over an annotation on an artifact none of its Evidence is about', () => {
+    expect(() => readBundle(withAnnotations([carried(revision({}, elsewhere))]))).toThrow(
+      /which none of its Evidence is about/,
+    );
+  });
+
+  it("refuse the whole bundle over a diff's match no analysis makes", () => {
+    const diff = (match: Record<string, unknown>) => {
+      const b = buildEvidence({
+        record: {
+          ...raw,
+          tool: 'diff_binaries',
+          target: { kind: 'artifact', digest: artifact },
+          parameters: { base: elsewhere },
+        },
+        document: { ok: true },
+        collections: { matches: [match] },
+        filterable: { matches: [] },
+      } as never);
+      return canonicalJson({
+        format: 'dossier.evidence-bundle/1',
+        evidence: [{ record: b.record, document: { ok: true }, collections: { matches: [match] } }],
+      });
+    };
+    const good = {
+      address: '0x401136',
+      base_address: '0x401100',
+      class: 'changed',
+      similarity: 0.5,
+      confidence: 0.9,
+    };
+    expect(readBundle(diff(good)).links).toEqual([
+      expect.objectContaining({ artifact, base: elsewhere, address: '0x401136', similarity: 0.5 }),
+    ]);
+    for (const bad of [
+      { address: 'main' },
+      { base_address: '0x00401100' },
+      { similarity: -0.1 },
+      { confidence: 7 },
+      { similarity: '0.5' },
+    ])
+      expect(() => readBundle(diff({ ...good, ...bad }))).toThrow(/is not a match/);
+  });
+
+  it('refuse the whole bundle over an Evidence with more rows in a collection than the gateway keeps', () => {
+    const rows = Array.from({ length: 3 }, (_, i) => ({ line: i + 1, text: 'x' }));
+    const long = buildEvidence({
+      record: raw,
+      document: { ok: true },
+      collections: { stdout: rows },
+      filterable: { stdout: ['line'] },
+    } as never);
+    const text = bundle([{ record: long.record, document: { ok: true }, collections: { stdout: rows } }]);
+    expect(readBundle(text, { maxRows: 3 }).evidence).toHaveLength(1);
+    expect(() => readBundle(text, { maxRows: 2 })).toThrow(
+      expect.objectContaining({
+        code: 'resource_constraint',
+        message: expect.stringMatching(/3 rows in stdout.*DOSSIER_MAX_COLLECTION_ROWS=2/),
+      }),
+    );
   });
 });

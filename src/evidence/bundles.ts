@@ -158,11 +158,24 @@ export interface ReadBundle {
 
 /** Parses and verifies a bundle; returns the entries ready to retain, or refuses it whole. */
 export function verifyBundle(text: string, maxDepth: number = JSON_DEPTH.default): BuiltEvidence[] {
-  return readBundle(text, maxDepth).evidence;
+  return readBundle(text, { maxDepth }).evidence;
 }
 
+/** What a bundle's reader holds it to. */
+export interface BundleBounds {
+  /** How deeply it may nest arrays and objects (DOSSIER_MAX_JSON_DEPTH). */
+  maxDepth?: number;
+  /** How many rows one collection of an Evidence may hold (DOSSIER_MAX_COLLECTION_ROWS; its ceiling by default). */
+  maxRows?: number;
+}
+
+/** DOSSIER_MAX_COLLECTION_ROWS's ceiling. */
+const ROWS_CEILING = 5_000_000;
+
 /** Parses and verifies a bundle, Evidence, unknowns and annotations; refuses it whole at the first mismatch. */
-export function readBundle(text: string, maxDepth: number = JSON_DEPTH.default): ReadBundle {
+export function readBundle(text: string, bounds: BundleBounds = {}): ReadBundle {
+  const maxDepth = bounds.maxDepth ?? JSON_DEPTH.default;
+  const maxRows = bounds.maxRows ?? ROWS_CEILING;
   let bundle: Record<string, unknown>;
   try {
     bundle = parseBoundedJson(text, maxDepth) as typeof bundle;
@@ -182,6 +195,7 @@ export function readBundle(text: string, maxDepth: number = JSON_DEPTH.default):
   const links: FunctionLink[] = [];
   const evidence = bundle.evidence.map((raw, i) => {
     const entry = raw as BundleEntry;
+    refuseLong(entry, i, maxRows);
     try {
       const { evidence_id: claimed, collections: info, document: _doc, ...record } = entry.record;
       const collections = { ...entry.collections };
@@ -208,7 +222,8 @@ export function readBundle(text: string, maxDepth: number = JSON_DEPTH.default):
       );
     }
   });
-  const annotations = readAnnotations(bundle.annotations, refused);
+  const about = new Set(evidence.flatMap((b) => artifactsOf(b.record)));
+  const annotations = readAnnotations(bundle.annotations, about, refused);
   if (bundle.format === READABLE[0]) return { evidence, unknowns: [], team: null, annotations, links };
   const { team, investigation } = bundle;
   if (typeof team !== 'string' || (investigation !== null && typeof investigation !== 'string'))
@@ -219,6 +234,21 @@ export function readBundle(text: string, maxDepth: number = JSON_DEPTH.default):
   const ids = new Set(evidence.map((b) => b.record.evidence_id));
   const unknowns = checkUnknowns(bundle.unknowns, bundle.unknowns_digest, ids, investigation, refused);
   return { evidence, unknowns, team, annotations, links };
+}
+
+/** Refuses an entry with a collection longer than this gateway retains of one (before it is built). */
+function refuseLong(entry: BundleEntry, i: number, maxRows: number) {
+  const collections = (entry as Partial<BundleEntry> | null)?.collections;
+  if (!collections || typeof collections !== 'object') return;
+  for (const [name, rows] of Object.entries(collections)) {
+    if (!Array.isArray(rows) || rows.length <= maxRows) continue;
+    throw new DossierError(
+      'resource_constraint',
+      `The bundle was refused whole, and nothing was imported: entry ${i} (${String(entry.record?.evidence_id ?? 'no id').slice(0, 80)}) has ${rows.length} rows in ${name.slice(0, 80)}, more than this gateway retains of one collection (DOSSIER_MAX_COLLECTION_ROWS=${maxRows}).`,
+      'Import it where DOSSIER_MAX_COLLECTION_ROWS is at least that, or export that Evidence from a store that keeps fewer rows.',
+      { entry: i, collection: name.slice(0, 80), rows: rows.length, max_rows: maxRows },
+    );
+  }
 }
 
 /** The bundle refused: `integrity_error` when its content is not what its digests say. */

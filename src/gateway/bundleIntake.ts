@@ -23,6 +23,8 @@ export interface BundleIntakeOptions {
   home(): string;
   /** How deeply a bundle may nest arrays and objects (DOSSIER_MAX_JSON_DEPTH). */
   maxJsonDepth?: number;
+  /** How many rows an imported Evidence's collection may hold (DOSSIER_MAX_COLLECTION_ROWS). */
+  maxCollectionRows?: number;
 }
 
 export class BundleIntake {
@@ -80,7 +82,10 @@ export class BundleIntake {
 
   /** Verifies a bundle's text and retains its Evidence for the caller's team, atomically (POST /bundles, import_evidence_bundle). */
   async importBundleText(caller: Principal, text: string) {
-    const bundle = readBundle(text, this.opts.maxJsonDepth);
+    const bundle = readBundle(text, {
+      maxDepth: this.opts.maxJsonDepth,
+      maxRows: this.opts.maxCollectionRows,
+    });
     const { evidence: built, annotations, links } = bundle;
     const foreign = built.find((b) => b.record.team !== caller.team);
     if (foreign || (bundle.team !== null && bundle.team !== caller.team)) {
@@ -91,18 +96,30 @@ export class BundleIntake {
         foreign ? { evidence_id: foreign.record.evidence_id } : {},
       );
     }
-    const { imported, present, then } = await this.store.evidence.importAll(caller.team, built, (tx) =>
-      this.store.unknowns.importIn(tx, caller.team, bundle.unknowns),
+    // All of it in one transaction: the Evidence, its unknowns, and the team's knowledge of those
+    // artifacts, annotations with their history and the links its diffs made (an import again
+    // changes nothing; a history that went another way here is kept).
+    const { imported, present, then } = await this.store.evidence.importAll(
+      caller.team,
+      built,
+      async (tx) => {
+        const unknowns = await this.store.unknowns.importIn(tx, caller.team, bundle.unknowns);
+        const carried = await this.store.annotations.importCarriedIn(
+          tx,
+          caller.team,
+          caller.principal,
+          annotations,
+        );
+        if (links.length) await this.store.functions.recordLinksIn(tx, caller.team, links);
+        return { unknowns, carried };
+      },
     );
-    // The team's knowledge of those artifacts comes along: annotations with their history, and the
-    // links its diffs made (an import again changes nothing; a history that went another way here is kept).
-    const carried = await this.store.annotations.importCarried(caller.team, caller.principal, annotations);
-    if (links.length) await this.store.functions.recordLinks(caller.team, links);
+    const carried = then!.carried;
     return {
       imported,
       already_present: present,
       evidence_ids: built.map((b) => b.record.evidence_id),
-      unknowns: then,
+      unknowns: then!.unknowns,
       annotations: {
         ...carried,
         diverged: carried.diverged.length,

@@ -331,36 +331,39 @@ export class AnnotationStore {
    * arrives whole; one whose history the bundle continues gains the rest; one
    * whose history went another way here is left as it is (diverged).
    */
-  async importCarried(team: string, by: string, items: CarriedAnnotation[]) {
+  importCarried(team: string, by: string, items: CarriedAnnotation[]) {
+    return this.db.transaction((tx) => this.importCarriedIn(tx, team, by, items));
+  }
+
+  /** importCarried within the caller's transaction (a bundle's import, beside its Evidence). */
+  async importCarriedIn(tx: SqlExecutor, team: string, by: string, items: CarriedAnnotation[]) {
     const counts = { created: 0, extended: 0, unchanged: 0, diverged: [] as string[] };
     const imported = { by, at: now() };
-    await this.db.transaction(async (tx) => {
-      for (const item of items) {
-        const local = (
-          await tx.all<Row>(
-            'SELECT * FROM annotation_revisions WHERE team = ? AND annotation_id = ? ORDER BY revision',
-            [team, item.annotation_id],
-          )
-        ).map(toRevision);
-        const shared = Math.min(local.length, item.revisions.length);
-        if (!local.slice(0, shared).every((r, i) => sameEvent(r, item.revisions[i]!))) {
-          counts.diverged.push(item.annotation_id);
-          continue;
-        }
-        // Here already, or here with more: nothing to bring.
-        const rest = item.revisions.slice(local.length);
-        if (!rest.length) {
-          counts.unchanged++;
-          continue;
-        }
-        for (const r of rest) {
-          await putHead(tx, team, r, item.revisions[0]!);
-          await insertRevision(tx, team, { ...r, imported });
-        }
-        if (local.length) counts.extended++;
-        else counts.created++;
+    for (const item of items) {
+      const local = (
+        await tx.all<Row>(
+          'SELECT * FROM annotation_revisions WHERE team = ? AND annotation_id = ? ORDER BY revision',
+          [team, item.annotation_id],
+        )
+      ).map(toRevision);
+      const shared = Math.min(local.length, item.revisions.length);
+      if (!local.slice(0, shared).every((r, i) => sameEvent(r, item.revisions[i]!))) {
+        counts.diverged.push(item.annotation_id);
+        continue;
       }
-    });
+      // Here already, or here with more: nothing to bring.
+      const rest = item.revisions.slice(local.length);
+      if (!rest.length) {
+        counts.unchanged++;
+        continue;
+      }
+      for (const r of rest) {
+        await putHead(tx, team, r, item.revisions[0]!);
+        await insertRevision(tx, team, { ...r, imported });
+      }
+      if (local.length) counts.extended++;
+      else counts.created++;
+    }
     return counts;
   }
 }

@@ -69,6 +69,20 @@ export class EvidenceStore {
     }
     const id = built.record.evidence_id;
     if (await this.get(team, id)) return built.record;
+    await this.stage(built);
+    await this.db.transaction(async (tx) => {
+      await this.retain(tx, built, team, { rowsWritten: true });
+      await tx.run('DELETE FROM evidence_staging WHERE evidence_id = ?', [id]);
+    });
+    return built.record;
+  }
+
+  /**
+   * Writes a large result's rows, keys and counts in short transactions, noted in evidence_staging
+   * until its record is written (retain with rowsWritten, in the caller's transaction).
+   */
+  private async stage(built: BuiltEvidence) {
+    const id = built.record.evidence_id;
     await this.db.run(
       'INSERT INTO evidence_staging (evidence_id, started_at) VALUES (?, ?) ON CONFLICT DO NOTHING',
       [id, now()],
@@ -88,11 +102,6 @@ export class EvidenceStore {
         await breathe();
       }
     }
-    await this.db.transaction(async (tx) => {
-      await this.retain(tx, built, team, { rowsWritten: true });
-      await tx.run('DELETE FROM evidence_staging WHERE evidence_id = ?', [id]);
-    });
-    return built.record;
   }
 
   /**
@@ -116,16 +125,31 @@ export class EvidenceStore {
     return stale.length;
   }
 
-  /** Retains several Evidence records in one transaction: all of them, or none. */
-  /** Retains every item, or none; `then` runs in the same transaction (a bundle's unknowns). */
+  /**
+   * Retains every item, or none; `then` runs in the same transaction (a bundle's unknowns and
+   * annotations). A large item's rows go in first in short transactions, as put's do, so no other
+   * call waits long for the store; they are seen only once that transaction writes its record.
+   */
   async importAll<T = undefined>(
     team: string,
     items: BuiltEvidence[],
     then?: (tx: SqlExecutor) => Promise<T>,
   ): Promise<{ imported: number; present: number; then?: T }> {
+    const staged = new Set<string>();
+    for (const built of items) {
+      const id = built.record.evidence_id;
+      if (built.rows.length + built.keys.length <= STAGE_ABOVE || staged.has(id)) continue;
+      if (await this.get(team, id)) continue;
+      await this.stage(built);
+      staged.add(id);
+    }
     let imported = 0;
     const after = await this.db.transaction(async (tx) => {
-      for (const built of items) if (await this.retain(tx, built, team)) imported++;
+      for (const built of items) {
+        const rowsWritten = staged.has(built.record.evidence_id);
+        if (await this.retain(tx, built, team, { rowsWritten })) imported++;
+      }
+      for (const id of staged) await tx.run('DELETE FROM evidence_staging WHERE evidence_id = ?', [id]);
       return then?.(tx);
     });
     return { imported, present: items.length - imported, then: after };

@@ -4,7 +4,7 @@
 // of another, through which annotations are offered forward.
 import type { FunctionLink } from '../domain/types.ts';
 import { CHUNK, insertMany, now, type Row } from './rows.ts';
-import type { SqlDriver } from './sql.ts';
+import type { SqlDriver, SqlExecutor } from './sql.ts';
 
 export interface IndexedFunction {
   artifact: string;
@@ -83,30 +83,33 @@ export class FunctionIndexStore {
   }
 
   /** Records a diff's matches (a later diff of the same pair replaces them). */
-  async recordLinks(team: string, links: FunctionLink[]) {
+  recordLinks(team: string, links: FunctionLink[]) {
+    return this.db.transaction((tx) => this.recordLinksIn(tx, team, links));
+  }
+
+  /** recordLinks within the caller's transaction (a bundle's import). */
+  async recordLinksIn(tx: SqlExecutor, team: string, links: FunctionLink[]) {
     const at = now();
-    await this.db.transaction(async (tx) => {
-      await insertMany(
-        tx,
-        'INSERT INTO function_links (team, artifact, address, base, base_address, match_class, similarity, confidence, created_at)',
-        9,
-        links.map((l) => [
-          team,
-          l.artifact,
-          l.address,
-          l.base,
-          l.base_address,
-          l.match_class,
-          l.similarity,
-          l.confidence,
-          at,
-        ]),
-        CHUNK[this.db.dialect],
-        `ON CONFLICT (team, artifact, address, base) DO UPDATE SET base_address = excluded.base_address,
-           match_class = excluded.match_class, similarity = excluded.similarity,
-           confidence = excluded.confidence, created_at = excluded.created_at`,
-      );
-    });
+    await insertMany(
+      tx,
+      'INSERT INTO function_links (team, artifact, address, base, base_address, match_class, similarity, confidence, created_at)',
+      9,
+      links.map((l) => [
+        team,
+        l.artifact,
+        l.address,
+        l.base,
+        l.base_address,
+        l.match_class,
+        l.similarity,
+        l.confidence,
+        at,
+      ]),
+      CHUNK[this.db.dialect],
+      `ON CONFLICT (team, artifact, address, base) DO UPDATE SET base_address = excluded.base_address,
+         match_class = excluded.match_class, similarity = excluded.similarity,
+         confidence = excluded.confidence, created_at = excluded.created_at`,
+    );
   }
 
   /** A page of an artifact's linked functions, in address order (as text), after `after`. */

@@ -55,23 +55,31 @@ const oneItem = {
 const exactlyOne = (i: { function?: string; address?: string; type_name?: string }) =>
   [i.function, i.address, i.type_name].filter((v) => v !== undefined).length === 1;
 
-const fields = {
-  name: identifier.nullable().optional(),
-  comment: z.string().max(ANNOTATION_LIMITS.comment.max).nullable().optional(),
-  type: z
-    .string()
-    .max(ANNOTATION_LIMITS.type.max)
-    .nullable()
-    .optional()
-    .describe('Prototype, C type or type definition.'),
-  tags: z.array(tag).max(ANNOTATION_LIMITS.tags.max).nullable().optional().describe('The whole set.'),
-  note: z.string().max(ANNOTATION_LIMITS.note.max).nullable().optional(),
+/**
+ * A revision's fields as the store holds them, each present (null: unset): what set_annotation
+ * accepts, and what a bundle's carried revisions are held to on import.
+ */
+export const storedFields = {
+  name: identifier.nullable(),
+  comment: z.string().max(ANNOTATION_LIMITS.comment.max).nullable(),
+  type: z.string().max(ANNOTATION_LIMITS.type.max).nullable(),
+  tags: z.array(tag).max(ANNOTATION_LIMITS.tags.max),
+  note: z.string().max(ANNOTATION_LIMITS.note.max).nullable(),
   variables: z
     .record(identifier, identifier)
     .refine((v) => Object.keys(v).length <= ANNOTATION_LIMITS.variables.max, {
       error: `at most ${ANNOTATION_LIMITS.variables.max} variables`,
     })
-    .nullable()
+    .nullable(),
+};
+
+const fields = {
+  name: storedFields.name.optional(),
+  comment: storedFields.comment.optional(),
+  type: storedFields.type.optional().describe('Prototype, C type or type definition.'),
+  tags: storedFields.tags.nullable().optional().describe('The whole set.'),
+  note: storedFields.note.optional(),
+  variables: storedFields.variables
     .optional()
     .describe('Functions only: decompiler variable → team name ({"v1": "digits"}).'),
 };

@@ -10,6 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { digestOf } from '../../src/domain/canonical.ts';
 import { allRows, call, type Reply } from '../helpers/mcp.ts';
 import { scratchDir } from '../helpers/scratch.ts';
 import { startTestStack, type TestStack } from '../helpers/stack.ts';
@@ -506,6 +507,27 @@ describe('version 2', () => {
     try {
       const carol = await other.connect(await other.tokenFor('carol', 're'));
       const token = await other.tokenFor('carol', 're');
+      // A revision that set_annotation would refuse, its digest made right: refused whole, its
+      // Evidence not imported either.
+      const crafted = JSON.parse(text) as Reply;
+      const { digest: _digest, ...first } = crafted.annotations[0];
+      first.revisions[0].name = { evil: 1 };
+      crafted.annotations[0] = { ...first, digest: digestOf(first) };
+      const refused = await fetch(new URL('/bundles', other.url), {
+        method: 'POST',
+        body: JSON.stringify(crafted),
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as Reply).error).toMatchObject({
+        code: 'invalid_params',
+        message: expect.stringMatching(
+          /nothing was imported: annotation 0 is not an annotation history: .*name/,
+        ),
+      });
+      expect((await call(carol, 'get_evidence', { evidence_id: diff.evidence_id })).error.code).toBe(
+        'not_found',
+      );
       const imported = (await (
         await fetch(new URL('/bundles', other.url), {
           method: 'POST',
