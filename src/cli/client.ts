@@ -93,6 +93,20 @@ async function connect(config: Config): Promise<Client> {
   return client;
 }
 
+/**
+ * Ends the CLI's MCP session on the gateway (DELETE), then its connection: a run leaves no session
+ * behind to crowd out those of the token's other clients (the gateway keeps 64 a principal).
+ */
+async function disconnect(client: Client | undefined) {
+  if (!client) return;
+  const transport = client.transport as StreamableHTTPClientTransport | undefined;
+  if (transport?.sessionId) {
+    const ended = transport.terminateSession().catch(() => undefined);
+    await Promise.race([ended, new Promise((r) => setTimeout(r, 2_000).unref())]);
+  }
+  await client.close().catch(() => undefined);
+}
+
 /** No gateway answered where the CLI was told to look. */
 class Unreachable extends ConfigError {}
 
@@ -167,7 +181,7 @@ export async function callCommand(config: Config, argv: string[]) {
         process.stderr.write(
           `dossier: the gateway went away (${(err as Error).message.replace(/\s*\n\s*(- )?/g, ' ').slice(0, 300)}); asking again (${attempt}/${RECONNECTS})…\n`,
         );
-        await client?.close().catch(() => undefined);
+        await disconnect(client);
         client = undefined;
         await new Promise((r) => setTimeout(r, Math.min(1_000 * attempt, 5_000)));
       }
@@ -204,7 +218,7 @@ export async function callCommand(config: Config, argv: string[]) {
     // to a script, whether or not the reply was an error.
     if (isError || UNSUCCESSFUL.includes(String(reply.status))) process.exitCode = 1;
   } finally {
-    await client?.close();
+    await disconnect(client);
   }
 }
 
@@ -272,7 +286,7 @@ export async function launchesCommand(config: Config, argv: string[]) {
           .trimEnd(),
       );
   } finally {
-    await client.close();
+    await disconnect(client);
   }
 }
 

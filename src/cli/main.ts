@@ -8,7 +8,7 @@ import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { PRODUCT } from '../domain/product.ts';
 import type { StackParts } from '../dev/stack.ts';
 import { writeDevJson, type DevJson } from '../dev/devJson.ts';
-import { clientConfig, recordStack } from './stacks.ts';
+import { clientConfig, cliLine, recordStack } from './stacks.ts';
 
 const USAGE = `usage: dossier <command>
 
@@ -299,8 +299,7 @@ function printReady(
   Temporal UI    ${dev.ui_url} (sign in with a token; each team sees its own)
   audit view     ${dev.ui_url}${auditView} (who ran what, on which target, and how it ended)${home ? `\n  state          ${home} (connection details in ${home}/dev.json)` : ''}
   inbox          ${inbox} (files here can be registered: register_artifact {path}; or \`npx dossier upload FILE\`)
-  CLI            npx dossier call whoami (in ${process.cwd()} or a folder in it: it finds this stack)
-                 alias dossier='node ${cliScript()}' is as good and a second faster (npx starts npm first)
+  CLI            ${cliLine(cliScript(), process.cwd())}
 
 ${connect}
 

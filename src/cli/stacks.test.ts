@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findStack, liveStacks, recordStack, stacksDir } from './stacks.ts';
+import { cliLine, findStack, liveStacks, recordStack, stacksDir } from './stacks.ts';
 
 const dirs: string[] = [];
 const scratch = () => {
@@ -71,5 +71,22 @@ describe('the stack a client command means', () => {
       home,
       how: `using ${path.join(home, 'dev.json')} (found from ${deep})`,
     });
+  });
+});
+
+describe("the banner's CLI line", () => {
+  const script = '/home/ana/dossier/bin/dossier.js';
+
+  it('offers npx dossier inside the checkout, where npx finds its bin', () => {
+    for (const here of ['/home/ana/dossier', '/home/ana/dossier/src/cli'])
+      expect(cliLine(script, here)).toMatch(/^npx dossier call whoami \(in /);
+  });
+
+  it('names the script elsewhere, where npx would fetch a package of that name from the registry', () => {
+    for (const here of ['/tmp/work', '/home/ana/dossier-other', '/home/ana']) {
+      const line = cliLine(script, here);
+      expect(line).toMatch(/^node \/home\/ana\/dossier\/bin\/dossier\.js call whoami \(in /);
+      expect(line).not.toMatch(/npx/);
+    }
   });
 });

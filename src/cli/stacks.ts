@@ -135,3 +135,18 @@ export function clientConfig(): Config {
   console.error(`dossier: ${found.how}`);
   return loadConfig({ ...env, DOSSIER_HOME: found.home });
 }
+
+/**
+ * The banner's line on running the CLI against a stack started in `here` by `script`
+ * (bin/dossier.js). `npx dossier` finds dossier's own bin only inside its checkout; elsewhere npx
+ * would fetch a package of that name from the registry, so there the line names the script.
+ */
+export function cliLine(script: string, here: string): string {
+  const where = `(in ${here} or a folder in it: it finds this stack)`;
+  const checkout = path.dirname(path.dirname(script));
+  const inside = here === checkout || here.startsWith(`${checkout}${path.sep}`);
+  const indent = ' '.repeat(17);
+  return inside
+    ? `npx dossier call whoami ${where}\n${indent}alias dossier='node ${script}' is as good and a second faster (npx starts npm first)`
+    : `node ${script} call whoami ${where}\n${indent}alias dossier='node ${script}' makes it \`dossier call whoami\``;
+}

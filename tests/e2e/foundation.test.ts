@@ -1,6 +1,8 @@
 // The vertical slice, end to end: MCP client → HTTP gateway → Temporal → worker
 // → real process → SQLite Evidence, and back.
+import Database from 'better-sqlite3';
 import { execFileSync } from 'node:child_process';
+import path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { call, connectMcp, effectCounter } from '../helpers/mcp.ts';
@@ -143,6 +145,16 @@ describe('CLI client', () => {
         child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
         child.on('close', (status) => resolve({ status, stdout, stderr }));
       });
+    /** The gateway's open MCP sessions (every principal's). */
+    const sessions = () => {
+      const db = new Database(path.join(t.home, 'dossier.db'), { readonly: true });
+      try {
+        return (db.prepare('SELECT COUNT(*) AS n FROM mcp_sessions').get() as { n: number }).n;
+      } finally {
+        db.close();
+      }
+    };
+    const before = sessions();
     const called = await dossier(
       'call',
       'capture_process_scenario',
@@ -155,6 +167,8 @@ describe('CLI client', () => {
     );
     expect(called.status, called.stderr).toBe(0);
     expect(called.stderr).toContain('running: http');
+    // Its MCP session ended with it: a run leaves none behind to crowd out the token's other clients.
+    expect(sessions()).toBe(before);
     // Not a terminal: no progress line to redraw, no escape codes in what a script reads.
     expect(called.stderr).not.toContain('\r');
     expect(called.stderr).not.toContain('\u001b');
