@@ -66,11 +66,33 @@ export async function enableToolsets(choice: ToolsetChoice, requested: readonly 
     };
   }
   // No session (MCP 2026-07-28): every request chooses its list by its URL, token or the server.
+  // The definitions come with the reply, whole toolsets while they fit DEFINITIONS_BYTES; the rest
+  // are named, for a next call or the URL.
+  const given: Toolset[] = [];
+  const left: Toolset[] = [];
+  let bytes = 0;
+  for (const set of added) {
+    const size = Buffer.byteLength(JSON.stringify(listTools([set])));
+    if (left.length === 0 && bytes + size <= DEFINITIONS_BYTES) {
+      given.push(set);
+      bytes += size;
+    } else left.push(set);
+  }
+  const base = `This connection has no session, so its list cannot change. Call these tools by name (their definitions are below), or connect to ${urlFor(all)} to list them.`;
   return {
     enabled: [],
     listed: [...choice.listed],
     url: urlFor(all),
-    note: `This connection has no session, so its list cannot change. Call these tools by name (they are below), or connect to ${urlFor(all)} to list them.`,
-    tools: listTools(added),
+    note: left.length
+      ? `${base} The definitions of ${left.join(', ')} did not fit in this reply as well: ask enable_toolsets for ${left.length > 1 ? 'them, a few at a time' : 'it'} next.`
+      : base,
+    tools: listTools(given),
+    ...(left.length ? { not_included: left.map((set) => ({ toolset: set, tools: toolsOf(set) })) } : {}),
   };
 }
+
+/**
+ * How many bytes of tool definitions one stateless enable_toolsets reply carries at most: every
+ * toolset's fit (the largest, devices, is about 17 KB), all of them (about 75 KB) do not.
+ */
+const DEFINITIONS_BYTES = 24_000;

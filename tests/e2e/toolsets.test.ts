@@ -207,4 +207,32 @@ describe('the stateless era (2026-07-28)', () => {
       namesOf('core', 'analysis', 'capture'),
     );
   });
+
+  it('enable_toolsets ["all"] without a session answers within the reply budget: the definitions that fit, the rest named', async () => {
+    const r = await ask(t.url, t.token, 'tools/call', {
+      name: 'enable_toolsets',
+      arguments: { toolsets: ['all'] },
+    });
+    expect(r.body.result!.isError, JSON.stringify(r.body.result!.structuredContent)).toBeFalsy();
+    const reply = r.body.result!.structuredContent;
+    expect(reply.url).toBe('/mcp?toolsets=all');
+    const given = new Set(reply.tools.map((x: Tool) => x.name));
+    const named = (reply.not_included as { toolset: string; tools: string[] }[]).flatMap((n) =>
+      n.tools.map((line) => line.split(':')[0]),
+    );
+    // Every tool it adds is there once: with its definition, or by name for a next call.
+    expect([...given, ...named].sort()).toEqual(
+      namesOf('capture', 'extraction', 'devices', 'bundles', 'knowledge').sort(),
+    );
+    expect(given.size).toBeGreaterThan(0);
+    expect(reply.note).toMatch(/did not fit in this reply.*ask enable_toolsets for/);
+    // What was left out comes whole from the next call.
+    const next = await ask(t.url, t.token, 'tools/call', {
+      name: 'enable_toolsets',
+      arguments: { toolsets: [reply.not_included[0].toolset] },
+    });
+    expect(next.body.result!.structuredContent.tools.map((x: Tool) => x.name)).toEqual(
+      namesOf(reply.not_included[0].toolset),
+    );
+  });
 });
