@@ -6,6 +6,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { JsonTooDeep, parseBoundedJson } from '../domain/json.ts';
 import { handshakeEra } from './era.ts';
+import { PROTOCOL_KEY_META } from './tasks.ts';
 import type { Principal } from '../domain/types.ts';
 import { normalizeToolsets, parseToolsets, type Toolset } from '../tools/toolsets.ts';
 import type { Caller, HttpContext } from './httpContext.ts';
@@ -42,7 +43,10 @@ export async function serveMcpEndpoint(
   // A request that carries the stateless era's _meta envelope (or names its revision) is that era's.
   if (req.method === 'POST' && !(await handshakeEra(req, body))) {
     return writeResponse(
-      await ctx.modern.fetch(webRequest(req, abortedWith(res)), { authInfo: auth, parsedBody: body }),
+      await ctx.modern.fetch(webRequest(req, abortedWith(res)), {
+        authInfo: auth,
+        parsedBody: carryProtocolKey(body),
+      }),
       res,
     );
   }
@@ -50,6 +54,22 @@ export async function serveMcpEndpoint(
   if (typeof sessionId === 'string')
     return serveInSession(ctx, req, res, { sessionId, caller, toolsets, body });
   return openSession(ctx, req, res, principal, toolsets, body);
+}
+
+/**
+ * A tools/call's `params.idempotencyKey` (SEP-3182), moved into its `_meta` under PROTOCOL_KEY_META:
+ * the stateless era's SDK drops params it does not know before the handler sees them.
+ */
+function carryProtocolKey(body: unknown): unknown {
+  const message = body as { method?: unknown; params?: Record<string, unknown> } | null;
+  const params = message?.params;
+  if (message?.method !== 'tools/call' || !params || typeof params !== 'object') return body;
+  if (params.idempotencyKey === undefined) return body;
+  const meta = params._meta && typeof params._meta === 'object' ? params._meta : {};
+  return {
+    ...message,
+    params: { ...params, _meta: { ...meta, [PROTOCOL_KEY_META]: params.idempotencyKey } },
+  };
 }
 
 /** What tools/list shows: the URL's ?toolsets=, else the token's, else the server's (throws on a bad list). */

@@ -47,7 +47,7 @@ import {
   installModernTasks,
   TASKS_EXTENSION,
 } from './modernTasks.ts';
-import { toCallToolResult, withProtocolKey } from './tasks.ts';
+import { PROTOCOL_KEY_META, toCallToolResult, withProtocolKey } from './tasks.ts';
 import {
   callAppTool,
   clientHasUi,
@@ -127,7 +127,8 @@ const PRIVATE = (ttlMs: number) => ({ ttlMs, cacheScope: 'private' as const });
 function modernServer(gateway: Gateway, stateCodec: RequestStateCodec<ApprovalState>): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: {
-      tools: { listChanged: false },
+      // tools.idempotency: the protocol-level key of SEP-3182 (a draft), accepted as params.idempotencyKey.
+      tools: { listChanged: false, idempotency: {} } as { listChanged: boolean },
       prompts: { listChanged: false },
       resources: {},
       completions: {},
@@ -224,7 +225,9 @@ async function callTool(
     async (span) => {
       let args: Record<string, unknown>;
       try {
-        const protocolKey = (request.params as { idempotencyKey?: string }).idempotencyKey;
+        const protocolKey = (request.params._meta as Record<string, unknown> | undefined)?.[
+          PROTOCOL_KEY_META
+        ] as string | undefined;
         args = withProtocolKey(request.params.arguments, protocolKey, isLaunchTool(contract));
       } catch (err) {
         return toCallToolResult({ ok: false, error: toToolError(err) });

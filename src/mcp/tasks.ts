@@ -36,6 +36,9 @@ export const TASK_CAPABILITIES = {
  * key may come in params (`idempotencyKey`) or in the arguments
  * (`idempotency_key`), with the same meaning; both, and different, is refused.
  */
+/** Where the gateway carries a stateless tools/call's params.idempotencyKey past the SDK (mcpEndpoint.ts). */
+export const PROTOCOL_KEY_META = 'dev.dossier/idempotencyKey';
+
 export function withProtocolKey(
   args: Record<string, unknown> | undefined,
   protocolKey: string | undefined,

@@ -90,6 +90,31 @@ describe('the stateless era beside the handshake era', () => {
     expect((await call(legacy, 'whoami')).principal).toBe('local');
   });
 
+  it("a launch's key may come as the request's idempotencyKey (SEP-3182), as in the handshake era", async () => {
+    const discover = await ask('server/discover');
+    expect(discover.body.result!.capabilities.tools).toMatchObject({ idempotency: {} });
+    const launch = (args: Record<string, unknown>, key = 'modern-protocol-key') =>
+      ask('tools/call', { name: 'capture_process_scenario', idempotencyKey: key, arguments: args });
+    const first = await launch({ executable: '/usr/bin/true' });
+    expect(first.body.result!.structuredContent, JSON.stringify(first.body)).toMatchObject({
+      status: 'succeeded',
+      launch: { idempotency_key: 'modern-protocol-key', attached: false },
+    });
+    const retry = await launch({ executable: '/usr/bin/true' });
+    expect(retry.body.result!.structuredContent).toMatchObject({
+      status: 'succeeded',
+      evidence_id: first.body.result!.structuredContent.evidence_id,
+      launch: { attached: true },
+    });
+    const other = await launch({ executable: '/usr/bin/id' });
+    expect(other.body.result!.structuredContent.error.code).toBe('idempotency_key_reused');
+    const both = await launch({ executable: '/usr/bin/true', idempotency_key: 'another' });
+    expect(both.body.result!.structuredContent.error).toMatchObject({
+      code: 'invalid_params',
+      message: expect.stringMatching(/idempotencyKey .* and the idempotency_key argument .* differ/),
+    });
+  });
+
   it('the modern request, its retry and the legacy request are answered without any session', async () => {
     const r = await ask('tools/call', { name: 'whoami', arguments: {} });
     expect(r.headers.get('mcp-session-id')).toBeNull();
