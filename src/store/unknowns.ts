@@ -134,18 +134,22 @@ export class UnknownStore {
     if (change.note !== undefined) assign('note', change.note);
     if (change.settledBy !== undefined) assign('settled_by', json(change.settledBy));
     const applied = await this.db.transaction(async (tx) => {
-      // A change that changes nothing is no new revision (a retried call, say).
       const current = await tx.get<Row>(
-        'SELECT status, note, settled_by, revision FROM unknowns WHERE team = ? AND unknown_id = ?',
+        'SELECT status, note, settled_by, revision, updated_by FROM unknowns WHERE team = ? AND unknown_id = ?',
         [team, unknownId],
       );
-      if (
-        current &&
-        Number(current.revision) === expectedRevision &&
+      const holds =
+        !!current &&
         (change.status === undefined || change.status === current.status) &&
         (change.note === undefined || change.note === ((current.note as string | null) ?? null)) &&
         (change.settledBy === undefined ||
-          json(change.settledBy) === ((current.settled_by as string | null) ?? null))
+          json(change.settledBy) === ((current.settled_by as string | null) ?? null));
+      // A change that changes nothing is no new revision; the same change again by the author of
+      // the revision it made (a retried call whose reply was lost) is answered as it was.
+      const revision = Number(current?.revision);
+      if (
+        holds &&
+        (revision === expectedRevision || (revision === expectedRevision + 1 && current!.updated_by === by))
       )
         return true;
       const info = await tx.run(
