@@ -99,7 +99,12 @@ async function readJsonBody(
     return undefined;
   }
   if (read === 'too_large') {
-    rpcError(res, 413, -32600, `Request body exceeds ${maxRequestBytes} bytes (DOSSIER_MAX_REQUEST_BYTES)`);
+    rpcError(
+      res,
+      413,
+      -32600,
+      `Request body exceeds ${maxRequestBytes} bytes (DOSSIER_MAX_REQUEST_BYTES). Send less in one request: a large input goes in a file (upload it with POST /artifacts or register_artifact, then name its digest).`,
+    );
     return undefined;
   }
   try {

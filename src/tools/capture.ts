@@ -10,7 +10,8 @@ export const CAPTURE_LIMITS = {
   args: { default: 0, max: 256, unit: 'arguments' },
   arg_bytes: { default: 0, max: 4_096, unit: 'bytes per argument' },
   env_vars: { default: 0, max: 64, unit: 'variables' },
-  stdin_bytes: { default: 0, max: 1024 * 1024, unit: 'bytes' },
+  /** Within a request body of DOSSIER_MAX_REQUEST_BYTES' default (1 MiB), with room for its JSON. */
+  stdin_bytes: { default: 0, max: 512 * 1024, unit: 'bytes' },
   max_events: { default: 100_000, max: 1_000_000, unit: 'syscall events' },
   max_files: { default: 10_000, max: 100_000, unit: 'workspace entries' },
   address_space_mb: { default: 4_096, min: 16, max: 65_536, unit: 'MiB of virtual memory (RLIMIT_AS)' },
@@ -22,6 +23,15 @@ export const CAPTURE_LIMITS = {
     unit: 'processes of the user (RLIMIT_NPROC; not enforced for root)',
   },
 };
+
+/** Standard input for a program: at most stdin_bytes.max bytes of UTF-8. */
+export const stdinSchema = z
+  .string()
+  .max(CAPTURE_LIMITS.stdin_bytes.max)
+  .refine((v) => Buffer.byteLength(v) <= CAPTURE_LIMITS.stdin_bytes.max, {
+    error: `stdin is at most ${CAPTURE_LIMITS.stdin_bytes.max} bytes of UTF-8; pass a larger input as a file (register_artifact) instead`,
+  })
+  .optional();
 
 /** Time the process group gets between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 2_000;
@@ -49,11 +59,7 @@ const captureInput = z.object({
     })
     .default({})
     .describe('The complete environment of the process; nothing is inherited from the worker.'),
-  stdin: z
-    .string()
-    .max(CAPTURE_LIMITS.stdin_bytes.max)
-    .optional()
-    .describe('Text written to the standard input, which is then closed (at most 1 MiB).'),
+  stdin: stdinSchema.describe('Text written to the standard input, which is then closed (at most 512 KiB).'),
   timeout_ms: bounded(
     CAPTURE_LIMITS.timeout_ms,
     'Wall-clock limit; then the process group gets SIGTERM and, 2 s later, SIGKILL',

@@ -16,7 +16,7 @@ import {
   listLimitSchema,
   detailSchema,
 } from './contract.ts';
-import { CAPTURE_LIMITS } from './capture.ts';
+import { CAPTURE_LIMITS, stdinSchema } from './capture.ts';
 import { EVIDENCE_ID } from './ledger.ts';
 
 export const DEVICE_LIMITS = {
@@ -228,7 +228,7 @@ export const deviceExec = defineTool({
         error: `at most ${CAPTURE_LIMITS.env_vars.max} variables`,
       })
       .default({}),
-    stdin: z.string().max(CAPTURE_LIMITS.stdin_bytes.max).optional(),
+    stdin: stdinSchema,
     timeout_ms: bounded(DEVICE_LIMITS.timeout_ms, 'Wall-clock limit; then the program is ended').refine(
       (v) => v >= 100,
     ),

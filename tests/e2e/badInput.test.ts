@@ -65,6 +65,29 @@ describe.each(BACKENDS)('bad input on %s', (backend) => {
     expect(cat.summary.stdout_head).toContain('\\0');
   });
 
+  it('stdin up to its ceiling reaches the program through the default request size; past it, in bytes, is invalid_params', async () => {
+    const max = 512 * 1024;
+    const whole = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/wc',
+      args: ['-c'],
+      stdin: 'x'.repeat(max),
+      idempotency_key: `stdin-ceiling-${backend}`,
+    });
+    expect(whole.status, JSON.stringify(whole.error)).toBe('succeeded');
+    expect(whole.summary.stdout_head.trim()).toBe(String(max));
+    // Counted in bytes of UTF-8, as the bound says: fewer characters than the ceiling, more bytes.
+    const wide = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/wc',
+      args: ['-c'],
+      stdin: 'é'.repeat(max / 2 + 1),
+      idempotency_key: `stdin-wide-${backend}`,
+    });
+    expect(wide.error).toMatchObject({
+      code: 'invalid_params',
+      message: expect.stringMatching(/stdin is at most 524288 bytes/),
+    });
+  });
+
   it('pages past the end of a collection are empty, however far; offsets beyond the bound are invalid_params', async () => {
     const seq = await call(client, 'capture_process_scenario', {
       executable: '/usr/bin/seq',
