@@ -310,7 +310,7 @@ export async function uploadCommand(config: Config, argv: string[]) {
   }
   const { url, token, from } = endpoint(config);
   // Beside the MCP endpoint, under the same prefix (a gateway behind a proxy path keeps it).
-  const target = new URL(url.replace(/\/mcp\/?$/, '') + '/artifacts');
+  const target = new URL(url.replace(/\/mcp\/?$/, '').replace(/\/+$/, '') + '/artifacts');
   target.searchParams.set('name', values.name ?? path.basename(file));
   const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
     const req = (target.protocol === 'https:' ? https : http).request(

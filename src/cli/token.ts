@@ -49,9 +49,13 @@ async function listOrRevoke(sub: 'list' | 'revoke', rest: string[]) {
       }
     } else {
       const id = positionals[0];
-      if (!id)
+      if (!id || !/^[0-9a-f]{8,64}$/.test(id))
         throw new ConfigError(
-          ['the token id to revoke is required (the first column of `dossier token list`)'],
+          [
+            id
+              ? `${JSON.stringify(id.slice(0, 80))} is not a token id: an id is 8 to 64 hex digits, the first column of \`dossier token list\``
+              : 'the token id to revoke is required (the first column of `dossier token list`)',
+          ],
           'Invalid arguments',
         );
       const n = await store.tokens.revoke(id);

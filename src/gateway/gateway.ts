@@ -332,7 +332,7 @@ function parseInput(contract: ToolContract, args: unknown): Record<string, unkno
   throw new DossierError(
     'invalid_params',
     `Invalid arguments for ${contract.name}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
-    'Fix the named fields and call again; tools/list shows the input schema with every default and limit. Nothing was run.',
+    `Fix the named fields and call again; the input schema, with every default and limit, is in tools/list once its toolset is listed (enable_toolsets {"toolsets": ["${contract.toolset}"]} lists it, or gives it on a connection without a session). Nothing was run.`,
     { issues },
   );
 }

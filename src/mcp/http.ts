@@ -121,7 +121,11 @@ async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerRespons
   const codecRoute = ctx.opts.codec && url.pathname === '/codec/decode';
   if (url.pathname !== '/mcp' && !isRestRoute(url.pathname) && !codecRoute) {
     return sendJson(res, 404, {
-      error: 'not found; the MCP endpoint is /mcp (and POST /artifacts, GET|POST /bundles)',
+      error: {
+        code: 'not_found',
+        message: `Nothing is served at ${url.pathname.slice(0, 200)}.`,
+        remediation: 'The MCP endpoint is /mcp; beside it are POST /artifacts and GET|POST /bundles.',
+      },
     });
   }
   if (!allowedHost(ctx, req.headers.host))

@@ -108,7 +108,10 @@ export const captureProcessScenario = defineTool({
   description:
     'Launch one program (no shell) in a fresh workspace and retain its exit status, output and timings as Evidence.',
   approval: 'process',
-  input: captureInput,
+  input: captureInput.refine((i) => i.trace_filter === undefined || i.trace_syscalls, {
+    error: 'trace_filter narrows the syscall trace: pass trace_syscalls: true with it',
+    path: ['trace_filter'],
+  }),
   effect: {
     idempotent: false,
     readOnly: false,

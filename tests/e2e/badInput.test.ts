@@ -52,6 +52,18 @@ describe.each(BACKENDS)('bad input on %s', (backend) => {
       );
       expect(reply.error.message).not.toMatch(NO_DATABASE_TEXT);
     }
+    // A syscall filter without the trace it filters would be ignored: said so instead.
+    const unfiltered = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/true',
+      trace_filter: ['openat'],
+      idempotency_key: 'filter-without-trace',
+    });
+    expect(unfiltered.error).toMatchObject({
+      code: 'invalid_params',
+      message: expect.stringMatching(
+        /trace_filter: trace_filter narrows the syscall trace: pass trace_syscalls: true/,
+      ),
+    });
     // Nothing was launched.
     expect((await call(client, 'list_launches', {})).launches).toEqual([]);
     // stdin carries bytes for a program: a NUL there is fine.

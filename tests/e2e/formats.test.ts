@@ -693,6 +693,7 @@ describe('intake', () => {
         415,
         'invalid_params',
       ],
+      ['a path nothing serves', fetch(new URL('/artifacts/x', base)), 404, 'not_found'],
       [
         'a bundle name that is not percent-encoding',
         fetch(new URL('/bundles/%E0%A4%A', base), { headers: { Authorization: `Bearer ${t.token}` } }),

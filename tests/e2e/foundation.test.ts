@@ -127,6 +127,16 @@ describe('token list and revoke', () => {
     expect(await call(await t.connect(token), 'whoami')).toMatchObject({ principal: 'rita' });
     cli('revoke', id!);
     await expect(t.connect(token)).rejects.toThrow();
+    // A word that is no token id is a usage error that says what an id is, not a stack trace.
+    let failed: { status: number; stderr: string } | undefined;
+    try {
+      cli('revoke', 'nonexist');
+    } catch (err) {
+      failed = err as { status: number; stderr: string };
+    }
+    expect(failed?.status).toBe(1);
+    expect(failed?.stderr).toMatch(/"nonexist" is not a token id: an id is 8 to 64 hex digits/);
+    expect(failed?.stderr).not.toMatch(/\bat \w+ \(/);
   });
 });
 
