@@ -34,6 +34,15 @@ export type Detail = 'complete' | 'summary' | undefined;
 
 type Fits = (value: Record<string, unknown>) => boolean;
 
+/**
+ * An Evidence record as a list shows it: without its parameters (a launch's whole input, which may
+ * be larger than a reply; parameters_digest stays, and get_evidence has them).
+ */
+function listed(record: EvidenceRecord): Omit<EvidenceRecord, 'parameters'> {
+  const { parameters: _parameters, ...rest } = record;
+  return rest;
+}
+
 export class Ledger {
   readonly replyBudgetBytes: number;
   readonly firstReplyBytes: number;
@@ -113,7 +122,12 @@ export class Ledger {
   }
 
   async list(caller: Principal, filter: EvidenceFilter) {
-    return fitList('evidence', await this.store.evidence.list(caller.team, filter), this.replyBudgetBytes);
+    return fitList(
+      'evidence',
+      await this.store.evidence.list(caller.team, filter),
+      this.replyBudgetBytes,
+      listed,
+    );
   }
 
   async recordUnknown(

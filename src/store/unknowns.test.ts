@@ -35,7 +35,9 @@ describe('update of an unknown', () => {
     expect((await store.unknowns.history('t', id, { limit: 10 })).map((r) => r.revision)).toEqual([2, 1]);
     // Another author's same change, or the author's different one, from revision 1: stale.
     expect((await store.unknowns.update('t', id, 1, change, 'bob')).applied).toBe(false);
-    expect((await store.unknowns.update('t', id, 1, { note: 'something else' }, 'alice')).applied).toBe(false);
+    expect((await store.unknowns.update('t', id, 1, { note: 'something else' }, 'alice')).applied).toBe(
+      false,
+    );
     // Once someone else wrote after it, the old change is stale for its author too.
     expect((await store.unknowns.update('t', id, 2, { note: 'bob was here' }, 'bob')).applied).toBe(true);
     expect((await store.unknowns.update('t', id, 1, change, 'alice')).applied).toBe(false);

@@ -150,6 +150,36 @@ describe('malformed requests and other teams', () => {
     expect(byTool.evidence).toHaveLength(2);
     expect(byTool.next_cursor).toEqual(expect.any(String));
   });
+
+  it('pages past a record whose parameters alone are larger than a reply: a list shows records without them', async () => {
+    const big = await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/wc',
+      args: ['-c'],
+      stdin: 'x'.repeat(200_000),
+      idempotency_key: 'big-stdin',
+      investigation: 'big-parameters',
+    });
+    expect(big.status, JSON.stringify(big.error)).toBe('succeeded');
+    await call(client, 'capture_process_scenario', {
+      executable: '/usr/bin/true',
+      idempotency_key: 'after-big-stdin',
+      investigation: 'big-parameters',
+    });
+    const listed = await call(client, 'list_evidence', { investigation: 'big-parameters' });
+    expect(listed.error).toBeUndefined();
+    expect(listed.evidence.map((e: Reply) => e.evidence_id)).toContain(big.evidence_id);
+    expect(listed.evidence).toHaveLength(2);
+    for (const e of listed.evidence) {
+      expect(e.parameters).toBeUndefined();
+      expect(e.parameters_digest).toEqual(expect.any(String));
+    }
+    const launches = await call(client, 'list_launches', {});
+    expect(launches.error).toBeUndefined();
+    expect(launches.launches.map((l: Reply) => l.launch.idempotency_key)).toContain('big-stdin');
+    // get_evidence has them.
+    const whole = await call(client, 'get_evidence', { evidence_id: big.evidence_id });
+    expect(JSON.stringify(whole).length).toBeLessThan(60_000);
+  });
 });
 
 describe('evidence bundles', () => {
