@@ -9,9 +9,11 @@ import { digestOf } from '../domain/canonical.ts';
 import type { DossierError } from '../domain/errors.ts';
 import {
   ANNOTATION_FIELDS,
+  ANNOTATION_FIELDS_BYTES,
   ANNOTATION_KINDS,
   annotationId,
   canonicalAddress,
+  fieldsBytes,
 } from '../domain/annotations.ts';
 import { ARTIFACT_DIGEST, type EvidenceRecord, type FunctionLink } from '../domain/types.ts';
 import type { CarriedAnnotation } from '../store/annotations.ts';
@@ -128,7 +130,8 @@ export function readAnnotations(
           r.artifact === a.artifact &&
           r.kind === a.kind &&
           r.item === a.item &&
-          (r.variables === null || a.kind === 'function'),
+          (r.variables === null || a.kind === 'function') &&
+          fieldsBytes(r) <= ANNOTATION_FIELDS_BYTES,
       );
     if (!whole) throw refused(`annotation ${i} (${a.annotation_id}) is not an annotation history`);
     if (!artifacts.has(a.artifact))

@@ -198,6 +198,15 @@ describe("a bundle's carried annotations and diff links", () => {
     }
   });
 
+  it('refuse the whole bundle over a revision whose fields together are more than an annotation may hold', () => {
+    const variables = Object.fromEntries(
+      Array.from({ length: 64 }, (_, i) => [`v${i}_${'a'.repeat(240)}`, `n${i}_${'b'.repeat(240)}`]),
+    );
+    expect(() =>
+      readBundle(withAnnotations([carried(revision({ note: 'x'.repeat(16_000), variables }))])),
+    ).toThrow(/annotation 0 \(ann_[0-9a-f]+\) is not an annotation history/);
+  });
+
   it('refuse the whole bundle over an annotation on an artifact none of its Evidence is about', () => {
     expect(() => readBundle(withAnnotations([carried(revision({}, elsewhere))]))).toThrow(
       /which none of its Evidence is about/,

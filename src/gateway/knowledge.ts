@@ -2,10 +2,12 @@
 // team's log, what earlier builds offer through diffs, and identical
 // functions across artifacts. Every read and write is the caller's team's.
 import {
+  ANNOTATION_FIELDS_BYTES,
   annotationId,
   applyPatch,
   canonicalAddress,
   EMPTY_FIELDS,
+  fieldsBytes,
   fieldsOf,
   isEmpty,
   type Annotation,
@@ -113,6 +115,15 @@ export class Knowledge {
         'invalid_params',
         'This write sets nothing.',
         'Pass at least one of name, comment, type, tags, note, variables.',
+      );
+    const current = await this.stores.annotations.get(caller.team, key);
+    const bytes = fieldsBytes(applyPatch(current ?? EMPTY_FIELDS, patch));
+    if (bytes > ANNOTATION_FIELDS_BYTES)
+      throw new DossierError(
+        'invalid_params',
+        `With this write the annotation's fields would take ${bytes} bytes, more than an annotation may hold together (${ANNOTATION_FIELDS_BYTES}).`,
+        'Write less: a shorter note or comment, fewer or shorter variable names. Nothing was changed.',
+        { bytes, max_bytes: ANNOTATION_FIELDS_BYTES },
       );
     const source = accepts && (await this.accepted(caller, accepts));
     const result = await this.stores.annotations.write(

@@ -268,6 +268,15 @@ describe('annotations on version 1, from two principals', () => {
     expect((await refused({ artifact: v1, base: `sha256:${'0'.repeat(64)}` }, 'diff_binaries')).code).toBe(
       'not_found',
     );
+    // Every field within its own bound, together more than any reply could show with its history.
+    const variables = Object.fromEntries(
+      Array.from({ length: 64 }, (_, i) => [`v${i}_${'a'.repeat(240)}`, `n${i}_${'b'.repeat(240)}`]),
+    );
+    const heavy = await refused({ ...item, expected_revision: 0, note: 'x'.repeat(16_000), variables });
+    expect(heavy).toMatchObject({
+      code: 'invalid_params',
+      message: expect.stringMatching(/more than an annotation may hold together \(32000\)/),
+    });
     expect((await call(alice, 'get_annotation', item)).annotation).toBeNull();
   });
 });
