@@ -5,7 +5,7 @@
 // later one through diffs; identical functions across artifacts. Served by the
 // gateway from the store.
 import { z } from 'zod';
-import { ANNOTATION_KINDS } from '../domain/annotations.ts';
+import { ANNOTATION_FIELDS_BYTES, ANNOTATION_KINDS } from '../domain/annotations.ts';
 import { ARTIFACT_DIGEST } from '../domain/types.ts';
 import { bounded, defineTool, LIST_LIMIT, listCursorSchema, listLimitSchema } from './contract.ts';
 import { HISTORY_LIMIT, historyPage } from './ledger.ts';
@@ -18,6 +18,11 @@ export const ANNOTATION_LIMITS = {
   tags: { default: 32, max: 32, unit: 'tags of 1-64 characters' },
   variables: { default: 64, max: 64, unit: 'renamed variables' },
   identical: { default: 100, max: 500, unit: 'functions' },
+  fields_bytes: {
+    default: ANNOTATION_FIELDS_BYTES,
+    max: ANNOTATION_FIELDS_BYTES,
+    unit: 'bytes of all the fields together, as JSON',
+  },
 };
 
 const READ = { idempotent: true, readOnly: true, destructive: false, openWorld: false, effects: [] };
@@ -122,6 +127,7 @@ export const setAnnotation = defineTool({
     note: ANNOTATION_LIMITS.note,
     tags: ANNOTATION_LIMITS.tags,
     variables: ANNOTATION_LIMITS.variables,
+    fields_bytes: ANNOTATION_LIMITS.fields_bytes,
   },
   collections: {},
 });
