@@ -20,9 +20,11 @@ const USAGE = `usage: dossier <command>
                         the audit UI, N gateways (default 2) and N workers (default 3) on the
                         PostgreSQL store (--separate-homes: each its own DOSSIER_HOME, as on separate
                         hosts); connection details in DOSSIER_HOME/cluster.json
-  token create --principal NAME --team TEAM [--role viewer|operator|admin] [--toolsets LIST]
-                        make an API token (printed once; only its hash is kept); --toolsets:
-                        what its connections list by default (e.g. analysis,devices, or all)
+  token create --principal NAME --team TEAM [--role viewer|operator|admin] [--label TEXT]
+               [--toolsets LIST]
+                        make an API token (printed once; only its hash is kept); --label: a note
+                        token list shows; --toolsets: what its connections list by default (e.g.
+                        analysis,devices, or all)
   token list [--team TEAM] / token revoke ID
                         list tokens by id (never the token), or revoke one
   call TOOL ['{…}' | --json '{…}'] [--key K] [--wait-ms N]
