@@ -137,6 +137,9 @@ export const captureProcessScenario = defineTool({
   maxRunMs: (input) => input.timeout_ms + KILL_GRACE_MS + 5_000,
 });
 
+/** observe_native_calls counts library calls where capture_process_scenario counts syscalls. */
+const LIBRARY_CALL_EVENTS = { ...CAPTURE_LIMITS.max_events, unit: 'library-call events' };
+
 const observeInput = captureInput.omit({ trace_syscalls: true, trace_filter: true }).extend({
   call_filter: z
     .string()
@@ -147,6 +150,7 @@ const observeInput = captureInput.omit({ trace_syscalls: true, trace_filter: tru
     .describe(
       'Which library calls to trace (ltrace -e), e.g. "strlen+puts" or "*@libcrypto.so*"; default all.',
     ),
+  max_events: bounded(LIBRARY_CALL_EVENTS, 'Cap on retained library calls'),
 });
 
 export type ObserveInput = z.infer<typeof observeInput>;
@@ -161,7 +165,7 @@ export const observeNativeCallsTool = defineTool({
   effect: captureProcessScenario.effect,
   runsOn: 'capture',
   toolset: 'capture',
-  limits: CAPTURE_LIMITS,
+  limits: { ...CAPTURE_LIMITS, max_events: LIBRARY_CALL_EVENTS },
   collections: {
     events: {
       description: 'Library calls: {seq, pid, library, call, args, result}',
