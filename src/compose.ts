@@ -57,7 +57,6 @@ export function buildGateway(
     inbox: config.inbox,
     uploadLimit: config.maxUploadBytes,
     maxJsonDepth: config.maxJsonDepth,
-    maxCollectionRows: config.maxCollectionRows,
     sandbox: new Sandbox(config.sandbox),
     python: config.analysis.python,
   });

@@ -68,7 +68,7 @@ export const CARRIED_LIMITS = { annotations: 100_000, revisions: 10_000 };
 
 const digest = z.string().regex(ARTIFACT_DIGEST);
 const short = z.string().max(256);
-const stamp = z.string().max(64);
+const stamp = z.iso.datetime();
 const kind = z.enum(ANNOTATION_KINDS);
 const revisionNumber = z.number().int().min(1).max(1_000_000_000);
 const revisionSchema = z.strictObject({

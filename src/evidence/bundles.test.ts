@@ -207,6 +207,12 @@ describe("a bundle's carried annotations and diff links", () => {
     ).toThrow(/annotation 0 \(ann_[0-9a-f]+\) is not an annotation history/);
   });
 
+  it('refuse the whole bundle over a NUL character, which the store cannot keep as text', () => {
+    expect(() => readBundle(withAnnotations([carried(revision({ comment: 'a\u0000b' }))]))).toThrow(
+      /annotation 0 holds a NUL character/,
+    );
+  });
+
   it('refuse the whole bundle over an annotation on an artifact none of its Evidence is about', () => {
     expect(() => readBundle(withAnnotations([carried(revision({}, elsewhere))]))).toThrow(
       /which none of its Evidence is about/,
@@ -264,7 +270,7 @@ describe("a bundle's carried annotations and diff links", () => {
     expect(() => readBundle(text, { maxRows: 2 })).toThrow(
       expect.objectContaining({
         code: 'resource_constraint',
-        message: expect.stringMatching(/3 rows in stdout.*DOSSIER_MAX_COLLECTION_ROWS=2/),
+        message: expect.stringMatching(/3 rows in stdout, more than an imported collection may hold \(2\)/),
       }),
     );
   });

@@ -165,17 +165,14 @@ export function verifyBundle(text: string, maxDepth: number = JSON_DEPTH.default
 export interface BundleBounds {
   /** How deeply it may nest arrays and objects (DOSSIER_MAX_JSON_DEPTH). */
   maxDepth?: number;
-  /** How many rows one collection of an Evidence may hold (DOSSIER_MAX_COLLECTION_ROWS; its ceiling by default). */
+  /** How many rows one collection of an Evidence may hold (BUNDLE_LIMITS.rows by default). */
   maxRows?: number;
 }
-
-/** DOSSIER_MAX_COLLECTION_ROWS's ceiling. */
-const ROWS_CEILING = 5_000_000;
 
 /** Parses and verifies a bundle, Evidence, unknowns and annotations; refuses it whole at the first mismatch. */
 export function readBundle(text: string, bounds: BundleBounds = {}): ReadBundle {
   const maxDepth = bounds.maxDepth ?? JSON_DEPTH.default;
-  const maxRows = bounds.maxRows ?? ROWS_CEILING;
+  const maxRows = bounds.maxRows ?? BUNDLE_LIMITS.rows.max;
   let bundle: Record<string, unknown>;
   try {
     bundle = parseBoundedJson(text, maxDepth) as typeof bundle;
@@ -213,6 +210,10 @@ export function readBundle(text: string, bounds: BundleBounds = {}): ReadBundle 
           `entry ${i} (${claimed}) does not match its digests: its content digests to ${built.record.evidence_id}`,
           'integrity_error',
         );
+      const r = built.record;
+      const columns = [r.principal, r.tool, r.investigation, r.created_at, r.launch?.workflow_id];
+      if (holdsNul([columns, built.unknowns]))
+        throw refused(`entry ${i} (${claimed}) holds a NUL character where the store keeps text`);
       links.push(...diffLinks(built.record, collections));
       return built;
     } catch (err) {
@@ -224,7 +225,12 @@ export function readBundle(text: string, bounds: BundleBounds = {}): ReadBundle 
   });
   const about = new Set(evidence.flatMap((b) => artifactsOf(b.record)));
   const annotations = readAnnotations(bundle.annotations, about, refused);
-  if (bundle.format === READABLE[0]) return { evidence, unknowns: [], team: null, annotations, links };
+  const nul = annotations.findIndex(holdsNul);
+  if (nul >= 0) throw refused(`annotation ${nul} holds a NUL character`);
+  // One link a function and base: two diffs of the same builds in one bundle, the later one's.
+  const linked = [...new Map(links.map((l) => [`${l.artifact} ${l.address} ${l.base}`, l])).values()];
+  if (bundle.format === READABLE[0])
+    return { evidence, unknowns: [], team: null, annotations, links: linked };
   const { team, investigation } = bundle;
   if (typeof team !== 'string' || (investigation !== null && typeof investigation !== 'string'))
     throw refused('it names no team or a malformed investigation');
@@ -233,7 +239,17 @@ export function readBundle(text: string, bounds: BundleBounds = {}): ReadBundle 
     throw refused(`entry ${foreign.record.evidence_id} is not of the bundle's team`, 'integrity_error');
   const ids = new Set(evidence.map((b) => b.record.evidence_id));
   const unknowns = checkUnknowns(bundle.unknowns, bundle.unknowns_digest, ids, investigation, refused);
-  return { evidence, unknowns, team, annotations, links };
+  const nulUnknown = unknowns.findIndex(holdsNul);
+  if (nulUnknown >= 0) throw refused(`unknown ${nulUnknown} holds a NUL character`);
+  return { evidence, unknowns, team, annotations, links: linked };
+}
+
+/** Whether a string anywhere in `value` holds a NUL, which PostgreSQL's text columns cannot store. */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\0');
+  if (Array.isArray(value)) return value.some(holdsNul);
+  if (value && typeof value === 'object') return Object.values(value).some(holdsNul);
+  return false;
 }
 
 /** Refuses an entry with a collection longer than this gateway retains of one (before it is built). */
@@ -244,8 +260,8 @@ function refuseLong(entry: BundleEntry, i: number, maxRows: number) {
     if (!Array.isArray(rows) || rows.length <= maxRows) continue;
     throw new DossierError(
       'resource_constraint',
-      `The bundle was refused whole, and nothing was imported: entry ${i} (${String(entry.record?.evidence_id ?? 'no id').slice(0, 80)}) has ${rows.length} rows in ${name.slice(0, 80)}, more than this gateway retains of one collection (DOSSIER_MAX_COLLECTION_ROWS=${maxRows}).`,
-      'Import it where DOSSIER_MAX_COLLECTION_ROWS is at least that, or export that Evidence from a store that keeps fewer rows.',
+      `The bundle was refused whole, and nothing was imported: entry ${i} (${String(entry.record?.evidence_id ?? 'no id').slice(0, 80)}) has ${rows.length} rows in ${name.slice(0, 80)}, more than an imported collection may hold (${maxRows}).`,
+      'No export writes a collection that long: import the bundle export_evidence_bundle wrote, unchanged.',
       { entry: i, collection: name.slice(0, 80), rows: rows.length, max_rows: maxRows },
     );
   }

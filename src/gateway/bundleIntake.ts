@@ -23,8 +23,6 @@ export interface BundleIntakeOptions {
   home(): string;
   /** How deeply a bundle may nest arrays and objects (DOSSIER_MAX_JSON_DEPTH). */
   maxJsonDepth?: number;
-  /** How many rows an imported Evidence's collection may hold (DOSSIER_MAX_COLLECTION_ROWS). */
-  maxCollectionRows?: number;
 }
 
 export class BundleIntake {
@@ -82,10 +80,7 @@ export class BundleIntake {
 
   /** Verifies a bundle's text and retains its Evidence for the caller's team, atomically (POST /bundles, import_evidence_bundle). */
   async importBundleText(caller: Principal, text: string) {
-    const bundle = readBundle(text, {
-      maxDepth: this.opts.maxJsonDepth,
-      maxRows: this.opts.maxCollectionRows,
-    });
+    const bundle = readBundle(text, { maxDepth: this.opts.maxJsonDepth });
     const { evidence: built, annotations, links } = bundle;
     const foreign = built.find((b) => b.record.team !== caller.team);
     if (foreign || (bundle.team !== null && bundle.team !== caller.team)) {

@@ -40,8 +40,6 @@ export interface IntakeOptions {
   uploadLimit?: number;
   /** How deeply a bundle may nest arrays and objects (DOSSIER_MAX_JSON_DEPTH). */
   maxJsonDepth?: number;
-  /** How many rows an imported Evidence's collection may hold (DOSSIER_MAX_COLLECTION_ROWS). */
-  maxCollectionRows?: number;
   /** Where helpers that read untrusted bytes (file) run. */
   sandbox?: Sandbox;
   /** The interpreter dossier's Python environments are made with (the rule compiler's). */
@@ -64,7 +62,6 @@ export class Intake {
       bundleRoots: opts.bundleRoots ?? [],
       home: () => this.home(),
       maxJsonDepth: opts.maxJsonDepth,
-      maxCollectionRows: opts.maxCollectionRows,
     });
   }
 

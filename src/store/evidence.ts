@@ -45,6 +45,14 @@ function rowInserts(id: string, built: BuiltEvidence): [string, number, unknown[
   ];
 }
 
+/**
+ * Ends a staging in the transaction that writes its record: whether its rows are still there (the
+ * sweep took neither the note nor them). When the note is gone, the record's rows are written again.
+ */
+async function unstage(tx: SqlExecutor, id: string): Promise<boolean> {
+  return (await tx.run('DELETE FROM evidence_staging WHERE evidence_id = ?', [id])).changes === 1;
+}
+
 export class EvidenceStore {
   constructor(private readonly db: SqlDriver) {}
 
@@ -71,8 +79,7 @@ export class EvidenceStore {
     if (await this.get(team, id)) return built.record;
     await this.stage(built);
     await this.db.transaction(async (tx) => {
-      await this.retain(tx, built, team, { rowsWritten: true });
-      await tx.run('DELETE FROM evidence_staging WHERE evidence_id = ?', [id]);
+      await this.retain(tx, built, team, { rowsWritten: await unstage(tx, id) });
     });
     return built.record;
   }
@@ -83,8 +90,10 @@ export class EvidenceStore {
    */
   private async stage(built: BuiltEvidence) {
     const id = built.record.evidence_id;
+    // A retry of a staging that failed starts the clock again, so the sweep does not take its rows.
     await this.db.run(
-      'INSERT INTO evidence_staging (evidence_id, started_at) VALUES (?, ?) ON CONFLICT DO NOTHING',
+      `INSERT INTO evidence_staging (evidence_id, started_at) VALUES (?, ?)
+       ON CONFLICT (evidence_id) DO UPDATE SET started_at = excluded.started_at`,
       [id, now()],
     );
     for (const [head, width, values] of rowInserts(id, built)) {
@@ -114,12 +123,17 @@ export class EvidenceStore {
       cutoff,
     ]);
     for (const { evidence_id: id } of stale) {
-      const kept = await this.db.get('SELECT 1 AS kept FROM evidence WHERE evidence_id = ? LIMIT 1', [id]);
       await this.db.transaction(async (tx) => {
+        // Read again here: a retention may have written its record, or staged again, since.
+        const still = await tx.run('DELETE FROM evidence_staging WHERE evidence_id = ? AND started_at < ?', [
+          id,
+          cutoff,
+        ]);
+        if (still.changes === 0) return;
+        const kept = await tx.get('SELECT 1 AS kept FROM evidence WHERE evidence_id = ? LIMIT 1', [id]);
         if (!kept)
           for (const table of ['evidence_rows', 'evidence_row_keys', 'evidence_key_counts'])
             await tx.run(`DELETE FROM ${table} WHERE evidence_id = ?`, [id]);
-        await tx.run('DELETE FROM evidence_staging WHERE evidence_id = ?', [id]);
       });
     }
     return stale.length;
@@ -145,11 +159,12 @@ export class EvidenceStore {
     }
     let imported = 0;
     const after = await this.db.transaction(async (tx) => {
+      const written = new Set<string>();
+      for (const id of staged) if (await unstage(tx, id)) written.add(id);
       for (const built of items) {
-        const rowsWritten = staged.has(built.record.evidence_id);
+        const rowsWritten = written.has(built.record.evidence_id);
         if (await this.retain(tx, built, team, { rowsWritten })) imported++;
       }
-      for (const id of staged) await tx.run('DELETE FROM evidence_staging WHERE evidence_id = ?', [id]);
       return then?.(tx);
     });
     return { imported, present: items.length - imported, then: after };

@@ -59,7 +59,8 @@ describe('importing Evidence', () => {
       order.push('import');
       return r;
     });
-    // Another team's call, made just after the import began.
+    // Another team's call, made once the import's rows are going in.
+    while (staging().length === 0) await new Promise((r) => setImmediate(r));
     await store.tokens.create({ principal: 'bob', team: 'u', role: 'operator' });
     order.push('other write');
     expect(await importing).toMatchObject({ imported: 1, present: 0 });
@@ -81,5 +82,9 @@ describe('importing Evidence', () => {
     expect(staging()).toEqual([{ evidence_id: big.record.evidence_id }]);
     expect(await store.evidence.sweepStaged(0)).toBe(1);
     expect(await store.evidence.allRows(big.record.evidence_id, 'stdout')).toEqual([]);
+    // Imported again, it is whole.
+    expect(await store.evidence.importAll('t', [small, big])).toMatchObject({ imported: 2 });
+    expect(await store.evidence.allRows(big.record.evidence_id, 'stdout')).toHaveLength(25_000);
+    expect(staging()).toEqual([]);
   }, 60_000);
 });

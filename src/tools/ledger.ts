@@ -18,6 +18,8 @@ export const BUNDLE_LIMITS = {
   /** A bundle of a whole investigation may hold more than one call names. */
   records: { default: 1_000, max: 1_000, unit: 'Evidence records in one bundle' },
   unknowns: { default: 100_000, max: 100_000, unit: 'residual unknowns in one bundle' },
+  /** More than any tool retains in one collection (DOSSIER_MAX_COLLECTION_ROWS' ceiling, find_strings' 1,000,000). */
+  rows: { default: 5_000_000, max: 5_000_000, unit: 'rows in one collection of an imported Evidence' },
   bytes: { default: 256 * 1024 * 1024, max: 256 * 1024 * 1024, unit: 'bytes' },
 };
 export const UPLOAD_LIMIT = { default: 256 * 1024 * 1024, max: 4 * 1024 * 1024 * 1024, unit: 'bytes' };
@@ -93,7 +95,7 @@ export const listEvidence = defineTool({
   name: 'list_evidence',
   title: 'List Evidence',
   description:
-    "Your team's retained Evidence records, newest first, by tool, investigation or launch workflow; each without its parameters (get_evidence has them).",
+    "Your team's retained Evidence records, newest first, by tool, investigation or launch workflow; each without its parameters (get_evidence shows them).",
   input: z.strictObject({
     tool: z.string().max(64).optional(),
     investigation: investigation.optional(),
