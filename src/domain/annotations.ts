@@ -91,17 +91,17 @@ export function fieldsOf(a: AnnotationFields): AnnotationFields {
   };
 }
 
-/** The fields after a write: what it sets replaced, null (and an empty list or map) cleared. */
 /**
  * How many bytes an annotation's fields may take together (as JSON): each field's own bound allows
- * more (a note, a comment, a type and 64 long variable names), which no reply of 40,000 bytes could
- * show with its history.
+ * more (a note, a comment, a type and 64 long variable names, 57 KB). get_annotation's reply of
+ * 40,000 bytes shows the annotation and at least one revision of it: twice this, and their ids.
  */
-export const ANNOTATION_FIELDS_BYTES = 32_000;
+export const ANNOTATION_FIELDS_BYTES = 18_000;
 
 /** The bytes of an annotation's fields as JSON (what ANNOTATION_FIELDS_BYTES bounds). */
 export const fieldsBytes = (fields: AnnotationFields) => Buffer.byteLength(JSON.stringify(fieldsOf(fields)));
 
+/** The fields after a write: what it sets replaced, null (and an empty list or map) cleared. */
 export function applyPatch(current: AnnotationFields, patch: AnnotationPatch): AnnotationFields {
   const next = fieldsOf(current);
   for (const field of ANNOTATION_FIELDS) {

@@ -2,12 +2,10 @@
 // team's log, what earlier builds offer through diffs, and identical
 // functions across artifacts. Every read and write is the caller's team's.
 import {
-  ANNOTATION_FIELDS_BYTES,
   annotationId,
   applyPatch,
   canonicalAddress,
   EMPTY_FIELDS,
-  fieldsBytes,
   fieldsOf,
   isEmpty,
   type Annotation,
@@ -116,15 +114,6 @@ export class Knowledge {
         'This write sets nothing.',
         'Pass at least one of name, comment, type, tags, note, variables.',
       );
-    const current = await this.stores.annotations.get(caller.team, key);
-    const bytes = fieldsBytes(applyPatch(current ?? EMPTY_FIELDS, patch));
-    if (bytes > ANNOTATION_FIELDS_BYTES)
-      throw new DossierError(
-        'invalid_params',
-        `With this write the annotation's fields would take ${bytes} bytes, more than an annotation may hold together (${ANNOTATION_FIELDS_BYTES}).`,
-        'Write less: a shorter note or comment, fewer or shorter variable names. Nothing was changed.',
-        { bytes, max_bytes: ANNOTATION_FIELDS_BYTES },
-      );
     const source = accepts && (await this.accepted(caller, accepts));
     const result = await this.stores.annotations.write(
       caller.team,
@@ -225,8 +214,13 @@ export class Knowledge {
               ) ?? [],
           }
         : { propagated: null, suggestions: [] };
-    let kept = history.slice(0, input.history_limit);
-    const reply = (h: AnnotationRevision[]) => ({
+    const suggestions = carried.suggestions.map((s) => ({
+      ...fieldsOf(s.annotation),
+      from: s.from,
+      similarity: s.similarity,
+      confidence: s.confidence,
+    }));
+    const reply = (h: AnnotationRevision[], offered: number) => ({
       annotation_id: id,
       ...key,
       annotation,
@@ -234,17 +228,23 @@ export class Knowledge {
         ...fieldsOf(carried.propagated.annotation),
         from: carried.propagated.propagated_from,
       },
-      suggestions: carried.suggestions.map((s) => ({
-        ...fieldsOf(s.annotation),
-        from: s.from,
-        similarity: s.similarity,
-        confidence: s.confidence,
-      })),
+      suggestions: suggestions.slice(0, offered),
+      ...(offered < suggestions.length
+        ? { more_suggestions: `${suggestions.length - offered} more: list_carried_annotations shows them` }
+        : {}),
       history: h.map(shown),
-      next_before_revision: h.length < history.length ? h[h.length - 1]!.revision : null,
+      // The next page starts after the last revision shown, or at the first when none fit.
+      next_before_revision:
+        h.length < history.length ? (h.length ? h[h.length - 1]!.revision : history[0]!.revision + 1) : null,
     });
-    while (kept.length > 1 && replyBytes(reply(kept)) > this.replyBudgetBytes) kept = kept.slice(0, -1);
-    return reply(kept);
+    // What does not fit goes: the oldest revisions of this page but one (they come on the next), then
+    // suggestions. The annotation and one revision always fit (ANNOTATION_FIELDS_BYTES).
+    let kept = history.slice(0, input.history_limit);
+    let offered = suggestions.length;
+    const over = () => replyBytes(reply(kept, offered)) > this.replyBudgetBytes;
+    while (kept.length > 1 && over()) kept = kept.slice(0, -1);
+    while (offered > 0 && over()) offered--;
+    return reply(kept, offered);
   }
 
   async list(

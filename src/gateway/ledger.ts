@@ -36,11 +36,24 @@ type Fits = (value: Record<string, unknown>) => boolean;
 
 /**
  * An Evidence record as a list shows it: without its parameters (a launch's whole input, which may
- * be larger than a reply; parameters_digest stays, and get_evidence has them).
+ * be larger than a reply; parameters_digest stays, and get_evidence shows them).
  */
 function listed(record: EvidenceRecord): Omit<EvidenceRecord, 'parameters'> {
   const { parameters: _parameters, ...rest } = record;
   return rest;
+}
+
+/** How many characters of a long string get_evidence keeps when a record's parameters do not fit. */
+const CUT_AT = 1_024;
+
+/** `value` with every string longer than `max` characters cut to its first `max`, marked. */
+function cutStrings(value: unknown, max: number): unknown {
+  if (typeof value === 'string')
+    return value.length > max ? `${value.slice(0, max)}… (${value.length} characters)` : value;
+  if (Array.isArray(value)) return value.map((v) => cutStrings(v, max));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cutStrings(v, max)]));
+  return value;
 }
 
 export class Ledger {
@@ -117,8 +130,31 @@ export class Ledger {
     return { ...fitPage(page, (p) => replyBytes(p) <= this.replyBudgetBytes) };
   }
 
+  /**
+   * One Evidence record. Its parameters are its launch's whole input: where they would take the
+   * reply over its budget, long strings in them are cut, or else they are left out, and the record
+   * says so (parameters_digest is always of the whole).
+   */
   async get(caller: Principal, evidenceId: string) {
-    return { evidence: await findEvidence(this.store.evidence, caller.team, evidenceId) };
+    const record = await findEvidence(this.store.evidence, caller.team, evidenceId);
+    const fits = (evidence: unknown) => replyBytes({ evidence }) <= this.replyBudgetBytes;
+    if (fits(record)) return { evidence: record };
+    const bytes = replyBytes(record.parameters);
+    const cut = { ...record, parameters: cutStrings(record.parameters, CUT_AT) };
+    if (fits(cut))
+      return {
+        evidence: {
+          ...cut,
+          parameters_cut: `The parameters are ${bytes} bytes: each string longer than ${CUT_AT} characters is cut to its first ${CUT_AT} here.`,
+        },
+      };
+    return {
+      evidence: {
+        ...record,
+        parameters: null,
+        parameters_cut: `The parameters are ${bytes} bytes, more than a reply holds: left out here.`,
+      },
+    };
   }
 
   async list(caller: Principal, filter: EvidenceFilter) {

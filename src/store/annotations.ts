@@ -2,10 +2,12 @@
 // with compare-and-swap on the revision. The revisions are also the team's
 // log of changes (who, when, what changed, why: a write, a revert, an import).
 import {
+  ANNOTATION_FIELDS_BYTES,
   annotationId,
   applyPatch,
   changedFields,
   EMPTY_FIELDS,
+  fieldsBytes,
   fieldsOf,
   type Annotation,
   type AnnotationField,
@@ -17,6 +19,7 @@ import {
   type AnnotationSource,
 } from '../domain/annotations.ts';
 import { canonicalJson } from '../domain/canonical.ts';
+import { DossierError } from '../domain/errors.ts';
 import type { Page } from '../domain/types.ts';
 import { json, now, pageBy, parse, type Row } from './rows.ts';
 import type { SqlDriver, SqlExecutor } from './sql.ts';
@@ -231,6 +234,14 @@ export class AnnotationStore {
         return retry ? { outcome: 'unchanged', annotation: current } : conflict();
       }
       if (current && !changed.length) return { outcome: 'unchanged', annotation: current };
+      const bytes = fieldsBytes(next);
+      if (bytes > ANNOTATION_FIELDS_BYTES)
+        throw new DossierError(
+          'invalid_params',
+          `With this ${opts.origin === 'revert' ? 'revert' : 'write'} the annotation's fields would take ${bytes} bytes, more than an annotation may hold together (${ANNOTATION_FIELDS_BYTES}).`,
+          'Write less: a shorter note or comment, fewer or shorter variable names. Nothing was changed.',
+          { bytes, max_bytes: ANNOTATION_FIELDS_BYTES },
+        );
       const revision: AnnotationRevision = {
         annotation_id: id,
         ...key,
@@ -357,11 +368,18 @@ export class AnnotationStore {
         counts.unchanged++;
         continue;
       }
+      // A writer here that got there first (PostgreSQL re-checks the revision) made the history go
+      // another way: what is brought up to there stays, the rest is not brought.
+      let moved = true;
       for (const r of rest) {
-        await putHead(tx, team, r, item.revisions[0]!);
+        if (!(await putHead(tx, team, r, item.revisions[0]!))) {
+          moved = false;
+          break;
+        }
         await insertRevision(tx, team, { ...r, imported });
       }
-      if (local.length) counts.extended++;
+      if (!moved) counts.diverged.push(item.annotation_id);
+      else if (local.length) counts.extended++;
       else counts.created++;
     }
     return counts;

@@ -275,7 +275,7 @@ describe('annotations on version 1, from two principals', () => {
     const heavy = await refused({ ...item, expected_revision: 0, note: 'x'.repeat(16_000), variables });
     expect(heavy).toMatchObject({
       code: 'invalid_params',
-      message: expect.stringMatching(/more than an annotation may hold together \(32000\)/),
+      message: expect.stringMatching(/more than an annotation may hold together \(18000\)/),
     });
     expect((await call(alice, 'get_annotation', item)).annotation).toBeNull();
   });
@@ -580,4 +580,28 @@ describe('version 2', () => {
       await other.stop(true);
     }
   }, 180_000);
+  it('an annotation as large as it may be reads back whole, with its history a page at a time', async () => {
+    const type = { artifact: v1, type_name: 'struct licence_notes' };
+    const note = 'n'.repeat(16_000);
+    const first = await annotate(alice, { ...type, expected_revision: 0, note, comment: 'c'.repeat(1_000) });
+    expect(first.annotation?.revision, JSON.stringify(first.error)).toBe(1);
+    const second = await annotate(bob, { ...type, expected_revision: 1, note: `${note.slice(1)}m` });
+    expect(second.annotation?.revision, JSON.stringify(second.error)).toBe(2);
+    const read = await call(alice, 'get_annotation', type);
+    expect(read.error).toBeUndefined();
+    expect(read.annotation.note).toHaveLength(16_000);
+    expect(read.history.length).toBeGreaterThanOrEqual(1);
+    const seen = read.history.map((h: Reply) => h.revision);
+    let before = read.next_before_revision;
+    while (before !== null) {
+      const page = await call(alice, 'get_annotation', { ...type, before_revision: before });
+      expect(page.error).toBeUndefined();
+      seen.push(...page.history.map((h: Reply) => h.revision));
+      before = page.next_before_revision;
+    }
+    expect(seen).toEqual([2, 1]);
+    // No revision asked for: the page is the annotation, and the history starts at the newest.
+    const none = await call(alice, 'get_annotation', { ...type, history_limit: 0 });
+    expect(none).toMatchObject({ history: [], next_before_revision: 3 });
+  });
 });

@@ -176,9 +176,16 @@ describe('malformed requests and other teams', () => {
     const launches = await call(client, 'list_launches', {});
     expect(launches.error).toBeUndefined();
     expect(launches.launches.map((l: Reply) => l.launch.idempotency_key)).toContain('big-stdin');
-    // get_evidence has them.
+    // get_evidence shows them, each long string cut where the whole would not fit a reply.
     const whole = await call(client, 'get_evidence', { evidence_id: big.evidence_id });
-    expect(JSON.stringify(whole).length).toBeLessThan(60_000);
+    expect(whole.error).toBeUndefined();
+    expect(whole.evidence.parameters).toMatchObject({ executable: '/usr/bin/wc', args: ['-c'] });
+    expect(whole.evidence.parameters.stdin).toMatch(/^x{1024}… \(200000 characters\)$/);
+    expect(whole.evidence.parameters_cut).toMatch(/cut to its first 1024/);
+    // One that fits comes whole, as it always did.
+    const small = await call(client, 'get_evidence', { evidence_id: listed.evidence[0].evidence_id });
+    expect(small.evidence.parameters).toEqual(expect.any(Object));
+    expect(small.evidence.parameters_cut).toBeUndefined();
   });
 });
 
