@@ -83,9 +83,11 @@ export async function enableToolsets(choice: ToolsetChoice, requested: readonly 
     enabled: [],
     listed: [...choice.listed],
     url: urlFor(all),
-    note: left.length
-      ? `${base} The definitions of ${left.join(', ')} did not fit in this reply as well: ask enable_toolsets for ${left.length > 1 ? 'them, a few at a time' : 'it'} next.`
-      : base,
+    note: !left.length
+      ? base
+      : given.length
+        ? `${base} The definitions of ${left.join(', ')} did not fit in this reply as well: ask enable_toolsets for ${left.length > 1 ? 'them, a few at a time' : 'it'} next.`
+        : `This connection has no session, so its list cannot change, and the definitions of ${left.join(', ')} are more than one reply carries: connect to ${urlFor(all)} to list them.`,
     tools: listTools(given),
     ...(left.length ? { not_included: left.map((set) => ({ toolset: set, tools: toolsOf(set) })) } : {}),
   };

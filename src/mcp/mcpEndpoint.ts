@@ -64,12 +64,16 @@ function carryProtocolKey(body: unknown): unknown {
   const message = body as { method?: unknown; params?: Record<string, unknown> } | null;
   const params = message?.params;
   if (message?.method !== 'tools/call' || !params || typeof params !== 'object') return body;
-  if (params.idempotencyKey === undefined) return body;
-  const meta = params._meta && typeof params._meta === 'object' ? params._meta : {};
-  return {
-    ...message,
-    params: { ...params, _meta: { ...meta, [PROTOCOL_KEY_META]: params.idempotencyKey } },
-  };
+  const meta = (params._meta && typeof params._meta === 'object' ? params._meta : {}) as Record<
+    string,
+    unknown
+  >;
+  // Only params.idempotencyKey sets it: a client's own value there is not a second way in.
+  const { [PROTOCOL_KEY_META]: _sent, ...rest } = meta;
+  if (params.idempotencyKey === undefined && _sent === undefined) return body;
+  const carried =
+    params.idempotencyKey === undefined ? rest : { ...rest, [PROTOCOL_KEY_META]: params.idempotencyKey };
+  return { ...message, params: { ...params, _meta: carried } };
 }
 
 /** What tools/list shows: the URL's ?toolsets=, else the token's, else the server's (throws on a bad list). */

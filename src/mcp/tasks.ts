@@ -31,14 +31,14 @@ export const TASK_CAPABILITIES = {
   tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
 };
 
+/** Where the gateway carries a stateless tools/call's params.idempotencyKey past the SDK (mcpEndpoint.ts). */
+export const PROTOCOL_KEY_META = 'dev.dossier/idempotencyKey';
+
 /**
  * The arguments a call carries once the protocol-level key is folded in: the
  * key may come in params (`idempotencyKey`) or in the arguments
  * (`idempotency_key`), with the same meaning; both, and different, is refused.
  */
-/** Where the gateway carries a stateless tools/call's params.idempotencyKey past the SDK (mcpEndpoint.ts). */
-export const PROTOCOL_KEY_META = 'dev.dossier/idempotencyKey';
-
 export function withProtocolKey(
   args: Record<string, unknown> | undefined,
   protocolKey: string | undefined,

@@ -10,7 +10,10 @@ export const CAPTURE_LIMITS = {
   args: { default: 0, max: 256, unit: 'arguments' },
   arg_bytes: { default: 0, max: 4_096, unit: 'bytes per argument' },
   env_vars: { default: 0, max: 64, unit: 'variables' },
-  /** Within a request body of DOSSIER_MAX_REQUEST_BYTES' default (1 MiB), with room for its JSON. */
+  /**
+   * Within a request body of DOSSIER_MAX_REQUEST_BYTES' default (1 MiB) as printable text, with room
+   * for its JSON (a control character takes six bytes there).
+   */
   stdin_bytes: { default: 0, max: 512 * 1024, unit: 'bytes' },
   max_events: { default: 100_000, max: 1_000_000, unit: 'syscall events' },
   max_files: { default: 10_000, max: 100_000, unit: 'workspace entries' },
