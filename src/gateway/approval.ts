@@ -59,7 +59,11 @@ export function planOf(contract: ToolContract, input: Record<string, unknown>): 
     isolation: String(input.isolation ?? 'sandbox'),
     network: input.network === true,
     tracing:
-      contract.name === 'observe_native_calls' ? 'ltrace' : input.trace_syscalls === true ? 'strace' : null,
+      contract.name === 'observe_native_calls'
+        ? 'ltrace'
+        : input.trace_syscalls === true || input.trace_filter !== undefined
+          ? 'strace'
+          : null,
   };
 }
 

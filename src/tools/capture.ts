@@ -78,7 +78,9 @@ const captureInput = z.object({
     .array(z.string().regex(/^[a-z0-9_]{1,32}$/))
     .max(64)
     .optional()
-    .describe('Only these syscalls (strace -e trace=…), e.g. ["openat", "execve"].'),
+    .describe(
+      'Only these syscalls (strace -e trace=…), e.g. ["openat", "execve"]; traces them even without trace_syscalls.',
+    ),
   max_events: bounded(CAPTURE_LIMITS.max_events, 'Cap on retained syscall events'),
   max_files: bounded(CAPTURE_LIMITS.max_files, 'Cap on workspace entries listed (and hashed) after the run'),
   limits: z
@@ -111,10 +113,7 @@ export const captureProcessScenario = defineTool({
   description:
     'Launch one program (no shell) in a fresh workspace and retain its exit status, output and timings as Evidence.',
   approval: 'process',
-  input: captureInput.refine((i) => i.trace_filter === undefined || i.trace_syscalls, {
-    error: 'trace_filter narrows the syscall trace: pass trace_syscalls: true with it',
-    path: ['trace_filter'],
-  }),
+  input: captureInput,
   effect: {
     idempotent: false,
     readOnly: false,

@@ -24,8 +24,9 @@ import { CappedOutput } from '../../domain/capped.ts';
 
 export type { CaptureRun };
 
+/** The tracer a capture runs under: a syscall filter asks for the trace it filters. */
 function tracerOf(input: CaptureRun): 'strace' | 'ltrace' | undefined {
-  return input.tracer ?? (input.trace_syscalls ? 'strace' : undefined);
+  return input.tracer ?? (input.trace_syscalls || input.trace_filter !== undefined ? 'strace' : undefined);
 }
 
 export const captureProcess: Effect<CaptureRun> = async (input, ctx) => {
