@@ -187,6 +187,10 @@ export async function callCommand(config: Config, argv: string[]) {
       }
     }
   };
+  // Ctrl-C leaves the launch running (only cancel_launch ends one) and the gateway without this
+  // run's session.
+  const interrupted = () => void disconnect(client).finally(() => process.exit(130));
+  process.once('SIGINT', interrupted);
   try {
     let { reply, isError } = await ask(tool, args, typeof args.idempotency_key === 'string');
     // Whether this call started the launch is said by its first reply, not by the waits after it.
@@ -218,6 +222,7 @@ export async function callCommand(config: Config, argv: string[]) {
     // to a script, whether or not the reply was an error.
     if (isError || UNSUCCESSFUL.includes(String(reply.status))) process.exitCode = 1;
   } finally {
+    process.off('SIGINT', interrupted);
     await disconnect(client);
   }
 }

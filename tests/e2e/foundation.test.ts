@@ -211,6 +211,38 @@ describe('CLI client', () => {
     const cancelled = await following;
     expect(cancelled.status, cancelled.stderr).toBe(1);
     expect(JSON.parse(cancelled.stdout)).toMatchObject({ status: 'cancelled', launch: { attached: false } });
+    // Ctrl-C while it follows a launch: the launch runs on, and the run's session is ended.
+    const sessionsBefore = sessions();
+    const interrupted = await new Promise<{ status: number | null; signal: string | null }>((resolve) => {
+      const child = spawn(
+        process.execPath,
+        [
+          'bin/dossier.js',
+          'call',
+          'capture_process_scenario',
+          '--key',
+          'cli-interrupted',
+          '--wait-ms',
+          '300',
+          '--json',
+          '{"executable":"/usr/bin/sleep","args":["3"]}',
+        ],
+        { env },
+      );
+      let stderr = '';
+      const onData = (c: Buffer) => {
+        stderr += c.toString();
+        if (!stderr.includes('running: http')) return;
+        child.stderr.off('data', onData);
+        child.kill('SIGINT');
+      };
+      child.stderr.on('data', onData);
+      child.on('close', (status, signal) => resolve({ status, signal }));
+    });
+    expect(interrupted.status).toBe(130);
+    expect(sessions()).toBe(sessionsBefore);
+    const after = await dossier('call', 'await_launch', '{"idempotency_key":"cli-interrupted"}');
+    expect(JSON.parse(after.stdout)).toMatchObject({ status: 'succeeded' });
     const table = await dossier('launches', '--limit', '5');
     expect(table.status, table.stderr).toBe(0);
     const lines = table.stdout.trim().split('\n');
