@@ -17,7 +17,7 @@ import { JSON_DEPTH, JsonTooDeep, parseBoundedJson } from '../domain/json.ts';
 import { checkUnknowns, unknownsDigest } from './bundleUnknowns.ts';
 import type { CarriedAnnotation } from '../store/annotations.ts';
 import type { FunctionLink } from '../domain/types.ts';
-import { artifactsOf, diffLinks, readAnnotations, sealed } from './bundleAnnotations.ts';
+import { artifactsOf, CARRIED_LIMITS, diffLinks, readAnnotations, sealed } from './bundleAnnotations.ts';
 
 /**
  * What export writes: /2 adds the team, the investigation and the unknowns to
@@ -122,6 +122,11 @@ export async function buildBundle(
       evidence.flatMap((e) => artifactsOf(e.record)),
     )
   ).map(sealed);
+  // What an import takes, an export writes: never a bundle that could not be imported.
+  if (annotations.length > CARRIED_LIMITS.annotations)
+    throw tooLarge(`${CARRIED_LIMITS.annotations} annotations on the artifacts of its Evidence`);
+  const long = annotations.find((a) => a.revisions.length > CARRIED_LIMITS.revisions);
+  if (long) throw tooLarge(`${CARRIED_LIMITS.revisions} revisions of one annotation (${long.annotation_id})`);
   const text = canonicalJson({
     format: BUNDLE_FORMAT,
     team,
