@@ -295,7 +295,7 @@ export class TaskService {
     throw new DossierError(
       'not_found',
       `You have no task ${taskId} (tasks belong to the principal who created them, and expire after their ttl).`,
-      'tasks/list shows your tasks.',
+      'Use the taskId the tools/call that made the task answered with; in a session (the handshake era), tasks/list shows your tasks.',
       { task_id: taskId },
     );
   }

@@ -227,7 +227,7 @@ async function callTool(
       try {
         const protocolKey = (request.params._meta as Record<string, unknown> | undefined)?.[
           PROTOCOL_KEY_META
-        ] as string | undefined;
+        ];
         args = withProtocolKey(request.params.arguments, protocolKey, isLaunchTool(contract));
       } catch (err) {
         return toCallToolResult({ ok: false, error: toToolError(err) });

@@ -41,11 +41,19 @@ export const PROTOCOL_KEY_META = 'dev.dossier/idempotencyKey';
  */
 export function withProtocolKey(
   args: Record<string, unknown> | undefined,
-  protocolKey: string | undefined,
+  protocolKey: unknown,
   isLaunch: boolean,
 ): Record<string, unknown> {
   const out = { ...(args ?? {}) };
-  if (protocolKey === undefined || !isLaunch) return out; // other tools are idempotent already
+  // null is no key; other tools are idempotent already.
+  if (protocolKey === undefined || protocolKey === null || !isLaunch) return out;
+  if (typeof protocolKey !== 'string')
+    throw new DossierError(
+      'invalid_params',
+      `The request's idempotencyKey is ${Array.isArray(protocolKey) ? 'a list' : `a ${typeof protocolKey}`}, not a string.`,
+      'Send params.idempotencyKey as a string (1-128 characters of A-Z a-z 0-9 . _ : -), or the key as the idempotency_key argument.',
+      { idempotencyKey_type: Array.isArray(protocolKey) ? 'array' : typeof protocolKey },
+    );
   if (out.idempotency_key !== undefined && out.idempotency_key !== protocolKey) {
     throw new DossierError(
       'invalid_params',

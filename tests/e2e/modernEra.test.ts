@@ -108,6 +108,22 @@ describe('the stateless era beside the handshake era', () => {
     });
     const other = await launch({ executable: '/usr/bin/id' });
     expect(other.body.result!.structuredContent.error.code).toBe('idempotency_key_reused');
+    // A key that is not a string is named as such; null is no key at all.
+    const numbered = await ask('tools/call', {
+      name: 'capture_process_scenario',
+      idempotencyKey: 12345,
+      arguments: { executable: '/usr/bin/true' },
+    });
+    expect(numbered.body.result!.structuredContent.error).toMatchObject({
+      code: 'invalid_params',
+      message: expect.stringMatching(/idempotencyKey is a number, not a string/),
+    });
+    const unset = await ask('tools/call', {
+      name: 'capture_process_scenario',
+      idempotencyKey: null,
+      arguments: { executable: '/usr/bin/true', idempotency_key: 'modern-protocol-key' },
+    });
+    expect(unset.body.result!.structuredContent.launch).toMatchObject({ attached: true });
     const both = await launch({ executable: '/usr/bin/true', idempotency_key: 'another' });
     expect(both.body.result!.structuredContent.error).toMatchObject({
       code: 'invalid_params',
