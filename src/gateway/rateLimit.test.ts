@@ -1,26 +1,15 @@
 // The leasing limiter over the real store's buckets (a SQLite file): two
 // limiters stand for two gateway replicas sharing one database.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../store/store.ts';
+import { describe, expect, it } from 'vitest';
+import { scratchStore } from '../../tests/helpers/scratchStore.ts';
 import { leaseSize, RateLimiter } from './rateLimit.ts';
 
-let dir: string;
-let store: Store;
-beforeAll(async () => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-rate-'));
-  store = await openStore(path.join(dir, 'store.db'));
-});
-afterAll(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const scratch = scratchStore('rate');
+const store = () => scratch.store;
 
 describe('RateLimiter', () => {
   it('allows a burst of perMinute calls per key across two replicas, then says how long to wait', async () => {
-    const replicas = [new RateLimiter(60, store.rateBuckets), new RateLimiter(60, store.rateBuckets)];
+    const replicas = [new RateLimiter(60, store().rateBuckets), new RateLimiter(60, store().rateBuckets)];
     const waits = await Promise.all(
       Array.from({ length: 70 }, (_, i) => replicas[i % 2]!.take('team/alice')),
     );
@@ -35,7 +24,7 @@ describe('RateLimiter', () => {
     expect(leaseSize(60)).toBe(1);
     expect(leaseSize(6_000)).toBe(50);
     const perMinute = 1_200; // batches of 10
-    const replicas = [0, 1, 2].map(() => new RateLimiter(perMinute, store.rateBuckets));
+    const replicas = [0, 1, 2].map(() => new RateLimiter(perMinute, store().rateBuckets));
     let allowed = 0;
     for (let i = 0; i < 1_500; i++) if ((await replicas[i % 3]!.take('team/carol')) === 0) allowed++;
     // The bucket grants exactly its burst; refill over the test's own run time adds a little.

@@ -1,22 +1,11 @@
 // A call waiting on a launch or an analysis hears of its end the moment this
 // process writes it to the store (a real SQLite file), and only then.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { scratchStore } from '../../tests/helpers/scratchStore.ts';
 import { Finishes } from './finishes.ts';
-import { openStore, type Store } from './store.ts';
 
-let dir: string;
-let store: Store;
-beforeAll(async () => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-finishes-'));
-  store = await openStore(path.join(dir, 'store.db'));
-});
-afterAll(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const scratch = scratchStore('finishes');
+const store = () => scratch.store;
 
 /** Whether `p` has settled by the time pending I/O callbacks and microtasks have run. */
 async function settled(p: Promise<unknown>): Promise<boolean> {
@@ -68,36 +57,36 @@ describe('Finishes', () => {
 
 describe('the store announces what it writes', () => {
   it('a launch finished here ends the wait; a second finish of it announces nothing', async () => {
-    await store.launches.claim(launch('wf-1'));
-    const first = store.launches.watchEnd('wf-1');
+    await store().launches.claim(launch('wf-1'));
+    const first = store().launches.watchEnd('wf-1');
     expect(await settled(first.ended)).toBe(false);
-    await store.launches.finish('wf-1', succeeded);
+    await store().launches.finish('wf-1', succeeded);
     expect(await settled(first.ended)).toBe(true);
-    const again = store.launches.watchEnd('wf-1');
-    await store.launches.finish('wf-1', failed('late'));
+    const again = store().launches.watchEnd('wf-1');
+    await store().launches.finish('wf-1', failed('late'));
     expect(await settled(again.ended)).toBe(false);
     again.stop();
-    expect((await store.launches.byWorkflowId('wf-1'))?.status).toBe('succeeded');
+    expect((await store().launches.byWorkflowId('wf-1'))?.status).toBe('succeeded');
   });
 
   it('a finish that holds its announcement tells the waiters only when the caller says', async () => {
-    await store.launches.claim(launch('wf-3'));
-    const wait = store.launches.watchEnd('wf-3');
-    await store.launches.finish('wf-3', succeeded, { announce: false });
+    await store().launches.claim(launch('wf-3'));
+    const wait = store().launches.watchEnd('wf-3');
+    await store().launches.finish('wf-3', succeeded, { announce: false });
     expect(await settled(wait.ended)).toBe(false);
-    store.launches.announceEnd('wf-3');
+    store().launches.announceEnd('wf-3');
     expect(await settled(wait.ended)).toBe(true);
   });
 
   it('a launch that never started, recorded as ended, ends the wait', async () => {
-    await store.launches.claim(launch('wf-2'));
-    const wait = store.launches.watchEnd('wf-2');
-    expect(await store.launches.finishUnstarted('wf-2', failed('never started'))).toBe(true);
+    await store().launches.claim(launch('wf-2'));
+    const wait = store().launches.watchEnd('wf-2');
+    expect(await store().launches.finishUnstarted('wf-2', failed('never started'))).toBe(true);
     expect(await settled(wait.ended)).toBe(true);
   });
 
   it('an analysis finished here ends the wait', async () => {
-    await store.analyses.claim({
+    await store().analyses.claim({
       team: 't',
       key: 'k',
       kind: 'query',
@@ -107,8 +96,13 @@ describe('the store announces what it writes', () => {
       workflowId: 'an-1',
       requestedBy: 'p',
     });
-    const wait = store.analyses.watchEnd('an-1');
-    await store.analyses.finish('an-1', { status: 'succeeded', evidenceId: null, result: null, error: null });
+    const wait = store().analyses.watchEnd('an-1');
+    await store().analyses.finish('an-1', {
+      status: 'succeeded',
+      evidenceId: null,
+      result: null,
+      error: null,
+    });
     expect(await settled(wait.ended)).toBe(true);
   });
 });
