@@ -12,6 +12,7 @@ import { RateLimiter } from './rateLimit.ts';
 import { ApprovalRequired, approveLaunch, type AskHuman } from './approval.ts';
 import type { CallResult } from './callResult.ts';
 import { TaskService } from './tasks.ts';
+import { refuseViewer } from './roles.ts';
 import type { Store } from '../store/store.ts';
 import type { Config } from '../config.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
@@ -235,13 +236,7 @@ export class Gateway {
     run: (intake: Intake) => Promise<T>,
   ): Promise<{ ok: true; value: T } | { ok: false; error: ToolError }> {
     try {
-      if (writes && caller.role === 'viewer') {
-        throw new DossierError(
-          'forbidden',
-          `Your role (viewer) may not ${writes}.`,
-          'Ask an admin for an operator token.',
-        );
-      }
+      if (writes) refuseViewer(caller, writes);
       return { ok: true, value: await run(this.deps.ledger.intake) };
     } catch (err) {
       return { ok: false, error: toToolError(err) };
@@ -339,12 +334,9 @@ function parseInput(contract: ToolContract, args: unknown): Record<string, unkno
 
 function authorize(caller: Principal, contract: ToolContract) {
   const changesWorld = isLaunchTool(contract) || !contract.effect.readOnly;
-  if (changesWorld && caller.role === 'viewer') {
-    throw new DossierError(
-      'forbidden',
-      `Your role (viewer) may not call ${contract.name}, which changes the world.`,
-      'Ask an admin for an operator token.',
-      { role: caller.role, tool: contract.name },
-    );
-  }
+  if (changesWorld)
+    refuseViewer(caller, `call ${contract.name}, which changes the world`, {
+      role: caller.role,
+      tool: contract.name,
+    });
 }

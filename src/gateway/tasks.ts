@@ -12,6 +12,7 @@ import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isLaunchTool } from '../tools/contract.ts';
 import type { CallResult } from './callResult.ts';
 import type { LaunchService } from './launchService.ts';
+import { refuseViewer } from './roles.ts';
 import { launchPhase, pendingNote } from './launchReplies.ts';
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
@@ -221,6 +222,11 @@ export class TaskService {
    * claimed as the call would have claimed it. A task that asks nothing ignores it.
    */
   async answer(caller: Principal, taskId: string, human: 'approved' | 'declined' | undefined) {
+    // A viewer token of the principal that asked may read the task, not spend its question.
+    refuseViewer(caller, 'answer an approval question (tasks/update)', {
+      role: caller.role,
+      task_id: taskId,
+    });
     const { approval } = await this.find(caller, taskId);
     if (!approval || approval.answer !== null || !human) return;
     if (!(await this.deps.approvals.answer(taskId, human === 'approved' ? 'approved' : 'refused'))) return;
@@ -268,6 +274,11 @@ export class TaskService {
 
   /** Cancels the task's launch (cancel_launch in the caller's name); a terminal task is refused. */
   async cancel(caller: Principal, taskId: string): Promise<TaskView> {
+    // As cancel_launch: a viewer token of the principal that made the task may not end it.
+    refuseViewer(caller, 'cancel a task (tasks/cancel), which ends its launch', {
+      role: caller.role,
+      task_id: taskId,
+    });
     const { task, launch, approval } = await this.find(caller, taskId);
     if (!launch) {
       // A question not yet answered is withdrawn: nothing was claimed, nothing runs.

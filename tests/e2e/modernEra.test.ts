@@ -292,6 +292,22 @@ describe('tasks, the extension', () => {
       -32601,
     );
 
+    // A viewer token of the owner reads the task, and may not cancel it (as cancel_launch).
+    const viewer = await t.tokenFor('local', 'local', 'viewer');
+    const read = await modernRequest(t.url, viewer, 'tasks/get', { taskId }, { capabilities: TASK_CLIENT });
+    expect(read.body.result!.status).toBe('working');
+    const refused = await modernRequest(
+      t.url,
+      viewer,
+      'tasks/cancel',
+      { taskId },
+      { capabilities: TASK_CLIENT },
+    );
+    expect(refused.body.error!.message).toMatch(/viewer\) may not cancel/);
+    expect((await ask('tasks/get', { taskId }, { capabilities: TASK_CLIENT })).body.result!.status).toBe(
+      'working',
+    );
+
     const cancelled = await ask('tasks/cancel', { taskId }, { capabilities: TASK_CLIENT });
     expect(cancelled.body.result).toMatchObject({ resultType: 'complete' });
     expect(cancelled.body.result).not.toHaveProperty('taskId');
@@ -339,6 +355,19 @@ describe('tasks, the extension', () => {
       { capabilities: both },
     );
     expect(foreign.body.error!.code).toBe(-32602);
+    // Nor does a viewer token of the owner: the question stays open for the operator.
+    const viewer = await t.tokenFor('local', 'local', 'viewer');
+    const spent = await modernRequest(
+      t.url,
+      viewer,
+      'tasks/update',
+      { taskId, inputResponses: { approval: { action: 'decline' } } },
+      { capabilities: both },
+    );
+    expect(spent.body.error!.message).toMatch(/viewer\) may not answer/);
+    expect((await ask('tasks/get', { taskId }, { capabilities: both })).body.result!.status).toBe(
+      'input_required',
+    );
 
     const answered = await ask(
       'tasks/update',

@@ -129,6 +129,11 @@ describe('MCP tasks backed by launches', () => {
     await expect(other.experimental.tasks.getTask(id)).rejects.toThrow(/no task/);
     await expect(other.experimental.tasks.cancelTask(id)).rejects.toThrow(/no task/);
     expect((await other.experimental.tasks.listTasks()).tasks).toEqual([]);
+    // A viewer token of the same principal reads the task but may not end it, as cancel_launch.
+    const viewer = await t.connect(await t.tokenFor('local', 'local', 'viewer'));
+    expect((await viewer.experimental.tasks.getTask(id)).status).toBe('working');
+    await expect(viewer.experimental.tasks.cancelTask(id)).rejects.toThrow(/viewer\) may not cancel/);
+    expect((await client.experimental.tasks.getTask(id)).status).toBe('working');
 
     const cancelled = await client.experimental.tasks.cancelTask(id);
     expect(cancelled.status).toBe('cancelled');
