@@ -102,12 +102,14 @@ const NUL_ALLOWED = new Set(['stdin']);
 export const MAX_ARGUMENT_VALUES = 200_000;
 
 /**
- * Refuses a NUL character in any string of a tool's arguments (PostgreSQL
- * cannot store one, and no path, name, argument or environment value may
- * hold one), except fields that carry bytes for a program (`stdin`). Walks
- * iteratively, in time linear in the values, and names the path only on a hit.
+ * Refuses what no tool's arguments may hold: a NUL character in any string
+ * (PostgreSQL cannot store one, and no path, name, argument or environment
+ * value may hold one), except in fields that carry bytes for a program
+ * (`stdin`); and a key named `__proto__`, which validation would drop without
+ * a word (assigned to a plain object it sets the prototype, not a field).
+ * Walks iteratively, in time linear in the values, and names the path only on a hit.
  */
-export function refuseNul(value: unknown): void {
+export function screenArguments(value: unknown): void {
   const stack: { value: unknown; parent: number; key: string }[] = [{ value, parent: -1, key: '' }];
   const seen: { parent: number; key: string }[] = [];
   const pathOf = (at: number) => {
@@ -115,13 +117,11 @@ export function refuseNul(value: unknown): void {
     for (let i = at; i > 0; i = seen[i]!.parent) parts.push(seen[i]!.key);
     return parts.reverse().join('.');
   };
-  const refuse = (where: string, what: string) =>
-    new DossierError(
-      'invalid_params',
-      `${where || '(argument)'} ${what}`,
-      'Remove the NUL (\\u0000): no name, path, argument, key or filter value may hold one. Nothing was run.',
-      { path: where },
-    );
+  const refuse = (
+    where: string,
+    what: string,
+    remedy = 'Remove the NUL (\\u0000): no name, path, argument, key or filter value may hold one. Nothing was run.',
+  ) => new DossierError('invalid_params', `${where || '(argument)'} ${what}`, remedy, { path: where });
   while (stack.length) {
     const node = stack.pop()!;
     const at = seen.push({ parent: node.parent, key: node.key }) - 1;
@@ -140,6 +140,12 @@ export function refuseNul(value: unknown): void {
     } else if (v && typeof v === 'object') {
       for (const [k, child] of Object.entries(v)) {
         if (k.includes('\u0000')) throw refuse(pathOf(at), 'has a key with a NUL character.');
+        if (k === '__proto__')
+          throw refuse(
+            pathOf(at),
+            'has a key named __proto__, which no input takes.',
+            'Rename or remove that key: a name, a variable, an environment variable or a filter field may not be called __proto__. Nothing was run.',
+          );
         if (!NUL_ALLOWED.has(k)) stack.push({ value: child, parent: at, key: k });
       }
     }

@@ -92,7 +92,10 @@ export function summaryView(record: EvidenceRecord): SummaryView {
 
 /** Checks a page request against the Evidence before anything is read. */
 export function checkPage(record: EvidenceRecord, view: Extract<ViewRequest, { kind: 'page' }>) {
-  const info = record.collections[view.collection];
+  // Own names only: "toString" or "constructor" is no collection, whatever Object.prototype holds.
+  const info = Object.hasOwn(record.collections, view.collection)
+    ? record.collections[view.collection]
+    : undefined;
   if (!info) {
     const names = Object.keys(record.collections);
     throw new DossierError(

@@ -1,7 +1,7 @@
 // The application behind the MCP layer: validates a call against its contract,
 // authorizes it, and routes it to launches or to the store. Transport-free, so
 // HTTP, stdio and tests drive exactly the same code.
-import { DossierError, refuseNul, toToolError, type ToolError } from '../domain/errors.ts';
+import { DossierError, screenArguments, toToolError, type ToolError } from '../domain/errors.ts';
 import { replyBytes, type Detail, type Ledger } from './ledger.ts';
 import type { Intake } from './intake.ts';
 import { ARTIFACT_DIGEST, type Principal } from '../domain/types.ts';
@@ -273,7 +273,7 @@ export class Gateway {
         { tool: name },
       );
     }
-    refuseNul(args);
+    screenArguments(args);
     const input = parseInput(contract, args);
     authorize(caller, contract);
     await this.adoptArtifacts(caller, input);

@@ -110,7 +110,9 @@ export class Overlay {
   /** The rows of one collection with the team's names; rows that name nothing annotated come back as they were. */
   async rows(team: string, record: EvidenceRecord, collection: string, rows: Row[]): Promise<Row[]> {
     if (record.tool === 'decompile_function' && collection === 'lines') return this.lines(team, record, rows);
-    const refs = NAMES[record.tool]?.[collection];
+    const byCollection = Object.hasOwn(NAMES, record.tool) ? NAMES[record.tool] : undefined;
+    const refs =
+      byCollection && Object.hasOwn(byCollection, collection) ? byCollection[collection] : undefined;
     if (!refs || !rows.length || !record.target?.digest) return rows;
     const found = await this.lookup(team, record, refs, rows);
     const suggestions =

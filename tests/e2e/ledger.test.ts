@@ -122,6 +122,12 @@ describe('malformed requests and other teams', () => {
       { kind: 'page', collection: 'stdout', where: { line: [{ nested: true }] } },
       { kind: 'page', collection: 'stdout', where: { text: ['1'] } },
       { kind: 'page', collection: 'no_such_collection' },
+      // Names Object.prototype holds are no collections (once answered as empty ones, or internal).
+      { kind: 'page', collection: 'toString' },
+      { kind: 'page', collection: '__proto__' },
+      { kind: 'page', collection: 'constructor', where: { x: ['a'] } },
+      // A filter field validation would drop without a word is refused, not ignored.
+      { kind: 'page', collection: 'stdout', where: JSON.parse('{"__proto__": ["a"]}') as object },
     ]) {
       const reply = await call(client, 'inspect_analysis_view', { evidence_id, view });
       expect(reply.error?.code, JSON.stringify(view)).toBe('invalid_params');
