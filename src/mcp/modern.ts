@@ -23,6 +23,7 @@ import type { Principal } from '../domain/types.ts';
 import { approvalForm, ApprovalRequired, type AskHuman } from '../gateway/approval.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import { inRequestSpan } from '../metrics/tracing.ts';
+import { malformedAsInvalidParams } from './malformed.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { isLaunchTool } from '../tools/contract.ts';
 import {
@@ -193,6 +194,7 @@ function modernServer(gateway: Gateway, stateCodec: RequestStateCodec<ApprovalSt
     callTool(gateway, server, stateCodec, request, ctx),
   );
   installModernTasks(server, gateway, (ctx) => caller(ctx), answering);
+  malformedAsInvalidParams(server, (code, message, data) => new ProtocolError(code, message, data));
   return server;
 }
 

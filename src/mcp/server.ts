@@ -57,6 +57,7 @@ import {
   viewResources,
   withViews,
 } from '../views/apps.ts';
+import { malformedAsInvalidParams } from './malformed.ts';
 
 /**
  * An MCP error sent with its own message: the SDK's McpError prefixes "MCP error N: " to it, and
@@ -138,6 +139,7 @@ export function createMcpServer(
       throw new ReplyError(e.code, e.message, e.data);
     },
   );
+  malformedAsInvalidParams(server, (code, message, data) => new ReplyError(code, message, data));
   return server;
 }
 

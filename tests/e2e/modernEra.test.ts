@@ -79,6 +79,10 @@ describe('the stateless era beside the handshake era', () => {
   it('an unknown resource is invalid params naming the URI; a tool call answers like the handshake era', async () => {
     const missing = await ask('resources/read', { uri: 'dossier://evidence/nothing' });
     expect(missing.body.error).toMatchObject({ code: -32602, data: { uri: 'dossier://evidence/nothing' } });
+    // A request the SDK's schema refuses is the caller's error, named: not -32603 with a schema dump.
+    const notText = await ask('resources/read', { uri: 7 });
+    expect(notText.body.error).toMatchObject({ code: -32602, data: { issues: [{ path: 'params.uri' }] } });
+    expect(notText.body.error!.message).toMatch(/^Invalid resources\/read request: params\.uri: /);
     const who = await ask('tools/call', { name: 'whoami', arguments: {} });
     expect(who.body.result).toMatchObject({
       resultType: 'complete',

@@ -207,6 +207,28 @@ async function rawSession(url: string, token: string) {
   };
 }
 
+describe('requests of the wrong shape', () => {
+  it('are invalid params naming the field, not an internal error dumping the schema', async () => {
+    const raw = await rawSession(t.url, t.token);
+    for (const [method, params, field] of [
+      [
+        'prompts/get',
+        { name: 'investigate_feature', arguments: { feature: { a: 1 } } },
+        'params.arguments.feature',
+      ],
+      ['tools/call', { name: 5 }, 'params.name'],
+      ['logging/setLevel', { level: 'nonsense' }, 'params.level'],
+      ['resources/read', { uri: 7 }, 'params.uri'],
+    ] as const) {
+      const reply = await raw.request(method, params);
+      expect(reply!.error, method).toMatchObject({ code: -32602, data: { issues: [{ path: field }] } });
+      expect(reply!.error.message, method).toMatch(new RegExp(`^Invalid ${method} request: ${field}: `));
+    }
+    // A well-formed request on the same session is answered as ever.
+    expect((await raw.request('tools/call', { name: 'whoami', arguments: {} }))!.result).toBeDefined();
+  });
+});
+
 describe('the protocol-level key (SEP-3182 draft)', () => {
   it('params.idempotencyKey works as the idempotency_key argument; both and different is invalid_params; a reused key is the caller’s error', async () => {
     const raw = await rawSession(t.url, t.token);
