@@ -13,6 +13,7 @@ import { ApprovalRequired, approveLaunch, type AskHuman } from './approval.ts';
 import type { CallResult } from './callResult.ts';
 import { TaskService } from './tasks.ts';
 import { refuseViewer } from './roles.ts';
+import { functionAddress, teamFunction } from './knowledge.ts';
 import type { Store } from '../store/store.ts';
 import type { Config } from '../config.ts';
 import { CATALOG, TOOLS_BY_NAME } from '../tools/catalog.ts';
@@ -53,7 +54,7 @@ export class Gateway {
       /** What a connection lists when neither its URL nor its token chooses (DOSSIER_TOOLSETS). */
       toolsets: readonly Toolset[];
       /** Where MCP tasks and the launches behind them are kept, and the rate buckets replicas share. */
-      store: Pick<Store, 'tasks' | 'taskApprovals' | 'launches' | 'rateBuckets'>;
+      store: Pick<Store, 'tasks' | 'taskApprovals' | 'launches' | 'rateBuckets' | 'annotations'>;
     },
   ) {
     this.limiter = deps.rateLimitPerMinute
@@ -251,6 +252,18 @@ export class Gateway {
   }
 
   /**
+   * A function the caller names by a name its team gave it (set_annotation), as list_functions
+   * shows it, is asked of the analysis by its address: the analysis, shared by every team, knows
+   * angr's names only. A name the team gave no function goes on as it is.
+   */
+  private async teamNamedFunction(caller: Principal, input: Record<string, unknown>) {
+    const ref = input.function;
+    if (typeof ref !== 'string' || typeof input.artifact !== 'string' || functionAddress(ref)) return;
+    const address = await teamFunction(this.deps.store, caller.team, input.artifact, ref);
+    if (address) input.function = address;
+  }
+
+  /**
    * A digest the caller names that is a file one of its team's extractions wrote becomes the
    * team's artifact before the tool runs (a viewer registers nothing: it gets not_found).
    */
@@ -296,6 +309,7 @@ export class Gateway {
       return this.deliver(caller, reply, input.detail as Detail);
     }
     if (isAnalysisTool(contract)) {
+      await this.teamNamedFunction(caller, input);
       const reply = await this.deps.analyses.run(caller, contract, input, wait(input.wait_ms as number));
       return this.deliver(caller, reply, input.detail as Detail);
     }

@@ -37,6 +37,32 @@ const TYPE_NAME = /^[A-Za-z_][A-Za-z0-9_ :<>,*&[\]]{0,255}$/;
 /** A revision as the history and the log show it (the item's id and key once, on the reply). */
 const shown = (r: AnnotationRevision) => r;
 
+/** A function reference that is an address ("0x401136", "4198710") or angr's "sub_401136", canonical. */
+export function functionAddress(ref: string): string | undefined {
+  if (/^sub_[0-9a-f]+$/.test(ref)) return canonicalAddress(ref.replace(/^sub_/, '0x'));
+  return canonicalAddress(ref);
+}
+
+/**
+ * The address of the one function of `artifact` the team named `name` (undefined: none is); two
+ * or more so named are the caller's to tell apart, by address.
+ */
+export async function teamFunction(
+  stores: Pick<Store, 'annotations'>,
+  team: string,
+  artifact: string,
+  name: string,
+): Promise<string | undefined> {
+  const named = (await stores.annotations.named(team, artifact, name)).filter((a) => a.kind === 'function');
+  if (named.length <= 1) return named[0]?.item;
+  throw new DossierError(
+    'invalid_params',
+    `${named.length} functions of this artifact are named "${name}" by your team.`,
+    'Name the function by its address, as list_functions shows it ("0x401136").',
+    { function: name, addresses: named.map((a) => a.item) },
+  );
+}
+
 export class Knowledge {
   constructor(
     private readonly stores: Stores,
@@ -71,20 +97,13 @@ export class Knowledge {
       return { artifact: input.artifact, kind: 'address', item: at };
     }
     const ref = input.function!;
-    const at = canonicalAddress(ref) ?? canonicalAddress(ref.replace(/^sub_/, '0x'));
-    if (at && (/^sub_[0-9a-f]+$/.test(ref) || canonicalAddress(ref)))
-      return { artifact: input.artifact, kind: 'function', item: at };
-    const named = (await this.stores.annotations.named(caller.team, input.artifact, ref)).filter(
-      (a) => a.kind === 'function',
-    );
-    if (named.length === 1) return { artifact: input.artifact, kind: 'function', item: named[0]!.item };
+    const item = functionAddress(ref) ?? (await teamFunction(this.stores, caller.team, input.artifact, ref));
+    if (item) return { artifact: input.artifact, kind: 'function', item };
     throw new DossierError(
-      named.length ? 'invalid_params' : 'not_found',
-      named.length
-        ? `${named.length} functions of this artifact are named "${ref}" by your team.`
-        : `No function of this artifact is named "${ref}" by your team.`,
+      'not_found',
+      `No function of this artifact is named "${ref}" by your team.`,
       'Name the function by its address, as list_functions shows it ("0x401136").',
-      { function: ref, addresses: named.map((a) => a.item) },
+      { function: ref, addresses: [] },
     );
   }
 

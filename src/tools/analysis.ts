@@ -47,7 +47,9 @@ const functionRef = z
   .string()
   .min(1)
   .max(1_024)
-  .describe('A function by name ("check_license") or address ("0x401136", as list_functions shows it).');
+  .describe(
+    'A function by address ("0x401136") or name, as list_functions shows it: angr\'s, or the one your team gave it (set_annotation).',
+  );
 
 const collectionsOf = (fields: Record<string, [string, string[]]>) =>
   Object.fromEntries(

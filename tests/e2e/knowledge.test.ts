@@ -463,6 +463,21 @@ describe('version 2', () => {
     const reread = await allRows(alice, own.evidence_id, 'lines');
     expect(reread.map((l) => l.text).join('\n')).toMatch(/\bhash\b/);
     expect(own.result.document.function).toBe('djb2_checksum');
+
+    // The name the team gave is accepted where a function is asked for: the same shared analysis.
+    const byName = await analyse(alice, 'decompile_function', { artifact: v2, function: 'djb2_checksum' });
+    expect(byName.evidence_id).toBe(own.evidence_id);
+    const graphByName = await analyse(alice, 'get_call_graph', { artifact: v2, function: 'djb2_checksum' });
+    expect(graphByName.status).toBe('succeeded');
+    // Another team gave no function that name: to it, it is angr's to know, and angr does not.
+    const stranger = await t.connect(await t.tokenFor('carol', 'elsewhere'));
+    expect(await register(stranger, path.join(roots, 'v2'))).toBe(v2);
+    const unnamed = await call(stranger, 'decompile_function', {
+      artifact: v2,
+      function: 'djb2_checksum',
+      wait_ms: 60_000,
+    });
+    expect(unnamed.error?.code ?? unnamed.status).toMatch(/not_found|failed/);
   }, 300_000);
 
   it('another team sees none of it', async () => {
