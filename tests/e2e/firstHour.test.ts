@@ -72,6 +72,10 @@ describe("a reverse engineer's first hour", () => {
     // Every written file is counted under its type.
     const counted = Object.values(types as Record<string, number>).reduce((a, b) => a + b, 0);
     expect(counted).toBe(extraction.summary.written);
+    // Files, folders, refusals and links add up to the entries (a folder's row says written too).
+    const { entries, written, folders, refused, links_recorded: links } = extraction.summary;
+    expect(folders).toBeGreaterThan(0);
+    expect(written + folders + refused + links).toBe(entries);
     expect(view).toEqual({ kind: 'page', collection: 'entries', where: { detected_type: ['elf'] } });
     const page = await call(client, 'inspect_analysis_view', { evidence_id: extraction.evidence_id, view });
     expect(page.rows).toHaveLength(1);

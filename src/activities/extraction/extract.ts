@@ -13,7 +13,7 @@ import { formatOf, type ArchiveFormat } from './detect.ts';
 import { unblobLimitations, unknownChunkQuestions } from './unblob.ts';
 import { unpackInThread } from './unpackThread.ts';
 import { outputName, publishOutputs } from '../../evidence/artifacts.ts';
-import { deadline, normalized, typeCounts } from './writer.ts';
+import { deadline, foldersOf, normalized, typeCounts } from './writer.ts';
 
 /** What sniff() names that is surely no archive: unblob is not asked about these. */
 const NOT_ARCHIVES = new Set(['text', 'elf', 'pe', 'pdf', 'png', 'jpeg', 'empty']);
@@ -104,7 +104,9 @@ export const extractArchive: Effect<ExtractInput> = async (input, ctx) => {
     format,
     output: shownOutput,
     entries: rows.length,
+    // Files; a folder's row is status "written" too, counted apart: entries is the four added up.
     written,
+    folders: foldersOf(rows),
     refused,
     links_recorded: recorded,
     ...typeCounts(rows),

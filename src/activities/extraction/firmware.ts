@@ -5,7 +5,7 @@ import { outputName, publishOutputs } from '../../evidence/artifacts.ts';
 import { stat } from 'node:fs/promises';
 import type { FirmwareInput } from '../../tools/firmware.ts';
 import type { Effect } from '../effect.ts';
-import { typeCounts } from './writer.ts';
+import { foldersOf, typeCounts } from './writer.ts';
 import { verifiedArtifact } from '../policy.ts';
 import { unblobLimitations, unknownChunkQuestions } from './unblob.ts';
 import { MAX_SIGNATURE_REGIONS, type FirmwareOutcome } from './carveFirmware.ts';
@@ -34,6 +34,7 @@ function summarize(ctx: Ctx, imageBytes: number, carving: Carving) {
     filesystems,
     entries: rows.length,
     written,
+    folders: foldersOf(rows),
     refused: rows.filter((r) => r.status === 'refused').length,
     links_recorded: rows.filter((r) => r.status === 'recorded').length,
     ...typeCounts(rows),

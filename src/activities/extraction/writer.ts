@@ -343,6 +343,13 @@ export function deadline(timeoutMs: number): () => number {
 /** The most detected types a summary counts one by one; the rest are counted together. */
 const MAX_SUMMARY_TYPES = 32;
 
+/** The folders an extraction made (its own root among them): rows of status "written" that hold no file. */
+export function foldersOf(rows: readonly ManifestRow[]): number {
+  let folders = 0;
+  for (const r of rows) if (r.type === 'dir' && r.status === 'written') folders++;
+  return folders;
+}
+
 /**
  * How many written files of each detected type (most first), and the inspect_analysis_view view
  * that pages one type's entries, so a caller finds the ELF files without guessing a filter value.
