@@ -35,7 +35,7 @@ describe('views', () => {
     expect(checkPage(record, { ...page, collection: 'references', where: { owner: ['x'] } }).rows).toBe(10);
   });
 
-  it('fitPage drops rows from the end until the reply fits, and coverage stays honest', () => {
+  it('fitPage keeps the most rows that fit, and coverage says the budget ended the page', () => {
     const rows = Array.from({ length: 8 }, (_, i) => ({ source_index: i, row: { i } }));
     const view: PageView = {
       evidence_id: record.evidence_id,
@@ -48,8 +48,18 @@ describe('views', () => {
       limitations: [],
     };
     const fitted = fitPage(view, (v) => v.rows.length <= 3);
-    expect(fitted.rows.map((r) => r.source_index)).toEqual([0, 1]);
-    expect(fitted.coverage).toMatchObject({ returned: 2, next_offset: 2, exhausted: false });
+    expect(fitted.rows.map((r) => r.source_index)).toEqual([0, 1, 2]);
+    expect(fitted.coverage).toMatchObject({
+      returned: 3,
+      next_offset: 3,
+      exhausted: false,
+      limited_by: 'reply_budget',
+    });
+    // One row is always kept; a page that fits is left as it is, saying nothing of the budget.
+    expect(fitPage(view, () => false).rows).toHaveLength(1);
+    expect(fitPage(view, () => true).coverage).not.toHaveProperty('limited_by');
+    for (let most = 1; most <= 8; most++)
+      expect(fitPage(view, (v) => v.rows.length <= most).rows).toHaveLength(most);
   });
 
   it('the summary carries truncated and limitations with the provenance', () => {

@@ -17,6 +17,8 @@ export interface Coverage {
   total: number;
   next_offset: number | null;
   exhausted: boolean;
+  /** Set when the page holds fewer rows than asked so that its reply fits the reply budget. */
+  limited_by?: 'reply_budget';
 }
 
 export interface SummaryView {
@@ -162,19 +164,28 @@ export function coverage(offset: number, returned: number, matched: number, tota
   return { offset, returned, matched, total, next_offset: exhausted ? null : end, exhausted };
 }
 
-/** Drops rows from the end of a page until its reply fits, keeping coverage honest. */
+/**
+ * Drops rows from the end of a page until its reply fits, keeping coverage honest: the most rows
+ * that fit (a search over the count, about eight measurements for 256 rows), at least one, and the
+ * coverage says the budget, not the data, ended the page.
+ */
 export function fitPage(view: PageView, fits: (v: PageView) => boolean): PageView {
   if (fits(view)) return view;
-  let keep = view.rows.length;
-  let fitted = view;
-  while (keep > 1) {
-    keep = Math.floor(keep / 2);
-    fitted = {
-      ...view,
-      rows: view.rows.slice(0, keep),
-      coverage: coverage(view.coverage.offset, keep, view.coverage.matched, view.coverage.total),
-    };
-    if (fits(fitted)) return fitted;
+  const cut = (keep: number): PageView => ({
+    ...view,
+    rows: view.rows.slice(0, keep),
+    coverage: {
+      ...coverage(view.coverage.offset, keep, view.coverage.matched, view.coverage.total),
+      limited_by: 'reply_budget',
+    },
+  });
+  // fits(cut(low)) holds (or low is the one row a page always keeps); fits(cut(high)) does not.
+  let low = 1;
+  let high = view.rows.length;
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (fits(cut(mid))) low = mid;
+    else high = mid;
   }
-  return fitted;
+  return cut(low);
 }

@@ -69,7 +69,7 @@ export const inspectAnalysisView = defineTool({
   name: 'inspect_analysis_view',
   title: 'Inspect retained Evidence',
   description:
-    'Read retained Evidence: {kind:"summary"}, or {kind:"page", collection, where?, offset, limit}, e.g. a reply\'s continuation. Pages carry rows and coverage {matched, total, next_offset, exhausted}; an empty page never means a row is absent.',
+    'Read retained Evidence: {kind:"summary"}, or {kind:"page", collection, where?, offset, limit}, e.g. a reply\'s continuation. Pages carry rows and coverage {matched, total, next_offset, exhausted}, and limited_by: "reply_budget" when fewer rows than asked fit in one reply; an empty page never means a row is absent.',
   input: z.strictObject({ evidence_id: evidenceIdSchema, view: viewSchema }),
   effect: READ,
   runsOn: 'gateway',
