@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import { devJsonPath, type DevJson } from '../dev/devJson.ts';
 import { serveStdio } from '../mcp/stdio.ts';
 import { openStore } from '../store/store.ts';
+import { payloadKeys } from '../temporal/codec.ts';
 import { connectWhenReady } from '../temporal/setup.ts';
 
 export async function stdioCommand(config: Config, token: string | undefined): Promise<void> {
@@ -41,7 +42,7 @@ export async function stdioCommand(config: Config, token: string | undefined): P
     const gateway = buildGateway(config, store, connection, uiUrl ?? `http://${address.split(':')[0]}:8233`);
     const stop = gateway.startBackgroundWork();
     try {
-      await serveStdio(gateway, principal);
+      await serveStdio(gateway, principal, payloadKeys(config.payloadKeys, config.home));
     } finally {
       stop();
     }

@@ -96,15 +96,24 @@ function toolsetsOf(gateway: Gateway, ctx: ServerContext): ToolsetChoice {
 
 const who = (p: Principal | undefined) => (p ? `${p.team}\0${p.principal}` : '');
 
-/** The stateless era's HTTP handler: one v2 server per request, from the same factory for every request. */
-export function createModernHandler(gateway: Gateway, opts: ModernOptions): McpHttpHandler {
+/**
+ * Stateless-era servers: one per request over HTTP, one per connection over stdio, all sealing
+ * the approval gate's requestState with the same key. Each request's principal (and toolsets)
+ * arrive as its auth info.
+ */
+export function modernServers(gateway: Gateway, keys: PayloadKey[]): () => Server {
   const stateCodec = createRequestStateCodec<ApprovalState>({
-    key: new Uint8Array(hkdfSync('sha256', opts.keys[0]!.secret, 'dossier', 'mcp:request-state', 32)),
+    key: new Uint8Array(hkdfSync('sha256', keys[0]!.secret, 'dossier', 'mcp:request-state', 32)),
     ttlSeconds: APPROVAL_STATE_SECONDS,
     // Sealed to the principal and the method: another principal's replay fails verification.
     bind: (ctx) => `${ctx.mcpReq.method}\0${who(principalOf(ctx))}`,
   });
-  return createMcpHandler(() => modernServer(gateway, stateCodec), {
+  return () => modernServer(gateway, stateCodec);
+}
+
+/** The stateless era's HTTP handler: one v2 server per request, from the same factory for every request. */
+export function createModernHandler(gateway: Gateway, opts: ModernOptions): McpHttpHandler {
+  return createMcpHandler(modernServers(gateway, opts.keys), {
     legacy: 'reject',
     maxRequestBodySize: opts.maxRequestBytes,
     onerror: opts.onerror,

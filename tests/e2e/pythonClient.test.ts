@@ -24,7 +24,7 @@ const PYTHON_SDK: PythonEnvSpec = {
   cacheFolder: 'python',
   dir,
   installs: [{ lock: 'requirements.lock', flags: ['--only-binary', ':all:'] }],
-  scripts: ['modern_client.py'],
+  scripts: ['modern_client.py', 'stdio_client.py'],
   versionProbe: 'from importlib.metadata import version; print(f"mcp {version(\'mcp\')}")',
   cost: 'a few seconds and 60 MB',
 };
@@ -83,6 +83,43 @@ describe('the Python MCP SDK 2.3.0', () => {
       expect(out.task.result).toMatchObject({ status: 'succeeded', summary: { exit_code: 0 } });
 
       expect(out.resource).toMatchObject({ evidence_id: out.capture.evidence_id });
+    },
+    300_000,
+  );
+});
+
+describe('the Python MCP SDK 2.3.0 over stdio (dossier mcp --stdio)', () => {
+  it.each([
+    ['2026-07-28', '2026-07-28', 'py-stdio-pinned'],
+    ['auto', '2026-07-28', 'py-stdio-auto'],
+    ['legacy', '2025-11-25', 'py-stdio-legacy'],
+  ])(
+    'mode %s: speaks %s, lists the same tools, captures once',
+    async (mode, spoken, prefix) => {
+      const { stdout } = await run(
+        env.python,
+        [
+          path.join(dir, 'stdio_client.py'),
+          mode,
+          prefix,
+          process.execPath,
+          path.resolve('bin/dossier.js'),
+          'mcp',
+          '--stdio',
+        ],
+        {
+          timeout: 180_000,
+          env: { ...process.env, ...t.env, DOSSIER_TOKEN: t.token, DOSSIER_TOOLSETS: 'core,capture' },
+        },
+      );
+      const out = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      expect(out.protocol_version).toBe(spoken);
+      expect(out.tools).toEqual(
+        CATALOG.filter((c) => c.toolset === 'core' || c.toolset === 'capture').map((c) => c.name),
+      );
+      expect(out.whoami).toMatchObject({ principal: 'local', team: 'local' });
+      expect(out.capture).toMatchObject({ status: 'succeeded', launch: { attached: false } });
+      expect(out.retry).toMatchObject({ evidence_id: out.capture.evidence_id, launch: { attached: true } });
     },
     300_000,
   );
