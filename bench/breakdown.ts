@@ -10,7 +10,7 @@ import path from 'node:path';
 import proto from '@temporalio/proto';
 import type { DevJson } from '../src/dev/devJson.ts';
 import { spawnDossier } from '../tests/helpers/processes.ts';
-import { benchEnv, callTool, connect, cpu, median, ms, percentile } from './lib.ts';
+import { benchEnv, callTool, connect, cpu, median, ms, percentile, threadSplit, threadTimes } from './lib.ts';
 
 /** A running `dossier start`, as its own process (as users run it), and the Temporal server it started. */
 export interface Running {
@@ -177,7 +177,12 @@ export async function sustainedOn(
   };
   // The callers are MCP clients in this process, sharing the machine's cores with what they measure
   // (the bare floor's callers are in its own process, counted there).
-  const before = { self: both(), temporal: temporalPid ? cpu(temporalPid) : undefined, callers: cpu('self') };
+  const before = {
+    self: both(),
+    temporal: temporalPid ? cpu(temporalPid) : undefined,
+    callers: cpu('self'),
+    threads: threadTimes(pid),
+  };
   const t0 = performance.now();
   const deadline = t0 + seconds * 1000;
   await Promise.all(
@@ -195,7 +200,12 @@ export async function sustainedOn(
     }),
   );
   const elapsed = (performance.now() - t0) / 1000;
-  const after = { self: both(), temporal: temporalPid ? cpu(temporalPid) : undefined, callers: cpu('self') };
+  const after = {
+    self: both(),
+    temporal: temporalPid ? cpu(temporalPid) : undefined,
+    callers: cpu('self'),
+    threads: threadTimes(pid),
+  };
   await Promise.all(clients.map((c) => c.close()));
   const per = (x: number) => x / latencies.length;
   return {
@@ -209,6 +219,10 @@ export async function sustainedOn(
       // Where the pid measured is this process (dossier in it), its figure already holds them.
       ...(pid === process.pid ? {} : { callers: per(after.callers.own - before.callers.own) }),
     },
+    // The dossier process's share by thread (its launcher, counted above, is a process of its own).
+    threadMs: Object.fromEntries(
+      Object.entries(threadSplit(pid, before.threads, after.threads)).map(([k, v]) => [k, per(v)]),
+    ),
   };
 }
 

@@ -31,6 +31,8 @@ interface Load {
   p50: number;
   p99: number;
   cpuMs: Record<string, number>;
+  /** The launching process's CPU per launch by thread (lib.ts threadSplit). */
+  threadMs: Record<string, number>;
 }
 
 type Variant = 'bare' | 'audited' | 'local' | 'standalone';
@@ -81,16 +83,18 @@ async function directSpawn(runs = 50): Promise<number> {
   return median(times);
 }
 
-const row = (name: string, l: Load) =>
-  `| ${name} | ${l.rate.toFixed(1)}/s | ${ms(l.p50)} | ${ms(l.p99)} | ${Object.values(l.cpuMs)
+const figures = (xs: Record<string, number>) =>
+  Object.values(xs)
     .map((x) => x.toFixed(1))
-    .join(' / ')} ms |`;
+    .join(' / ');
+const row = (name: string, l: Load) =>
+  `| ${name} | ${l.rate.toFixed(1)}/s | ${ms(l.p50)} | ${ms(l.p99)} | ${figures(l.cpuMs)} ms | ${figures(l.threadMs)} ms |`;
 
 export async function benchFloor(): Promise<string[]> {
   const serverBinary = await resolveServer();
   const rows = [
-    `| callers, ${SECONDS} s each, /usr/bin/true | launches/s | p50 | p99 | CPU per launch |`,
-    '|---|---|---|---|---|',
+    `| callers, ${SECONDS} s each, /usr/bin/true | launches/s | p50 | p99 | CPU per launch | the process's, by thread: main / Temporal core / busiest other (the workflow sandbox) / the rest |`,
+    '|---|---|---|---|---|---|',
   ];
   for (const callers of CALLER_COUNTS) {
     for (let round = 1; round <= ROUNDS; round++) {
@@ -101,7 +105,7 @@ export async function benchFloor(): Promise<string[]> {
       const oursLocal = await dossier(callers, 'local');
       const at = `${callers} callers, round ${round}`;
       const ratio = (name: string, l: Load) =>
-        `| **ratio ${name} / bare Temporal, ${at}** | ${(l.rate / bare.rate).toFixed(2)} | ${(l.p50 / bare.p50).toFixed(2)} | | |`;
+        `| **ratio ${name} / bare Temporal, ${at}** | ${(l.rate / bare.rate).toFixed(2)} | ${(l.p50 / bare.p50).toFixed(2)} | | | |`;
       rows.push(
         row(`bare Temporal, ${at} (process / programs / Temporal server)`, bare),
         row(`bare Temporal with dossier's memo and search attributes, ${at}`, audited),
@@ -117,13 +121,13 @@ export async function benchFloor(): Promise<string[]> {
         rows.push(
           row(`bare Temporal on ${path.basename(serverBinary)} (DOSSIER_BENCH_FLOOR_SERVER), ${at}`, newer),
           row(`a standalone activity on the same server, ${at}`, standalone),
-          `| **ratio standalone / bare Temporal on the same server, ${at}** | ${(standalone.rate / newer.rate).toFixed(2)} | ${(standalone.p50 / newer.p50).toFixed(2)} | | |`,
+          `| **ratio standalone / bare Temporal on the same server, ${at}** | ${(standalone.rate / newer.rate).toFixed(2)} | ${(standalone.p50 / newer.p50).toFixed(2)} | | | |`,
         );
       }
       if (callers === 1) {
         const spawned = await directSpawn();
         rows.push(
-          `| direct spawn of /usr/bin/true, p50 of 50, ${at}; a fresh launch over it: dossier ${ms(ours.p50 - spawned)}, local dispatch ${ms(oursLocal.p50 - spawned)} | | ${ms(spawned)} | | |`,
+          `| direct spawn of /usr/bin/true, p50 of 50, ${at}; a fresh launch over it: dossier ${ms(ours.p50 - spawned)}, local dispatch ${ms(oursLocal.p50 - spawned)} | | ${ms(spawned)} | | | |`,
         );
       }
     }

@@ -2,7 +2,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.ts';
@@ -87,4 +87,46 @@ export function cpu(pid: number | 'self'): { own: number; children: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   const n = (i: number) => Number(fields[i - 3]) * 10;
   return { own: n(14) + n(15), children: n(16) + n(17) };
+}
+
+/** CPU time (ms) of each thread of a process, by thread id, with its name (from /proc, USER_HZ 100). */
+export function threadTimes(pid: number | 'self'): Map<number, { name: string; ms: number }> {
+  const root = `/proc/${pid}/task`;
+  const times = new Map<number, { name: string; ms: number }>();
+  for (const tid of readdirSync(root)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`${root}/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended between the listing and the read
+    }
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(') '));
+    times.set(Number(tid), { name, ms: (Number(fields[11]) + Number(fields[12])) * 10 });
+  }
+  return times;
+}
+
+/**
+ * A process's CPU between two `threadTimes` readings, split by thread: its main thread; Temporal's
+ * core (the SDK's Rust runtime: its tokio threads and the thread that hands out workflow
+ * activations); the busiest other thread (in a worker process, the workflow sandbox's V8 thread);
+ * and the rest (V8's garbage-collection and compiler helpers, libuv's pool, other worker threads).
+ */
+export function threadSplit(
+  pid: number,
+  before: Map<number, { name: string; ms: number }>,
+  after: Map<number, { name: string; ms: number }>,
+): { main: number; temporalCore: number; busiestOther: number; rest: number } {
+  const split = { main: 0, temporalCore: 0, busiestOther: 0, rest: 0 };
+  for (const [tid, { name, ms }] of after) {
+    const used = ms - (before.get(tid)?.ms ?? 0);
+    if (tid === pid) split.main += used;
+    else if (/^(tokio-runtime|workflow-proces)/.test(name)) split.temporalCore += used;
+    else if (used > split.busiestOther) {
+      split.rest += split.busiestOther;
+      split.busiestOther = used;
+    } else split.rest += used;
+  }
+  return split;
 }

@@ -25,7 +25,7 @@ import { ensureNamespace } from '../../src/temporal/setup.ts';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { resolveTemporalCli } from '../../src/dev/temporalCli.ts';
 import { freePort } from '../../tests/helpers/ports.ts';
-import { cpu, median, percentile } from '../lib.ts';
+import { cpu, median, percentile, threadSplit, threadTimes } from '../lib.ts';
 
 const [callers = 8, seconds = 15] = process.argv.slice(2, 4).map(Number);
 const variant = process.argv[4] ?? 'bare';
@@ -129,12 +129,13 @@ try {
     return latencies;
   };
   await load(3_000);
-  const before = { self: cpu('self'), temporal: cpu(server.pid!) };
+  const before = { self: cpu('self'), temporal: cpu(server.pid!), threads: threadTimes('self') };
   const t0 = performance.now();
   const latencies = await load(seconds * 1000);
   const elapsed = (performance.now() - t0) / 1000;
-  const after = { self: cpu('self'), temporal: cpu(server.pid!) };
+  const after = { self: cpu('self'), temporal: cpu(server.pid!), threads: threadTimes('self') };
   const per = (x: number) => x / latencies.length;
+  const threads = threadSplit(process.pid, before.threads, after.threads);
   console.log(
     JSON.stringify({
       rate: latencies.length / elapsed,
@@ -145,6 +146,7 @@ try {
         programs: per(after.self.children - before.self.children),
         temporal: per(after.temporal.own - before.temporal.own),
       },
+      threadMs: Object.fromEntries(Object.entries(threads).map(([k, v]) => [k, per(v)])),
     }),
   );
   worker.shutdown();
