@@ -116,7 +116,6 @@ export class Knowledge {
       },
   ) {
     const key = await this.key(caller, input, true);
-    if (key.kind === 'function' && !input.accepts) await this.mustBeFunction(caller, key);
     const {
       artifact: _a,
       function: _f,
@@ -161,23 +160,6 @@ export class Knowledge {
         'Pass `accepts` as the suggestion gave it (get_annotation, list_carried_annotations).',
       );
     return source;
-  }
-
-  /**
-   * A function annotated by address starts a function the team's analysis found, once there is
-   * one (a bundle may bring names before the binary is analysed); any other address is annotated
-   * as an address.
-   */
-  private async mustBeFunction(caller: Principal, key: AnnotationKey) {
-    const { functions } = this.stores;
-    if (await functions.at(caller.team, key.artifact, key.item)) return;
-    if (!(await functions.indexed(caller.team, key.artifact))) return;
-    throw new DossierError(
-      'not_found',
-      `Your team's analysis of ${key.artifact} found no function at ${key.item}.`,
-      `Check the address in list_functions, or annotate the address itself: set_annotation {artifact, address: "${key.item}"}.`,
-      { artifact: key.artifact, function: key.item },
-    );
   }
 
   async revert(caller: Principal, input: ItemInput & { to_revision: number; expected_revision: number }) {

@@ -63,15 +63,6 @@ export class FunctionIndexStore {
     });
   }
 
-  /** Whether any analysis of the team's has indexed the functions of an artifact. */
-  async indexed(team: string, artifact: string): Promise<boolean> {
-    const row = await this.db.get<Row>(
-      'SELECT address FROM function_identities WHERE team = ? AND artifact = ? LIMIT 1',
-      [team, artifact],
-    );
-    return row !== undefined;
-  }
-
   /** The indexed function at an address of an artifact (any profile), if it was analysed. */
   async at(team: string, artifact: string, address: string): Promise<IndexedFunction | undefined> {
     const row = await this.db.get<Row>(

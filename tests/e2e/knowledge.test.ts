@@ -251,9 +251,6 @@ describe('annotations on version 1, from two principals', () => {
     expect(
       (await refused({ artifact: v1, function: 'no_such_name', expected_revision: 0, comment: 'x' })).code,
     ).toBe('not_found');
-    // An address the team's analysis found no function at is annotated as an address, not a function.
-    const notAFunction = await refused({ artifact: v1, function: '0x1', expected_revision: 0, comment: 'x' });
-    expect(notAFunction).toMatchObject({ code: 'not_found', remediation: expect.stringMatching(/address/) });
     expect(
       (
         await refused({
