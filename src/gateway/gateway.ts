@@ -54,7 +54,10 @@ export class Gateway {
       /** What a connection lists when neither its URL nor its token chooses (DOSSIER_TOOLSETS). */
       toolsets: readonly Toolset[];
       /** Where MCP tasks and the launches behind them are kept, and the rate buckets replicas share. */
-      store: Pick<Store, 'tasks' | 'taskApprovals' | 'launches' | 'rateBuckets' | 'annotations'>;
+      store: Pick<
+        Store,
+        'tasks' | 'taskApprovals' | 'launches' | 'rateBuckets' | 'annotations' | 'functions'
+      >;
     },
   ) {
     this.limiter = deps.rateLimitPerMinute
@@ -252,15 +255,28 @@ export class Gateway {
   }
 
   /**
-   * A function the caller names by a name its team gave it (set_annotation), as list_functions
-   * shows it, is asked of the analysis by its address: the analysis, shared by every team, knows
-   * angr's names only. A name the team gave no function goes on as it is.
+   * A function the caller names by a name its team gave it on this artifact (set_annotation) is
+   * asked of the analysis by its address: the analysis, shared by every team, knows the provider's
+   * names only. A name the team gave no function goes on as it is; one that the provider also gives
+   * another function (as the team's analyses indexed it) is the caller's to tell apart.
    */
   private async teamNamedFunction(caller: Principal, input: Record<string, unknown>) {
     const ref = input.function;
-    if (typeof ref !== 'string' || typeof input.artifact !== 'string' || functionAddress(ref)) return;
-    const address = await teamFunction(this.deps.store, caller.team, input.artifact, ref);
-    if (address) input.function = address;
+    const artifact = input.artifact;
+    if (typeof ref !== 'string' || typeof artifact !== 'string' || functionAddress(ref)) return;
+    const address = await teamFunction(this.deps.store, caller.team, artifact, ref);
+    if (!address) return;
+    const others = (await this.deps.store.functions.addressesNamed(caller.team, artifact, ref)).filter(
+      (a) => a !== address,
+    );
+    if (others.length)
+      throw new DossierError(
+        'invalid_params',
+        `"${ref}" names more than one function of this artifact: your team's name for ${address}, and the analysis's for ${others.join(', ')}.`,
+        'Name the function by its address, as list_functions shows it ("0x401136").',
+        { function: ref, addresses: [address, ...others] },
+      );
+    input.function = address;
   }
 
   /**

@@ -63,6 +63,15 @@ export class FunctionIndexStore {
     });
   }
 
+  /** The addresses of an artifact's functions the provider named `name` (any profile, each once). */
+  async addressesNamed(team: string, artifact: string, name: string): Promise<string[]> {
+    const rows = await this.db.all<{ address: string }>(
+      'SELECT DISTINCT address FROM function_identities WHERE team = ? AND artifact = ? AND name = ? ORDER BY address LIMIT 16',
+      [team, artifact, name],
+    );
+    return rows.map((r) => r.address);
+  }
+
   /** The indexed function at an address of an artifact (any profile), if it was analysed. */
   async at(team: string, artifact: string, address: string): Promise<IndexedFunction | undefined> {
     const row = await this.db.get<Row>(

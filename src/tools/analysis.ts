@@ -48,7 +48,7 @@ const functionRef = z
   .min(1)
   .max(1_024)
   .describe(
-    'A function by address ("0x401136") or name, as list_functions shows it: angr\'s, or the one your team gave it (set_annotation).',
+    'A function by address ("0x401136") or name: angr\'s, or one your team gave it on this artifact (set_annotation; a name carried from another build is not looked up).',
   );
 
 const collectionsOf = (fields: Record<string, [string, string[]]>) =>

@@ -478,6 +478,20 @@ describe('version 2', () => {
       wait_ms: 60_000,
     });
     expect(unnamed.error?.code ?? unnamed.status).toMatch(/not_found|failed/);
+    // A name the team gave one function and the analysis another is refused, naming both.
+    await analyse(stranger, 'list_functions', { artifact: v2, detail: 'summary' });
+    const namedMain = await annotate(stranger, {
+      artifact: v2,
+      function: sym2.get('checksum'),
+      expected_revision: 0,
+      name: 'main',
+    });
+    expect(namedMain.error).toBeUndefined();
+    const ambiguous = await call(stranger, 'get_call_graph', { artifact: v2, function: 'main' });
+    expect(ambiguous.error).toMatchObject({
+      code: 'invalid_params',
+      details: { addresses: [sym2.get('checksum'), sym2.get('main')] },
+    });
   }, 300_000);
 
   it('another team sees none of it', async () => {
