@@ -58,6 +58,10 @@ describe('views', () => {
     // One row is always kept; a page that fits is left as it is, saying nothing of the budget.
     expect(fitPage(view, () => false).rows).toHaveLength(1);
     expect(fitPage(view, () => true).coverage).not.toHaveProperty('limited_by');
+    const one = { ...view, rows: rows.slice(0, 1), coverage: coverage(0, 1, 10, 10) };
+    expect(fitPage(one, () => false)).toBe(one);
+    const none = { ...view, rows: [], coverage: coverage(0, 0, 0, 0) };
+    expect(fitPage(none, () => false).coverage).toEqual(coverage(0, 0, 0, 0));
     for (let most = 1; most <= 8; most++)
       expect(fitPage(view, (v) => v.rows.length <= most).rows).toHaveLength(most);
   });

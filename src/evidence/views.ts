@@ -170,7 +170,8 @@ export function coverage(offset: number, returned: number, matched: number, tota
  * coverage says the budget, not the data, ended the page.
  */
 export function fitPage(view: PageView, fits: (v: PageView) => boolean): PageView {
-  if (fits(view)) return view;
+  // One row, or none, is as small as a page gets: nothing to cut, and nothing said of cutting.
+  if (view.rows.length <= 1 || fits(view)) return view;
   const cut = (keep: number): PageView => ({
     ...view,
     rows: view.rows.slice(0, keep),

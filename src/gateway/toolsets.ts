@@ -15,10 +15,21 @@ export interface ToolsetChoice {
    * Absent where there is no session to change (the stateless era).
    */
   enable?(toolsets: readonly Toolset[]): Promise<void>;
+  /** How the connection came: over stdio there is no URL to choose by, only the server's setting. */
+  readonly transport?: 'http' | 'stdio';
 }
 
 /** A choice nothing can change: the stateless era, or a caller outside MCP. */
-export const fixedChoice = (listed: readonly Toolset[]): ToolsetChoice => ({ listed });
+export const fixedChoice = (listed: readonly Toolset[], transport?: 'http' | 'stdio'): ToolsetChoice => ({
+  listed,
+  ...(transport ? { transport } : {}),
+});
+
+/** What lists `toolsets` on a connection made anew: its URL over HTTP, the setting over stdio. */
+const reachFor = (choice: ToolsetChoice, toolsets: readonly Toolset[]) =>
+  choice.transport === 'stdio'
+    ? `start \`dossier mcp --stdio\` with DOSSIER_TOOLSETS=${toolsets.length === TOOLSET_NAMES.length ? 'all' : toolsets.join(',')}`
+    : `connect to ${urlFor(toolsets)}`;
 
 const line = (name: string) => {
   const c = CATALOG.find((t) => t.name === name)!;
@@ -44,7 +55,9 @@ export function describeToolsets(choice: ToolsetChoice) {
     })),
     reach:
       `Any tool is callable by name, listed or not. ${choice.enable ? 'enable_toolsets lists more in this session; ' : ''}` +
-      'the endpoint /mcp?toolsets=a,b (or all) chooses per connection.',
+      (choice.transport === 'stdio'
+        ? 'DOSSIER_TOOLSETS=a,b (or all) chooses for a stdio server.'
+        : 'the endpoint /mcp?toolsets=a,b (or all) chooses per connection.'),
   };
 }
 
@@ -78,16 +91,17 @@ export async function enableToolsets(choice: ToolsetChoice, requested: readonly 
       bytes += size;
     } else left.push(set);
   }
-  const base = `This connection has no session, so its list cannot change. Call these tools by name (their definitions are below), or connect to ${urlFor(all)} to list them.`;
+  const reach = reachFor(choice, all);
+  const base = `This connection has no session, so its list cannot change. Call these tools by name (their definitions are below), or ${reach} to list them.`;
   return {
     enabled: [],
     listed: [...choice.listed],
-    url: urlFor(all),
+    ...(choice.transport === 'stdio' ? {} : { url: urlFor(all) }),
     note: !left.length
       ? base
       : given.length
         ? `${base} The definitions of ${left.join(', ')} did not fit in this reply as well: ask enable_toolsets for ${left.length > 1 ? 'them, a few at a time' : 'it'} next.`
-        : `This connection has no session, so its list cannot change, and the definitions of ${left.join(', ')} are more than one reply carries: connect to ${urlFor(all)} to list them.`,
+        : `This connection has no session, so its list cannot change, and the definitions of ${left.join(', ')} are more than one reply carries: ${reach} to list them.`,
     tools: listTools(given),
     ...(left.length ? { not_included: left.map((set) => ({ toolset: set, tools: toolsOf(set) })) } : {}),
   };

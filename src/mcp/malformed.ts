@@ -20,7 +20,11 @@ type MakeError = (code: number, message: string, data?: unknown) => Error;
  */
 export function malformedAsInvalidParams(server: object, makeError: MakeError): void {
   const handlers = (server as { _requestHandlers?: Map<string, Handler> })._requestHandlers;
-  if (!(handlers instanceof Map)) throw new Error('the MCP SDK keeps its request handlers elsewhere now');
+  if (!(handlers instanceof Map)) {
+    // An SDK that keeps them elsewhere still serves every request: only this error's code is lost.
+    warnOnce();
+    return;
+  }
   for (const [method, handler] of handlers) {
     handlers.set(method, async (request, extra) => {
       try {
@@ -37,6 +41,15 @@ export function malformedAsInvalidParams(server: object, makeError: MakeError): 
       }
     });
   }
+}
+
+let warned = false;
+function warnOnce() {
+  if (warned) return;
+  warned = true;
+  console.warn(
+    'dossier: this MCP SDK keeps its request handlers elsewhere; malformed requests answer -32603',
+  );
 }
 
 /** A schema's refusal without a JSON-RPC code: zod's error (SDK v1), or its issues as JSON text (v2). */

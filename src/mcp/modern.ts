@@ -90,8 +90,9 @@ function principalOf(ctx: ServerContext): Principal | undefined {
 
 /** The toolsets http.ts chose for this request (its URL, the token, the server), fixed: no session to grow. */
 function toolsetsOf(gateway: Gateway, ctx: ServerContext): ToolsetChoice {
-  const chosen = ctx.http?.authInfo?.extra?.toolsets as readonly Toolset[] | undefined;
-  return fixedChoice(chosen ?? gateway.defaultToolsets);
+  const extra = ctx.http?.authInfo?.extra;
+  const chosen = extra?.toolsets as readonly Toolset[] | undefined;
+  return fixedChoice(chosen ?? gateway.defaultToolsets, extra?.transport === 'stdio' ? 'stdio' : 'http');
 }
 
 const who = (p: Principal | undefined) => (p ? `${p.team}\0${p.principal}` : '');

@@ -20,10 +20,10 @@ export async function serveStdio(gateway: Gateway, principal: Principal, keys: P
   // There is no HTTP request to authenticate: the token's principal is every message's auth info,
   // as http.ts gives it to a stateless request.
   const authInfo = {
-    token: 'stdio',
+    token: 'redacted',
     clientId: principal.principal,
-    scopes: [],
-    extra: { principal, toolsets: listed },
+    scopes: [principal.role],
+    extra: { principal, toolsets: listed, transport: 'stdio' },
   };
   const handle = serveEitherEra(
     ({ era }) => {

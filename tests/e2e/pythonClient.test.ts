@@ -120,6 +120,13 @@ describe('the Python MCP SDK 2.3.0 over stdio (dossier mcp --stdio)', () => {
       expect(out.whoami).toMatchObject({ principal: 'local', team: 'local' });
       expect(out.capture).toMatchObject({ status: 'succeeded', launch: { attached: false } });
       expect(out.retry).toMatchObject({ evidence_id: out.capture.evidence_id, launch: { attached: true } });
+      // A session grows its list; without one, the reply says how a stdio server lists more (no URL).
+      if (spoken === '2025-11-25') expect(out.enable).toMatchObject({ enabled: ['devices'] });
+      else {
+        expect(out.enable).toMatchObject({ enabled: [], note: expect.stringContaining('DOSSIER_TOOLSETS=') });
+        expect(out.enable).not.toHaveProperty('url');
+        expect(out.enable.tools.map((tool: { name: string }) => tool.name)).toContain('register_device');
+      }
     },
     300_000,
   );

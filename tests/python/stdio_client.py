@@ -26,6 +26,8 @@ async def main() -> None:
         key = {"executable": "/usr/bin/true", "idempotency_key": f"{prefix}-true"}
         out["capture"] = (await client.call_tool("capture_process_scenario", key)).structured_content
         out["retry"] = (await client.call_tool("capture_process_scenario", key)).structured_content
+        enabled = await client.call_tool("enable_toolsets", {"toolsets": ["devices"]})
+        out["enable"] = enabled.structured_content
     print(json.dumps(out, default=str))
 
 
