@@ -182,6 +182,7 @@ export async function sustainedOn(
     temporal: temporalPid ? cpu(temporalPid) : undefined,
     callers: cpu('self'),
     threads: threadTimes(pid),
+    own: cpu(pid).own,
   };
   const t0 = performance.now();
   const deadline = t0 + seconds * 1000;
@@ -205,6 +206,7 @@ export async function sustainedOn(
     temporal: temporalPid ? cpu(temporalPid) : undefined,
     callers: cpu('self'),
     threads: threadTimes(pid),
+    own: cpu(pid).own,
   };
   await Promise.all(clients.map((c) => c.close()));
   const per = (x: number) => x / latencies.length;
@@ -221,7 +223,9 @@ export async function sustainedOn(
     },
     // The dossier process's share by thread (its launcher, counted above, is a process of its own).
     threadMs: Object.fromEntries(
-      Object.entries(threadSplit(pid, before.threads, after.threads)).map(([k, v]) => [k, per(v)]),
+      Object.entries(threadSplit(pid, before.threads, after.threads, after.own - before.own)).map(
+        ([k, v]) => [k, per(v)],
+      ),
     ),
   };
 }

@@ -93,7 +93,7 @@ const row = (name: string, l: Load) =>
 export async function benchFloor(): Promise<string[]> {
   const serverBinary = await resolveServer();
   const rows = [
-    `| callers, ${SECONDS} s each, /usr/bin/true | launches/s | p50 | p99 | CPU per launch | the process's, by thread: main / Temporal core / busiest other (the workflow sandbox) / the rest |`,
+    `| callers, ${SECONDS} s each, /usr/bin/true | launches/s | p50 | p99 | CPU per launch | the process's, by thread: main / Temporal core / busiest other (the workflow sandbox) / the rest / threads that ended |`,
     '|---|---|---|---|---|---|',
   ];
   for (const callers of CALLER_COUNTS) {

@@ -111,14 +111,17 @@ export function threadTimes(pid: number | 'self'): Map<number, { name: string; m
  * A process's CPU between two `threadTimes` readings, split by thread: its main thread; Temporal's
  * core (the SDK's Rust runtime: its tokio threads and the thread that hands out workflow
  * activations); the busiest other thread (in a worker process, the workflow sandbox's V8 thread);
- * and the rest (V8's garbage-collection and compiler helpers, libuv's pool, other worker threads).
+ * the rest (V8's garbage-collection and compiler helpers, libuv's pool, other worker threads); and
+ * threads that ended between the readings, which no listing shows: the process's own CPU over the
+ * same time (`processMs`) less the others.
  */
 export function threadSplit(
   pid: number,
   before: Map<number, { name: string; ms: number }>,
   after: Map<number, { name: string; ms: number }>,
-): { main: number; temporalCore: number; busiestOther: number; rest: number } {
-  const split = { main: 0, temporalCore: 0, busiestOther: 0, rest: 0 };
+  processMs: number,
+): { main: number; temporalCore: number; busiestOther: number; rest: number; ended: number } {
+  const split = { main: 0, temporalCore: 0, busiestOther: 0, rest: 0, ended: 0 };
   for (const [tid, { name, ms }] of after) {
     const used = ms - (before.get(tid)?.ms ?? 0);
     if (tid === pid) split.main += used;
@@ -128,5 +131,6 @@ export function threadSplit(
       split.busiestOther = used;
     } else split.rest += used;
   }
+  split.ended = Math.max(0, processMs - split.main - split.temporalCore - split.busiestOther - split.rest);
   return split;
 }

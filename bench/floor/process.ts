@@ -135,7 +135,7 @@ try {
   const elapsed = (performance.now() - t0) / 1000;
   const after = { self: cpu('self'), temporal: cpu(server.pid!), threads: threadTimes('self') };
   const per = (x: number) => x / latencies.length;
-  const threads = threadSplit(process.pid, before.threads, after.threads);
+  const threads = threadSplit(process.pid, before.threads, after.threads, after.self.own - before.self.own);
   console.log(
     JSON.stringify({
       rate: latencies.length / elapsed,

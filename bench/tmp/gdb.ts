@@ -1,0 +1,15 @@
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { freshLaunches, startProduct, sustained } from '../breakdown.ts';
+const stack = await startProduct({});
+await freshLaunches(stack, 'warm', 20);
+writeFileSync('/tmp/gdb.cmds', 'set pagination off\ncatch syscall clone3\ncommands\nbt 40\ninfo threads\ncontinue\nend\ncontinue\n');
+const load = sustained(stack, 4, 4, 'load');
+await new Promise((r) => setTimeout(r, 1500));
+const g = spawn('timeout', ['-s', 'INT', '3', 'gdb', '-q', '-batch', '-x', '/tmp/gdb.cmds', '-p', String(stack.pid)], { stdio: ['ignore', 'pipe', 'pipe'] });
+let out = '';
+g.stdout.on('data', (d) => (out += d));
+await new Promise((r) => g.once('exit', r));
+writeFileSync('/tmp/gdb.out', out);
+await load.catch(() => undefined);
+await stack.stop();

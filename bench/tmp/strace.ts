@@ -1,0 +1,11 @@
+import { spawn } from 'node:child_process';
+import { freshLaunches, startProduct, sustained } from '../breakdown.ts';
+const stack = await startProduct({});
+await freshLaunches(stack, 'warm', 20);
+const tracer = spawn('strace', (process.env.STRACE_ARGS ?? '-c').split(' ').concat(['-f', '-p', String(stack.pid), '-o', '/tmp/strace-c.txt']), { stdio: 'inherit' });
+await new Promise((r) => setTimeout(r, 1000));
+const r = await sustained(stack, 8, 10, 'load');
+tracer.kill('SIGINT');
+await new Promise((r) => tracer.once('exit', r));
+console.log('launches', Math.round(r.rate * 10));
+await stack.stop();
