@@ -101,6 +101,16 @@ describe.each(BACKENDS)('bad input on %s', (backend) => {
     });
   });
 
+  it('an argument a tool does not take is named, with the one it looks like', async () => {
+    const reply = await call(client, 'get_device', { device_id: 'bench-1' });
+    expect(reply.error).toMatchObject({ code: 'invalid_params' });
+    expect(reply.error.message).toMatch(/did you mean "device_id" → "device"\?/);
+    const typo = await call(client, 'list_evidence', { limt: 5 });
+    expect(typo.error.message).toMatch(/"limt" → "limit"/);
+    const unlike = await call(client, 'whoami', { zzz: 1 });
+    expect(unlike.error.message).not.toMatch(/did you mean/);
+  });
+
   it('pages past the end of a collection are empty, however far; offsets beyond the bound are invalid_params', async () => {
     const seq = await call(client, 'capture_process_scenario', {
       executable: '/usr/bin/seq',
