@@ -13,6 +13,7 @@ import { ApprovalRequired, approveLaunch, type AskHuman } from './approval.ts';
 import type { CallResult } from './callResult.ts';
 import { TaskService } from './tasks.ts';
 import { refuseViewer } from './roles.ts';
+import { meant } from './meant.ts';
 import { functionAddress, teamFunction } from './knowledge.ts';
 import type { Store } from '../store/store.ts';
 import type { Config } from '../config.ts';
@@ -365,33 +366,6 @@ function parseInput(contract: ToolContract, args: unknown): Record<string, unkno
     `Fix the named fields and call again; the input schema, with every default and limit, is in tools/list once its toolset is listed (enable_toolsets {"toolsets": ["${contract.toolset}"]} lists it, or gives it on a connection without a session). Nothing was run.`,
     { issues },
   );
-}
-
-/**
- * For arguments a tool does not take, the fields it does take that they most look like
- * (`device_id` → `device`): one containing the other, or at most two edits apart.
- */
-function meant(unknown: readonly PropertyKey[], fields: readonly string[]): string {
-  const guesses = unknown.flatMap((key) => {
-    const k = String(key).toLowerCase();
-    const contains = (long: string, short: string) => short.length >= 3 && long.includes(short);
-    const near = fields.find((f) => contains(k, f) || contains(f, k) || editDistance(k, f) <= 2);
-    return near ? [`"${String(key)}" → "${near}"`] : [];
-  });
-  return guesses.length ? ` (did you mean ${guesses.join(', ')}?)` : '';
-}
-
-/** Levenshtein distance, for the short names of a tool's fields. */
-function editDistance(a: string, b: string): number {
-  if (Math.abs(a.length - b.length) > 2 || a.length > 64 || b.length > 64) return 3;
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++)
-      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    row = next;
-  }
-  return row[b.length]!;
 }
 
 function authorize(caller: Principal, contract: ToolContract) {
