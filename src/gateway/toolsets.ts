@@ -65,7 +65,11 @@ export function describeToolsets(choice: ToolsetChoice) {
 export async function enableToolsets(choice: ToolsetChoice, requested: readonly string[]) {
   const wanted = requested.includes('all') ? [...TOOLSET_NAMES] : normalizeToolsets(requested);
   const before = new Set(choice.listed);
-  const added = wanted.filter((t) => !before.has(t));
+  // In the order asked: where one reply cannot carry every definition, the first asked come first.
+  const asked = requested.includes('all')
+    ? []
+    : requested.filter((t): t is Toolset => wanted.includes(t as Toolset));
+  const added = [...new Set([...asked, ...wanted])].filter((t) => !before.has(t));
   const all = normalizeToolsets([...choice.listed, ...wanted]);
   if (choice.enable) {
     if (added.length) await choice.enable(all);

@@ -39,7 +39,7 @@ const KEYS =
   'Every tool with effects needs an idempotency_key: choose one per intended effect, and after any failure retry with the same key and arguments.';
 
 const TOOLSETS_HINT =
-  'A tool named here that your tool list lacks belongs to a toolset this connection does not list: enable_toolsets lists it (list_toolsets shows which), and any tool is callable by name.';
+  'A tool named here that your tool list lacks belongs to a toolset this connection does not list: enable_toolsets lists it in a session, or gives its definitions where there is none (list_toolsets shows which), and any tool is callable by name.';
 
 export const PROMPTS: PromptSpec[] = [
   {
@@ -75,7 +75,7 @@ export const PROMPTS: PromptSpec[] = [
       { name: 'start_with_tool', description: 'A tool to start with.', required: false, completes: 'tool' },
     ],
     steps: [
-      'Check the target with list_artifacts; if it is an archive or a firmware image, unpack it with extract_artifact or extract_firmware and read the manifest with inspect_analysis_view (collection "entries").',
+      'Check the target with list_artifacts (a file not there yet is registered with register_artifact {path}, or uploaded: npx dossier upload FILE); if it is an archive or a firmware image, unpack it with extract_artifact or extract_firmware and read the manifest with inspect_analysis_view (collection "entries").',
       'Look at the binary with inspect_binary (format, architecture, imports), then find the feature’s strings with find_strings (contains) and trace them with trace_feature: its references say which procedure owns each (found, not_found, unavailable).',
       'Follow the owning procedures with get_call_graph and read them with decompile_function; list_functions names the rest.',
       'Confirm at run time where it matters: capture_process_scenario (trace_syscalls: true) where the feature is exercised, or observe_native_calls for library calls.',

@@ -234,5 +234,16 @@ describe('the stateless era (2026-07-28)', () => {
     expect(next.body.result!.structuredContent.tools.map((x: Tool) => x.name)).toEqual(
       namesOf(reply.not_included[0].toolset),
     );
+    // Toolsets asked by name come in the order asked: the first is never the one left out.
+    const ordered = await ask(t.url, t.token, 'tools/call', {
+      name: 'enable_toolsets',
+      arguments: { toolsets: ['knowledge', 'capture', 'extraction'] },
+    });
+    const orderedReply = ordered.body.result!.structuredContent;
+    const givenNames = orderedReply.tools.map((x: Tool) => x.name);
+    expect(givenNames).toEqual(expect.arrayContaining(namesOf('knowledge')));
+    expect((orderedReply.not_included ?? []).map((n: { toolset: string }) => n.toolset)).not.toContain(
+      'knowledge',
+    );
   });
 });
