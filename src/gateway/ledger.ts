@@ -36,11 +36,12 @@ type Fits = (value: Record<string, unknown>) => boolean;
 
 /**
  * An Evidence record as a list shows it: without its parameters (a launch's whole input, which may
- * be larger than a reply; parameters_digest stays, and get_evidence shows them).
+ * be larger than a reply; parameters_digest stays) and its limitations (an analysis's are most of
+ * its record), counted instead. get_evidence shows both.
  */
-function listed(record: EvidenceRecord): Omit<EvidenceRecord, 'parameters'> {
-  const { parameters: _parameters, ...rest } = record;
-  return rest;
+function listed(record: EvidenceRecord) {
+  const { parameters: _parameters, limitations, ...rest } = record;
+  return { ...rest, limitations_count: limitations.length };
 }
 
 /** How many characters of a long string get_evidence keeps when a record's parameters do not fit. */

@@ -95,7 +95,7 @@ export const listEvidence = defineTool({
   name: 'list_evidence',
   title: 'List Evidence',
   description:
-    "Your team's retained Evidence records, newest first, by tool, investigation or launch workflow; each without its parameters (get_evidence shows them).",
+    "Your team's retained Evidence records, newest first, by tool, investigation or launch workflow; each without its parameters and with its limitations counted (get_evidence shows both).",
   input: z.strictObject({
     tool: z.string().max(64).optional(),
     investigation: investigation.optional(),

@@ -152,6 +152,11 @@ describe('malformed requests and other teams', () => {
     const launch = await call(client, 'get_launch', { idempotency_key: 'seq-3' });
     const byLaunch = await call(client, 'list_evidence', { workflow_id: launch.launch.workflow_id });
     expect(byLaunch.evidence.map((e: Reply) => e.evidence_id)).toEqual([launch.evidence_id]);
+    // A list counts a record's limitations; get_evidence has them, and the parameters.
+    const whole = (await call(client, 'get_evidence', { evidence_id: launch.evidence_id })).evidence;
+    expect(byLaunch.evidence[0]).toMatchObject({ limitations_count: whole.limitations.length });
+    expect(byLaunch.evidence[0]).not.toHaveProperty('limitations');
+    expect(byLaunch.evidence[0]).not.toHaveProperty('parameters');
     const byTool = await call(client, 'list_evidence', { tool: 'capture_process_scenario', limit: 2 });
     expect(byTool.evidence).toHaveLength(2);
     expect(byTool.next_cursor).toEqual(expect.any(String));
