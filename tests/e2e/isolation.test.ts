@@ -135,6 +135,43 @@ describe('what a launched program can reach', () => {
   });
 });
 
+describe('what a traced program leaves for its tracer', () => {
+  it('a link it puts in place of its trace never reads a host file into its Evidence, and a FIFO never holds the worker', async () => {
+    // A host file the program cannot see, but the worker, reading the trace as root, could.
+    const hostSecret = path.join(work, 'host-secret.txt');
+    const token = `dsr_${sha('not for mallory').slice(0, 32)}`;
+    writeFileSync(hostSecret, `${token}\n`, { mode: 0o600 });
+    const linked = await call(mallory, 'capture_process_scenario', {
+      executable: '/usr/bin/sh',
+      args: ['-c', `rm -f /trace/trace.txt; ln -s ${hostSecret} /trace/trace.txt`],
+      trace_syscalls: true,
+      idempotency_key: 'trace-link',
+    });
+    expect(linked.status, JSON.stringify(linked.error)).toBe('succeeded');
+    const evidence = (await call(mallory, 'get_evidence', { evidence_id: linked.evidence_id })).evidence;
+    expect(evidence.limitations.join(' ')).toMatch(/trace\.txt.*not read/);
+    expect(evidence.collections.events?.rows ?? 0).toBe(0);
+    expect(JSON.stringify(await rows(mallory, linked.evidence_id, 'files'))).not.toContain(token);
+
+    const started = Date.now();
+    const fifo = await call(mallory, 'capture_process_scenario', {
+      executable: '/usr/bin/sh',
+      args: ['-c', 'rm -f /trace/trace.txt; mkfifo -m 666 /trace/trace.txt'],
+      trace_syscalls: true,
+      timeout_ms: 5_000,
+      idempotency_key: 'trace-fifo',
+    });
+    expect(fifo.status, JSON.stringify(fifo.error)).toBe('succeeded');
+    expect(Date.now() - started).toBeLessThan(30_000);
+    // The worker still runs another team's launch at once.
+    const next = await call(alice, 'capture_process_scenario', {
+      executable: '/usr/bin/true',
+      idempotency_key: 'after-fifo',
+    });
+    expect(next.status).toBe('succeeded');
+  });
+});
+
 describe('artifacts are immutable and verified', () => {
   it('a changed artifact store file is refused with integrity_error and nothing runs; registering the content again heals it', async () => {
     const script = path.join(roots, 'hello.sh');

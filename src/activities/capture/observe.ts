@@ -1,10 +1,9 @@
 // What a capture observes besides output: strace events and the files the
 // process left in its workspace, each bounded, each a collection of rows.
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
-import { lstat, readdir, readlink } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, open, readdir, readlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 
 export interface SyscallEvent {
   seq: number;
@@ -75,24 +74,77 @@ export function readStrace(file: string, max: number) {
   return readTrace(file, max, parseStraceLine);
 }
 
+/** Why a file the program could write was not read (it is not what its tracer writes). */
+export const NOT_REGULAR =
+  'the program replaced it with something other than a regular file (a link, a FIFO or a device), so it was not read';
+
+/**
+ * Opens a file in a folder the sandboxed program could write (its tracer's output, its workspace)
+ * as the worker, which may be root: a regular file only, never through a link (a link to a host
+ * file would read that file into the team's Evidence), never waiting on a FIFO. Undefined when the
+ * file is absent; NOT_REGULAR when it is anything but a regular file.
+ */
+export async function openWritten(file: string): Promise<FileHandle | typeof NOT_REGULAR | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await open(
+      file,
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY,
+    );
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP' || code === 'ENXIO') return NOT_REGULAR;
+    throw err;
+  }
+  if ((await handle.stat()).isFile()) return handle;
+  await handle.close();
+  return NOT_REGULAR;
+}
+
+/** The longest line of a tracer's output kept whole (events keep far less); the rest is cut. */
+const MAX_LINE_CHARS = 65_536;
+
+/** A file's lines, each cut to `max` characters: one line with no end cannot exhaust memory. */
+async function* boundedLines(handle: FileHandle, max: number): AsyncGenerator<string> {
+  let line = '';
+  let full = false;
+  for await (const chunk of handle.createReadStream({ encoding: 'utf8', autoClose: false })) {
+    const text = chunk as string;
+    for (let start = 0; ;) {
+      const end = text.indexOf('\n', start);
+      if (!full) {
+        line += text.slice(start, end === -1 ? text.length : end);
+        if (line.length > max) [line, full] = [line.slice(0, max), true];
+      }
+      if (end === -1) break;
+      yield line.endsWith('\r') ? line.slice(0, -1) : line;
+      [line, full, start] = ['', false, end + 1];
+    }
+  }
+  if (line) yield line;
+}
+
 /** Reads at most `max` events from a tracer's output file, one parsed row per line. */
 export async function readTrace<E>(
   file: string,
   max: number,
   parse: (line: string, seq: number) => E,
-): Promise<{ events: E[]; truncated: boolean }> {
+): Promise<{ events: E[]; truncated: boolean; unread?: string }> {
   const events: E[] = [];
-  if (!existsSync(file)) return { events, truncated: false };
-  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
-  for await (const line of lines) {
-    if (!line) continue;
-    if (events.length >= max) {
-      lines.close();
-      return { events, truncated: true };
+  const handle = await openWritten(file);
+  if (handle === undefined) return { events, truncated: false };
+  if (handle === NOT_REGULAR) return { events, truncated: false, unread: NOT_REGULAR };
+  try {
+    for await (const line of boundedLines(handle, MAX_LINE_CHARS)) {
+      if (!line) continue;
+      if (events.length >= max) return { events, truncated: true };
+      events.push(parse(line, events.length));
     }
-    events.push(parse(line, events.length));
+    return { events, truncated: false };
+  } finally {
+    await handle.close();
   }
-  return { events, truncated: false };
 }
 
 /**
@@ -103,19 +155,23 @@ export async function readTrace<E>(
 export async function tracedExit(
   file: string,
 ): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
-  if (!existsSync(file)) return undefined;
+  const handle = await openWritten(file);
+  if (handle === undefined || handle === NOT_REGULAR) return undefined;
   let root: string | undefined;
   let ended: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
-  for await (const line of lines) {
-    const pid = /^(\d+)\s/.exec(line)?.[1];
-    if (!pid) continue;
-    root ??= pid;
-    if (pid !== root) continue;
-    const exited = /^\d+\s+\+\+\+ exited \(status (\d+)\) \+\+\+$/.exec(line);
-    const killed = /^\d+\s+\+\+\+ killed by (SIG[A-Z0-9]+)/.exec(line);
-    if (exited) ended = { code: Number(exited[1]), signal: null };
-    else if (killed) ended = { code: null, signal: killed[1] as NodeJS.Signals };
+  try {
+    for await (const line of boundedLines(handle, MAX_LINE_CHARS)) {
+      const pid = /^(\d+)\s/.exec(line)?.[1];
+      if (!pid) continue;
+      root ??= pid;
+      if (pid !== root) continue;
+      const exited = /^\d+\s+\+\+\+ exited \(status (\d+)\) \+\+\+$/.exec(line);
+      const killed = /^\d+\s+\+\+\+ killed by (SIG[A-Z0-9]+)/.exec(line);
+      if (exited) ended = { code: Number(exited[1]), signal: null };
+      else if (killed) ended = { code: null, signal: killed[1] as NodeJS.Signals };
+    }
+  } finally {
+    await handle.close();
   }
   return ended;
 }
@@ -151,10 +207,16 @@ export async function listTree(
         if (!(await walk(full))) return false;
       } else if (info.isFile()) {
         let sha256: string | null = null;
-        if (info.size <= budget) {
+        const handle = info.size <= budget ? await openWritten(full) : undefined;
+        if (handle && handle !== NOT_REGULAR) {
           budget -= info.size;
           const hash = createHash('sha256');
-          for await (const chunk of createReadStream(full)) hash.update(chunk as Buffer);
+          try {
+            for await (const chunk of handle.createReadStream({ autoClose: false }))
+              hash.update(chunk as Buffer);
+          } finally {
+            await handle.close();
+          }
           sha256 = hash.digest('hex');
         } else unhashed++;
         files.push({ path: rel, type: 'file', size: info.size, sha256, link_target: null });

@@ -69,7 +69,7 @@ export interface CaptureFacts extends CaptureRan {
   sandboxFacts: SandboxedProcess['facts'];
   commandLine: string[];
   status: { signal: string | null; inferred: boolean };
-  trace: { events: unknown[]; truncated: boolean } | undefined;
+  trace: { events: unknown[]; truncated: boolean; unread?: string } | undefined;
   tree: Awaited<ReturnType<typeof listTree>>;
   traced: Awaited<ReturnType<typeof tracedExit>>;
 }
@@ -102,6 +102,8 @@ function captureLimitations(f: CaptureFacts): string[] {
       `the sandbox reports a program killed by signal N as exit status 128+N: exit status ${exit.code} is read as ${status.signal} (a program that exits with ${exit.code} itself reads the same)`,
     );
   if (trace?.truncated) limitations.push(`${tracer} events were capped at max_events=${input.max_events}`);
+  if (trace?.unread)
+    limitations.push(`${tracer}'s output (${SANDBOX_PATHS.trace}/trace.txt): ${trace.unread}`);
   if (tracer === 'ltrace' && !exit.error)
     limitations.push(
       traced
