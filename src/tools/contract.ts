@@ -158,7 +158,12 @@ export function bounded(bound: NamedBound, description: string) {
     .min(bound.min ?? 0)
     .max(bound.max)
     .default(bound.default)
-    .describe(`${description} (${bound.unit})`);
+    .describe(saysUnit(description, bound.unit) ? description : `${description} (${bound.unit})`);
+}
+
+/** Whether a description already names its bound's unit ("Bytes kept of each match"): said once. */
+function saysUnit(description: string, unit: string): boolean {
+  return description.toLowerCase().includes(unit.replace(/ \([^)]*\)$/, '').toLowerCase());
 }
 
 /** The page size of every list tool (list_launches, list_evidence, list_unknowns, list_artifacts). */

@@ -89,9 +89,10 @@ export function unblobFamilies(): UnblobFamily[] {
 /** One sentence for a tool description: every format, by reader. */
 export function formatsSentence(): string {
   const own = DOSSIER_READERS.map((r) => r.title).join(', ');
-  const unblob = unblobFamilies()
-    .map((f) => f.titles[0]!.replace(/ \((v?\d|new|legacy|LE)[^)]*\)$/, ''))
-    .join(', ');
+  // Each name once: two families may read the same way once their versions are left out (ELF).
+  const unblob = [
+    ...new Set(unblobFamilies().map((f) => f.titles[0]!.replace(/ \((v?\d|new|legacy|LE)[^)]*\)$/, ''))),
+  ].join(', ');
   return `dossier's own readers: ${own}; unblob ${UNBLOB_VERSION} (in the sandbox, its output through the same checked writer): ${unblob}, and inside what it unpacks every format it knows`;
 }
 
