@@ -143,7 +143,10 @@ describe('what a traced program leaves for its tracer', () => {
     writeFileSync(hostSecret, `${token}\n`, { mode: 0o600 });
     const linked = await call(mallory, 'capture_process_scenario', {
       executable: '/usr/bin/sh',
-      args: ['-c', `rm -f /trace/trace.txt; ln -s ${hostSecret} /trace/trace.txt`],
+      args: [
+        '-c',
+        `chmod 777 /workspace /trace; rm -f /trace/trace.txt; ln -s ${hostSecret} /trace/trace.txt`,
+      ],
       trace_syscalls: true,
       idempotency_key: 'trace-link',
     });
@@ -152,6 +155,17 @@ describe('what a traced program leaves for its tracer', () => {
     expect(evidence.limitations.join(' ')).toMatch(/trace\.txt.*not read/);
     expect(evidence.collections.events?.rows ?? 0).toBe(0);
     expect(JSON.stringify(await rows(mallory, linked.evidence_id, 'files'))).not.toContain(token);
+    // The folders it opened to everyone are the worker's alone again once it has ended.
+    const root = path.join(t.home, 'workspaces');
+    const folders = readdirSync(root).flatMap((l) =>
+      readdirSync(path.join(root, l)).map((w) => path.join(root, l, w)),
+    );
+    expect(folders.some((f) => f.endsWith('.trace'))).toBe(true);
+    for (const folder of folders) {
+      const info = statSync(folder);
+      if (!info.isDirectory()) continue; // the workspaces' own markers (".done")
+      expect([folder, info.mode & 0o777, info.uid]).toEqual([folder, 0o700, process.getuid?.() ?? 0]);
+    }
 
     const started = Date.now();
     const fifo = await call(mallory, 'capture_process_scenario', {

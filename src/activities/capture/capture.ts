@@ -194,8 +194,12 @@ async function superviseRun(
     child.once('close', () => resolve());
     setTimeout(resolve, 1_000).unref();
   });
-  // The uid is given back: nothing of it may reach the workspace any more.
-  await chown(ctx.workspace, process.getuid?.() ?? 0, process.getgid?.() ?? 0).catch(() => undefined);
+  // The uid is given back: nothing of it may reach the workspace, or its tracer's folder, any more.
+  // (Its mode too: the program owned the folder, so it could have opened it to everyone.)
+  for (const folder of [ctx.workspace, `${ctx.workspace}.trace`]) {
+    await chown(folder, process.getuid?.() ?? 0, process.getgid?.() ?? 0).catch(() => undefined);
+    await chmod(folder, 0o700).catch(() => undefined);
+  }
 
   return { startedAt, durationMs, exit, ending, unmeasured, strays, stdout, stderr };
 }
