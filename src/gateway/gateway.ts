@@ -54,7 +54,10 @@ export class Gateway {
       approval?: Config['approval'];
       /** What a connection lists when neither its URL nor its token chooses (DOSSIER_TOOLSETS). */
       toolsets: readonly Toolset[];
-      /** Where MCP tasks and the launches behind them are kept, and the rate buckets replicas share. */
+      /**
+       * Where MCP tasks and the launches behind them are kept, the rate buckets replicas share, and
+       * the team's names of functions and the functions its analyses indexed (a function by name).
+       */
       store: Pick<
         Store,
         'tasks' | 'taskApprovals' | 'launches' | 'rateBuckets' | 'annotations' | 'functions'
