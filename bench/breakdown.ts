@@ -177,13 +177,14 @@ export async function sustainedOn(
   };
   // The callers are MCP clients in this process, sharing the machine's cores with what they measure
   // (the bare floor's callers are in its own process, counted there).
-  const before = {
+  const reading = () => ({
     self: both(),
     temporal: temporalPid ? cpu(temporalPid) : undefined,
     callers: cpu('self'),
     threads: threadTimes(pid),
     own: cpu(pid).own,
-  };
+  });
+  const before = reading();
   const t0 = performance.now();
   const deadline = t0 + seconds * 1000;
   await Promise.all(
@@ -201,13 +202,7 @@ export async function sustainedOn(
     }),
   );
   const elapsed = (performance.now() - t0) / 1000;
-  const after = {
-    self: both(),
-    temporal: temporalPid ? cpu(temporalPid) : undefined,
-    callers: cpu('self'),
-    threads: threadTimes(pid),
-    own: cpu(pid).own,
-  };
+  const after = reading();
   await Promise.all(clients.map((c) => c.close()));
   const per = (x: number) => x / latencies.length;
   return {

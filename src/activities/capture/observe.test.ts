@@ -1,19 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { scratchDir } from '../../../tests/helpers/scratch.ts';
 import { listTree, NOT_REGULAR, readStrace, tracedExit } from './observe.ts';
 
-const dirs: string[] = [];
-const scratch = () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'dossier-observe-'));
-  dirs.push(dir);
-  return dir;
-};
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const root = scratchDir('observe');
+const scratch = () => mkdtempSync(path.join(root, 'case-'));
 
 describe('reading what a sandboxed program could write', () => {
   it('reads a tracer output file line by line, CRLF or not', async () => {
