@@ -21,7 +21,7 @@ import {
   type LaunchRequest,
 } from '../launches/protocol.ts';
 import type { LaunchOutcome } from '../domain/types.ts';
-import { errorOutcome } from '../launches/outcomes.ts';
+import { cancelledOutcome, failureOutcome, noWorkerOutcome } from '../launches/outcomes.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 
 /** How often a launch may be re-dispatched when the journal proves the effect never began. */
@@ -90,7 +90,7 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
         ? await CancellationScope.nonCancellable(() => bookkeeping.readJournal(req.workflowId))
         : await bookkeeping.readJournal(req.workflowId);
       if (noWorkerServes(err) && journal.effect === 'not_started') {
-        outcome = noWorkerOutcome(req.capability);
+        outcome = noWorkerOutcome(req.capability, capabilityQueue(req.capability));
       } else if (journal.finished) {
         // The activity recorded its own outcome before failing to report it.
         outcome = journal.finished;
@@ -102,7 +102,7 @@ export async function launchWorkflow(req: LaunchRequest): Promise<LaunchOutcome>
         // The journal proves the effect never began: dispatching again is safe.
         continue;
       } else {
-        outcome = failureOutcome(err, journal.effect === 'started');
+        outcome = failureOutcome(causeOf(err), journal.effect === 'started');
       }
     }
   }
@@ -193,47 +193,4 @@ function isStoppedWorker(err: unknown): boolean {
 function noWorkerServes(err: unknown): boolean {
   const cause = causeOf(err);
   return cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START';
-}
-
-function noWorkerOutcome(capability: string): LaunchOutcome {
-  return errorOutcome(
-    'failed',
-    'provider_unavailable',
-    `No worker picked up this launch: none serves the "${capability}" capability (task queue ${capabilityQueue(capability)}). Nothing was run.`,
-    `Start a worker with DOSSIER_WORKER_CAPABILITIES including ${capability}, then launch again with a new idempotency_key.`,
-    { capability },
-  );
-}
-
-function cancelledOutcome(): LaunchOutcome {
-  return errorOutcome(
-    'cancelled',
-    'cancelled',
-    'The launch was cancelled before it finished.',
-    'Start a new launch with a new idempotency_key if the effect is still wanted.',
-  );
-}
-
-function failureOutcome(err: unknown, effectStarted: boolean): LaunchOutcome {
-  const cause = causeOf(err);
-  if (effectStarted || cause instanceof TimeoutFailure) {
-    return errorOutcome(
-      'interrupted',
-      'interrupted',
-      effectStarted
-        ? 'The worker running this launch stopped after the effect began; what it did is unknown and it was not re-run.'
-        : 'No worker finished this launch in time; it was not re-run.',
-      'Inspect the target for the partial effect, then start a new launch with a new idempotency_key if you still want it.',
-      { timeout: cause instanceof TimeoutFailure ? cause.timeoutType : undefined },
-    );
-  }
-  const app = cause instanceof ApplicationFailure ? cause : undefined;
-  const detail = (app?.details?.[0] ?? undefined) as Record<string, unknown> | undefined;
-  if (detail) return { status: 'failed', evidenceId: null, summary: null, error: detail };
-  return errorOutcome(
-    'failed',
-    'internal',
-    `The launch failed: ${(cause as Error)?.message ?? String(cause)}`,
-    'Check the workflow history in the Temporal UI; start a new launch with a new key once fixed.',
-  );
 }
