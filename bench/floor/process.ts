@@ -9,7 +9,7 @@
 // `standalone`, no workflow at all: the activity is started by ID (conflict policy USE_EXISTING, the
 // key contract's attach) and its result awaited, on a server new enough to have standalone activities
 // (1.31+): DOSSIER_BENCH_FLOOR_SERVER names a Temporal server binary to run instead of the CLI's dev
-// server (bench/floor/server.ts), for every variant of that process.
+// server (src/dev/sqliteServer.ts), for every variant of that process.
 //
 //   node --import tsx bench/floor/process.ts <callers> <seconds> [bare|audited|local|standalone]
 import { Client, Connection } from '@temporalio/client';
@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDevServer } from '../../src/dev/devServer.ts';
-import { startServerBinary } from './server.ts';
+import { startServerBinary } from '../../src/dev/sqliteServer.ts';
 import { ensureNamespace } from '../../src/temporal/setup.ts';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { resolveTemporalCli } from '../../src/dev/temporalCli.ts';
@@ -36,7 +36,7 @@ const binary = process.env.DOSSIER_BENCH_FLOOR_SERVER;
 // More of the server's dynamic config, `key=value,key=value` (the dev server's flags, or the file).
 const dynamicConfig = (process.env.DOSSIER_BENCH_FLOOR_DYNAMIC ?? '').split(',').filter(Boolean);
 const server = binary
-  ? await startServerBinary(binary, home, dynamicConfig)
+  ? await startServerBinary(binary, home, dynamicConfig, 1)
   : await startDevServer({
       cli: await resolveTemporalCli(),
       dbFile: path.join(home, 'temporal.db'),

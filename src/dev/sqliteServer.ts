@@ -1,13 +1,13 @@
-// A Temporal server binary (not the CLI's dev server) on a SQLite file, for the floor bench's
-// standalone activities: they need a 1.31+ server, newer than the CLI dossier builds bundles.
-// SQLite in WAL mode with synchronous=normal and one history shard, as the dev server dossier runs
-// on; the cluster's dynamic config (deploy/temporal/dynamicconfig.yaml: what dossier gives the dev
-// server, and what the CLI gives it of its own), with one partition per task queue, a choice of
-// this bench (Temporal's default is four): its figures in docs/benchmarks.md were taken so.
-//
-//   DOSSIER_BENCH_FLOOR_SERVER=/path/to/server  (go install go.temporal.io/server/cmd/server@v1.32.1)
+// A Temporal server binary (not the CLI's dev server) on a SQLite file: standalone activities
+// (DOSSIER_LAUNCH_DISPATCH=standalone) need a 1.31+ server, newer than the CLI dossier builds
+// (STANDALONE_SERVER_VERSION). SQLite in WAL mode with synchronous=normal and one history shard, as
+// the dev server dossier runs on; the cluster's dynamic config (deploy/temporal/dynamicconfig.yaml:
+// what dossier gives the dev server, and what the CLI gives it of its own). The floor bench asks for
+// one partition per task queue (Temporal's default is four): its figures in docs/benchmarks.md were
+// taken so. For the bench and the tests of that dispatch; `npm start` runs the CLI's dev server.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { buildWithGo, cachedTool } from './goTools.ts';
 import {
   configHead,
   DYNAMIC_CONFIG_FILE,
@@ -15,20 +15,34 @@ import {
   dynamicConfigValues,
   serviceLayout,
   serverPorts,
-} from '../../src/dev/temporalServer.ts';
-import { startOwned, waitForPort } from '../../src/dev/owned.ts';
+  TEMPORAL_SERVER,
+} from './temporalServer.ts';
+import { startOwned, waitForPort } from './owned.ts';
 
-export interface BenchServer {
+/** The first server version with standalone activities that builds with this machine's Go. */
+export const STANDALONE_SERVER_VERSION = 'v1.32.1';
+
+/** The standalone-capable server: cached, or built with Go once (about 5 minutes). */
+export async function resolveStandaloneServer(log?: (line: string) => void): Promise<string> {
+  return (
+    cachedTool(TEMPORAL_SERVER, [STANDALONE_SERVER_VERSION]) ??
+    (await buildWithGo(TEMPORAL_SERVER, STANDALONE_SERVER_VERSION, log ? { log } : {}))
+  );
+}
+
+export interface SqliteServer {
   address: string;
   pid: number | undefined;
   stop: () => Promise<void>;
 }
 
+/** `dynamicConfig`: `key=value` pairs over the cluster's file; `partitions`: per task queue (default 4). */
 export async function startServerBinary(
   binary: string,
   dir: string,
   dynamicConfig: string[] = [],
-): Promise<BenchServer> {
+  partitions?: number,
+): Promise<SqliteServer> {
   const host = '127.0.0.1';
   const ports = serverPorts(20_000 + Math.floor(Math.random() * 10_000));
   const store = (file: string) => [
@@ -50,8 +64,10 @@ export async function startServerBinary(
   const dynamic = path.join(dir, 'dynamic.yaml');
   // A YAML key may appear once: a value given in `dynamicConfig` replaces the file's.
   const values = dynamicConfigValues(readFileSync(DYNAMIC_CONFIG_FILE, 'utf8'));
-  values.set('matching.numTaskqueueReadPartitions', ['1']);
-  values.set('matching.numTaskqueueWritePartitions', ['1']);
+  if (partitions) {
+    values.set('matching.numTaskqueueReadPartitions', [String(partitions)]);
+    values.set('matching.numTaskqueueWritePartitions', [String(partitions)]);
+  }
   for (const kv of dynamicConfig) {
     const at = kv.indexOf('=');
     if (at < 1) throw new Error(`dynamic config ${JSON.stringify(kv)} is not key=value`);
