@@ -77,7 +77,7 @@ export interface Config {
    */
   approval: { mode: 'elicit' | 'off'; withoutElicitation: 'operators' | 'require' };
   /** How launches this gateway starts dispatch their effect (the request carries it to the workflow). */
-  launchDispatch: 'activity' | 'local';
+  launchDispatch: 'activity' | 'local' | 'standalone';
 }
 
 export class ConfigError extends Error {

@@ -230,7 +230,7 @@ export const schema = z.object({
    * first as a local activity of the workflow task (one round trip fewer; see docs/operations.md).
    */
   DOSSIER_LAUNCH_DISPATCH: z
-    .enum(['activity', 'local'], { error: 'expected activity or local' })
+    .enum(['activity', 'local', 'standalone'], { error: 'expected activity, local or standalone' })
     .default('activity'),
   DOSSIER_CAPTURE_APPROVAL: z.enum(['elicit', 'off']).default('elicit'),
   DOSSIER_APPROVAL_WITHOUT_ELICITATION: z.enum(['operators', 'require']).default('operators'),

@@ -31,7 +31,9 @@ export function refuse(message: string): never {
 }
 
 function running(): string {
-  const id = Context.current().info.workflowExecution?.workflowId;
+  const { info } = Context.current();
+  // A standalone activity (DOSSIER_LAUNCH_DISPATCH=standalone) is started under the launch's ID.
+  const id = info.workflowExecution?.workflowId ?? (info.inWorkflow ? undefined : info.activityId);
   if (!id) refuse('this activity runs for no workflow: refused');
   return id;
 }
@@ -48,7 +50,10 @@ export function ownWorkflow(named: string): void {
  * keeps another workflow's run.
  */
 export function ownRun(workflowId: string): string | null {
-  const execution = Context.current().info.workflowExecution;
+  const { info } = Context.current();
+  const execution = info.workflowExecution;
+  if (!execution && !info.inWorkflow)
+    return info.activityId === workflowId ? (info.activityRunId ?? null) : null;
   return execution?.workflowId === workflowId ? execution.runId : null;
 }
 

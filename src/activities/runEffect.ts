@@ -88,13 +88,14 @@ function workerStopping(deps: EffectDeps, activity: Activity): boolean {
  * and attempt as the lost one: a nonce tells them apart (its workspace, its device turn).
  */
 function workspaceOf(config: Config, req: LaunchRequest, activity: Activity): string {
-  const runId = activity.info.workflowExecution?.runId ?? 'unknown';
+  const runId = activity.info.workflowExecution?.runId ?? activity.info.activityRunId ?? 'unknown';
   const nonce = activity.info.isLocal ? `-${randomUUID().slice(0, 8)}` : '';
   return path.join(
     config.home,
     'workspaces',
     sha256Hex(req.workflowId).slice(0, 24),
-    `${runId}-${activity.info.activityId}-${activity.info.attempt}${nonce}`,
+    // A standalone activity's ID is the launch's (with slashes): its run names it alone.
+    `${runId}-${activity.info.inWorkflow ? activity.info.activityId : 'standalone'}-${activity.info.attempt}${nonce}`,
   );
 }
 

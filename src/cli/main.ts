@@ -48,7 +48,8 @@ const USAGE = `usage: dossier <command>
                         DIR/server, DIR/client and DIR/ui (the compose file's temporal-certs service)
   provision-temporal [--server]
                         find or build the Temporal CLI and the Temporal UI server (with --server also
-                        the Temporal server and temporal-sql-tool for \`cluster up\`); print their paths
+                        the Temporal server and temporal-sql-tool for \`cluster up\`, and the newer
+                        server DOSSIER_LAUNCH_DISPATCH=standalone needs); print their paths
   provision-analysis    make the angr provider's hash-locked virtualenv (cached); print angr's version
   provision-unpackers   make the unpackers' and rule engine's hash-locked virtualenvs (JFFS2, UBI; unblob; YARA-X)
   version               print the version and whether the compiled build or the sources run
@@ -101,6 +102,9 @@ async function main(argv: string[]) {
         const server = await resolveTemporalServer(config.temporalServerBin);
         console.log(server.server);
         console.log(server.sqlTool);
+        // The server standalone activities need (DOSSIER_LAUNCH_DISPATCH=standalone): its tests run it.
+        const { resolveStandaloneServer } = await import('../dev/sqliteServer.ts');
+        console.log(await resolveStandaloneServer());
       }
       return;
     }

@@ -11,7 +11,7 @@ import { buildGateway } from '../compose.ts';
 import type { Gateway } from '../gateway/gateway.ts';
 import { startHttpGateway, type HttpGateway } from '../mcp/http.ts';
 import { payloadKeys, TeamPayloadCodec, type PayloadKey } from '../temporal/codec.ts';
-import { connectWhenReady, ensureNamespace } from '../temporal/setup.ts';
+import { connectWhenReady, ensureNamespace, requireStandaloneActivities } from '../temporal/setup.ts';
 import { startWorkers, workflowBundle, type RunningWorkers } from '../worker.ts';
 import { startDevServer, type DevServer } from './devServer.ts';
 import { resolveTemporalCli, userCacheDir } from './temporalCli.ts';
@@ -194,6 +194,8 @@ export async function startStack(config: Config, parts: StackParts = {}): Promis
     const connection: Connection = await connectWhenReady(address, 60_000, tls);
     stoppers.push(() => connection.close());
     await ensureNamespace(connection, config.namespace, config.retentionDays);
+    if (config.launchDispatch === 'standalone' && parts.gateway !== false)
+      await requireStandaloneActivities(connection, config.namespace, address);
 
     const store = await openStore(config.store);
     stoppers.push(() => store.close());

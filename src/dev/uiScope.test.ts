@@ -33,6 +33,18 @@ describe('the audit UI scope', () => {
     }
   });
 
+  it('passes no standalone activity API: a team sees no launch run as one (DOSSIER_LAUNCH_DISPATCH=standalone)', () => {
+    for (const target of [
+      `${api}/activities`,
+      `${api}/activities?query=DossierTeam%3D%22red%22`,
+      `${api}/activities/${theirs}`,
+      `${api}/activities/${theirs}/outcome`,
+      `${api}/activity-count`,
+    ]) {
+      expect(scope(target), target).toMatchObject({ refuse: 403 });
+    }
+  });
+
   it('passes the UI server’s settings and cluster facts, without the caller’s parameters', () => {
     expect(scope('/api/v1/settings?x=1')).toEqual({ forward: '/api/v1/settings' });
     expect(scope('/api/v1/cluster-info')).toEqual({ forward: '/api/v1/cluster-info' });

@@ -1,7 +1,7 @@
 // Start or attach to launches (docs/idempotency.md). The store's launch record is the
 // arbiter of a key: it is claimed before Temporal is asked to start anything,
 // and a finished launch is answered from it without a Temporal round trip.
-import { Client, WorkflowFailedError } from '@temporalio/client';
+import { ActivityExecutionFailedError, Client, WorkflowFailedError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { DossierError } from '../domain/errors.ts';
@@ -13,6 +13,7 @@ import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
 import type { LaunchRequest } from '../launches/protocol.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
+import { cancelStandalone, endedWithoutOutcome, standaloneOutcome, startStandalone } from './standalone.ts';
 import { launchCalls, launchWaitSeconds, type Backlog } from '../metrics/metrics.ts';
 import proto from '@temporalio/proto';
 import { CAPABILITIES } from '../domain/types.ts';
@@ -33,8 +34,13 @@ const START_ATTEMPT_MIN_MS = 3_000;
 const START_ROUND_ATTEMPT_MS = 10_000;
 /** How often a call waiting on a pending launch looks whether the gateway has started it. */
 const PENDING_POLL_MS = 1_000;
+/** How often a background round looks for standalone launches that ended without an outcome. */
+const SETTLE_STANDALONE_EVERY_MS = 30_000;
 
 export class LaunchService {
+  /** When the background round last looked for standalone launches that ended without an outcome. */
+  private settledAt = 0;
+
   constructor(
     private readonly deps: {
       launches: LaunchStore;
@@ -148,6 +154,10 @@ export class LaunchService {
   async cancel(caller: Principal, key: string, wait: WaitOptions): Promise<LaunchReply> {
     const record = await this.find(caller, key);
     if (isFinished(record.status)) return this.reply(record, true);
+    if (this.deps.dispatch === 'standalone' && (await cancelStandalone(this.deps.client, caller, record))) {
+      await this.deps.launches.requestCancel(record.workflowId);
+      return this.wait(record, true, wait);
+    }
     try {
       await this.deps.client.workflowService.requestCancelWorkflowExecution({
         namespace: this.deps.namespace,
@@ -190,6 +200,11 @@ export class LaunchService {
    * seconds, so a launch starts once Temporal is back without a retry.
    */
   async startUnstarted(olderThanMs = 3_000): Promise<number> {
+    // Standalone launches have no workflow to record a lost or cancelled effect: this round does.
+    if (this.deps.dispatch === 'standalone' && Date.now() - this.settledAt >= SETTLE_STANDALONE_EVERY_MS) {
+      this.settledAt = Date.now();
+      await this.settleStandalone().catch(() => undefined);
+    }
     const waiting = await this.deps.launches.unstarted(new Date(Date.now() - olderThanMs).toISOString(), 50);
     let started = 0;
     for (const record of waiting) {
@@ -285,12 +300,11 @@ export class LaunchService {
     deadline: number,
   ): Promise<string> {
     const { client, devices, eagerStart, dispatch } = this.deps;
-    const runId = await startLaunchWorkflow(client, record, contract, {
-      deadline,
-      device: await deviceAttributes(devices, record),
-      eagerStart,
-      dispatch,
-    });
+    const device = await deviceAttributes(devices, record);
+    const runId =
+      dispatch === 'standalone'
+        ? await startStandalone(client, record, contract, { deadline, device })
+        : await startLaunchWorkflow(client, record, contract, { deadline, device, eagerStart, dispatch });
     await this.deps.launches.markRunning(record.workflowId, runId);
     return runId;
   }
@@ -317,6 +331,7 @@ export class LaunchService {
           { ...wait, waitMs: deadline - Date.now() },
           async () => (await launches.byWorkflowId(current.workflowId))?.progress ?? null,
           watch,
+          this.deps.dispatch === 'standalone',
         );
         ended = waited.ended;
         if (waited.error) await this.settleAbnormalEnd(current, waited.error);
@@ -343,11 +358,18 @@ export class LaunchService {
     return current;
   }
 
-  /** A workflow that ended without recording its outcome (terminated, timed out) is recorded here. */
+  /**
+   * A run that ended without recording its outcome is recorded here: a workflow terminated or timed
+   * out, or a standalone activity that failed before it could (lost worker, cancel, no worker).
+   */
   private async settleAbnormalEnd(record: LaunchRecord, err: unknown) {
-    if (!(err instanceof WorkflowFailedError)) return;
+    if (!(err instanceof WorkflowFailedError || err instanceof ActivityExecutionFailedError)) return;
     const current = await this.deps.launches.byWorkflowId(record.workflowId);
     if (!current || isFinished(current.status)) return;
+    if (err instanceof ActivityExecutionFailedError) {
+      await this.deps.launches.finish(record.workflowId, standaloneOutcome(current, err.cause));
+      return;
+    }
     const cancelled = err.cause?.name === 'CancelledFailure';
     await this.deps.launches.finish(
       record.workflowId,
@@ -358,6 +380,12 @@ export class LaunchService {
         'Inspect the workflow history in the Temporal UI; use a new idempotency_key to launch again.',
       ),
     );
+  }
+
+  /** Records the standalone launches whose activity ended without an outcome while no call waited. */
+  async settleStandalone(olderThanMs?: number): Promise<void> {
+    for (const [record, err] of await endedWithoutOutcome(this.deps.client, this.deps.launches, olderThanMs))
+      await this.settleAbnormalEnd(record, err);
   }
 
   /** `follow`: say how to follow a running launch (not in lists, where each row would repeat it). */

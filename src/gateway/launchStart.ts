@@ -16,7 +16,7 @@ import { grpcCode } from './waiting.ts';
 const GRPC_UNREACHABLE = new Set([4, 14]); // DEADLINE_EXCEEDED, UNAVAILABLE
 
 /** What the launch workflow runs with, from its claimed record. */
-function launchRequest(
+export function launchRequest(
   record: LaunchRecord,
   contract: ToolContract,
   dispatch: LaunchRequest['dispatch'],
@@ -33,7 +33,7 @@ function launchRequest(
     bodyDigest: record.bodyDigest,
     investigation: record.investigation,
     maxRunMs: contract.maxRunMs?.(input) ?? DEFAULT_MAX_RUN_MS,
-    ...(dispatch === 'local' ? { dispatch } : {}),
+    ...(dispatch === 'local' || dispatch === 'standalone' ? { dispatch } : {}),
   };
 }
 

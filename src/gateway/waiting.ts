@@ -3,7 +3,12 @@
 // (so a client looping short waits never piles up polls), and each call
 // answers at its own deadline by a timer; the run's progress is read from the
 // store about once a second for MCP progress notifications.
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import {
+  ActivityExecutionFailedError,
+  ActivityNotFoundError,
+  WorkflowFailedError,
+  type Client,
+} from '@temporalio/client';
 
 export interface WaitOptions {
   waitMs: number;
@@ -29,6 +34,8 @@ export async function waitForWorkflow(
   wait: WaitOptions,
   progress: () => Promise<Record<string, unknown> | null>,
   recorded?: { ended: Promise<void> },
+  /** The run is a standalone activity (DOSSIER_LAUNCH_DISPATCH=standalone), or a workflow if none is found. */
+  standalone = false,
 ): Promise<{ ended: boolean; error?: unknown }> {
   if (wait.waitMs <= 0 || wait.signal?.aborted) return { ended: false };
   const started = Date.now();
@@ -51,7 +58,7 @@ export async function waitForWorkflow(
     while (Date.now() < deadline && !wait.signal?.aborted) {
       try {
         const first = await Promise.race([
-          sharedResult(client, workflowId, runId).then(() => 'ended' as const),
+          sharedResult(client, workflowId, runId, standalone).then(() => 'ended' as const),
           // The store row the reply reads was written here: no need to wait for the workflow's end.
           ...(recorded ? [recorded.ended.then(() => 'ended' as const)] : []),
           late,
@@ -60,7 +67,8 @@ export async function waitForWorkflow(
       } catch (error) {
         // Only the run's own end (failed, terminated, timed out, cancelled) is an end; a poll that
         // ran out of time or a Temporal that did not answer leaves it running, as far as we know.
-        if (error instanceof WorkflowFailedError) return { ended: true, error };
+        if (error instanceof WorkflowFailedError || error instanceof ActivityExecutionFailedError)
+          return { ended: true, error };
         if (grpcCode(error) !== GRPC_DEADLINE_EXCEEDED) return { ended: false };
       }
     }
@@ -78,12 +86,26 @@ const SHARED_POLL_MS = 60_000;
 const polls = new Map<string, Promise<unknown>>();
 
 /** The result of a run, from one poll shared by every call waiting on it in this process. */
-function sharedResult(client: Client, workflowId: string, runId: string | null): Promise<unknown> {
+function sharedResult(
+  client: Client,
+  workflowId: string,
+  runId: string | null,
+  standalone: boolean,
+): Promise<unknown> {
   const key = `${workflowId}\n${runId ?? ''}`;
   let poll = polls.get(key);
   if (!poll) {
-    const handle = client.workflow.getHandle(workflowId, runId ?? undefined);
-    poll = client.connection.withDeadline(Date.now() + SHARED_POLL_MS, () => handle.result());
+    const workflow = () => client.workflow.getHandle(workflowId, runId ?? undefined).result();
+    // A launch started before the gateway's dispatch changed is a workflow: found as one.
+    const activity = () =>
+      client.activity
+        .getHandle(workflowId, runId ?? undefined)
+        .result()
+        .catch((err: unknown) => {
+          if (err instanceof ActivityNotFoundError) return workflow();
+          throw err;
+        });
+    poll = client.connection.withDeadline(Date.now() + SHARED_POLL_MS, standalone ? activity : workflow);
     polls.set(key, poll);
     const forget = () => {
       if (polls.get(key) === poll) polls.delete(key);

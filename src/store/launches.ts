@@ -121,6 +121,15 @@ export class LaunchStore {
     return rows.map(toLaunchRecord);
   }
 
+  /** Launches started before `before` and not finished, oldest first. */
+  async running(before: string, limit: number): Promise<LaunchRecord[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT * FROM launches WHERE status = 'running' AND run_id IS NOT NULL AND created_at < ? ORDER BY created_at LIMIT ?`,
+      [before, limit],
+    );
+    return rows.map(toLaunchRecord);
+  }
+
   async journalStarted(
     workflowId: string,
     progress?: Record<string, unknown>,

@@ -47,7 +47,10 @@ export class TeamPayloadCodec implements PayloadCodec {
   }
 
   async encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
-    const team = teamOfWorkflow(context?.workflowId);
+    // A standalone activity (no workflow) is named by the launch's ID, which names its team.
+    const team = teamOfWorkflow(
+      context?.workflowId ?? (context?.type === 'activity' ? context.activityId : undefined),
+    );
     return payloads.map((p) => this.seal(p, team));
   }
 

@@ -83,3 +83,19 @@ async function ensureSearchAttributes(connection: Connection, namespace: string)
     }
   }
 }
+
+/**
+ * Refuses DOSSIER_LAUNCH_DISPATCH=standalone on a Temporal whose namespace has no standalone
+ * activities (servers before 1.31, the CLI's dev server that `npm start` runs among them).
+ */
+export async function requireStandaloneActivities(
+  connection: Connection,
+  namespace: string,
+  address: string,
+) {
+  const described = await connection.workflowService.describeNamespace({ namespace });
+  if (described.namespaceInfo?.capabilities?.standaloneActivities) return;
+  throw new Error(
+    `DOSSIER_LAUNCH_DISPATCH=standalone needs a Temporal server with standalone activities (1.31 or later), and namespace ${namespace} on ${address} has none (the embedded dev server is older). Point DOSSIER_TEMPORAL_ADDRESS at such a server (docs/operations.md, "Launch dispatch"), or unset DOSSIER_LAUNCH_DISPATCH.`,
+  );
+}
