@@ -5,6 +5,7 @@
 // come from the Temporal server, on the same machine's clock.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import proto from '@temporalio/proto';
@@ -25,15 +26,23 @@ export interface Running {
 export async function startProduct(
   extra: Record<string, string> = {},
   nodeArgs: string[] = [],
+  /** A Temporal server of the bench's own (DOSSIER_TEMPORAL_ADDRESS in `extra`): its process. */
+  server?: { pid: number | undefined },
 ): Promise<Running> {
   const env = await benchEnv(extra);
   const product = await spawnDossier('start', env, 'dossier is ready', [], nodeArgs);
   const devJson = JSON.parse(readFileSync(path.join(env.DOSSIER_HOME!, 'dev.json'), 'utf8')) as DevJson;
   const pid = product.child.pid!;
   const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
-  const temporalPid = children
-    .map(Number)
-    .find((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('start-dev'));
+  const temporalPid =
+    server?.pid ??
+    children.map(Number).find((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('start-dev'));
+  // On a Temporal of its own, `dossier start` makes no local token: the bench makes an operator's.
+  devJson.token ||= execFileSync(
+    process.execPath,
+    ['bin/dossier.js', 'token', 'create', '--principal', 'bench', '--team', 'bench', '--role', 'operator'],
+    { env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
+  ).trim();
   return { devJson, env, pid, temporalPid, stop: () => product.kill('SIGINT') };
 }
 

@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { buildWithGo, cachedTool } from '../src/dev/goTools.ts';
 import { TEMPORAL_SERVER } from '../src/dev/temporalServer.ts';
 import { freshLaunches, startProduct, sustained } from './breakdown.ts';
-import { median, ms, spawnTrue } from './lib.ts';
+import { benchDir, median, ms, spawnTrue } from './lib.ts';
+import { startServerBinary } from '../src/dev/sqliteServer.ts';
 
 const CALLER_COUNTS = (process.env.DOSSIER_BENCH_FLOOR_CALLERS ?? '1,8,32')
   .split(',')
@@ -66,14 +67,32 @@ function floor(callers: number, variant: Variant = 'bare', serverBinary?: string
   });
 }
 
-async function dossier(callers: number, dispatch: 'activity' | 'local'): Promise<Load> {
-  const stack = await startProduct({ DOSSIER_LAUNCH_DISPATCH: dispatch });
+/** `dossier start` with one dispatch, on the CLI's dev server or, given one, a server binary's. */
+async function dossier(
+  callers: number,
+  dispatch: 'activity' | 'local' | 'standalone',
+  serverBinary?: string,
+): Promise<Load> {
+  const dir = serverBinary ? benchDir() : undefined;
+  const server = serverBinary ? await startServerBinary(serverBinary, dir!, [], 1) : undefined;
   try {
-    await freshLaunches(stack, 'warm', 5);
-    await sustained(stack, callers, 3, 'warm-load');
-    return await sustained(stack, callers, SECONDS, 'load');
+    const stack = await startProduct(
+      {
+        DOSSIER_LAUNCH_DISPATCH: dispatch,
+        ...(server ? { DOSSIER_TEMPORAL_ADDRESS: server.address } : {}),
+      },
+      [],
+      server,
+    );
+    try {
+      await freshLaunches(stack, 'warm', 5);
+      await sustained(stack, callers, 3, 'warm-load');
+      return await sustained(stack, callers, SECONDS, 'load');
+    } finally {
+      await stack.stop();
+    }
   } finally {
-    await stack.stop();
+    await server?.stop();
   }
 }
 
@@ -118,6 +137,17 @@ export async function benchFloor(): Promise<string[]> {
       if (serverBinary) {
         const newer = await floor(callers, 'bare', serverBinary);
         const standalone = await floor(callers, 'standalone', serverBinary);
+        const oursThere = await dossier(callers, 'activity', serverBinary);
+        const oursStandalone = await dossier(callers, 'standalone', serverBinary);
+        const over = (name: string, l: Load, floor: Load, what: string) =>
+          `| **ratio ${name} / ${what}, ${at}** | ${(l.rate / floor.rate).toFixed(2)} | ${(l.p50 / floor.p50).toFixed(2)} | | | |`;
+        rows.push(
+          row(`dossier on the same server, ${at}`, oursThere),
+          row(`dossier on the same server, DOSSIER_LAUNCH_DISPATCH=standalone, ${at}`, oursStandalone),
+          over('dossier', oursThere, newer, 'bare Temporal on the same server'),
+          over('dossier standalone', oursStandalone, newer, 'bare Temporal on the same server'),
+          over('dossier standalone', oursStandalone, bare, 'bare Temporal (dev server)'),
+        );
         rows.push(
           row(`bare Temporal on ${path.basename(serverBinary)} (DOSSIER_BENCH_FLOOR_SERVER), ${at}`, newer),
           row(`a standalone activity on the same server, ${at}`, standalone),
