@@ -18,6 +18,7 @@ import {
   TEMPORAL_SERVER,
 } from './temporalServer.ts';
 import { startOwned, waitForPort } from './owned.ts';
+import { connectWhenReady } from '../temporal/setup.ts';
 
 /** The first server version with standalone activities that builds with this machine's Go. */
 export const STANDALONE_SERVER_VERSION = 'v1.32.1';
@@ -88,7 +89,11 @@ export async function startServerBinary(
     args: ['--root', dir, '--config', 'config', '--env', 'bench', '--allow-no-auth', 'start'],
     logFile: path.join(dir, 'server.log'),
     hint: `see ${path.join(dir, 'server.log')}`,
-    ready: () => waitForPort(host, ports.frontend, 60_000),
+    // The frontend's port opens before it answers ("Frontend is not healthy yet"): ready once it does.
+    ready: async () => {
+      await waitForPort(host, ports.frontend, 60_000);
+      await (await connectWhenReady(`${host}:${ports.frontend}`, 60_000)).close();
+    },
   });
   return { address: `${host}:${ports.frontend}`, pid: proc.pid, stop: () => proc.stop() };
 }
