@@ -6,9 +6,15 @@ import type { JournalView } from '../launches/protocol.ts';
 import type { Store } from '../store/store.ts';
 import { MUTATING_DEVICE_TOOLS } from '../tools/devices.ts';
 import { interruptedOnDevice } from './devices/devices.ts';
-import { ownRun, ownWorkflow } from './provenance.ts';
+import { noLaunchWorkflows, ownRun, ownWorkflow } from './provenance.ts';
+import type { Config } from '../config.ts';
 
-export async function readJournal(store: Store, workflowId: string): Promise<JournalView> {
+export async function readJournal(
+  store: Store,
+  workflowId: string,
+  dispatch: Config['launchDispatch'],
+): Promise<JournalView> {
+  noLaunchWorkflows(dispatch, workflowId);
   ownWorkflow(workflowId);
   const record = await store.launches.byWorkflowId(workflowId);
   if (!record) return { effect: 'not_started', finished: null };
@@ -30,13 +36,22 @@ export async function finishLaunch(
   store: Store,
   workflowId: string,
   outcome: LaunchOutcome,
+  dispatch: Config['launchDispatch'],
 ): Promise<LaunchOutcome> {
+  noLaunchWorkflows(dispatch, workflowId);
   ownWorkflow(workflowId);
+  return recordOutcome(store, workflowId, outcome, ownRun(workflowId));
+}
+
+/** Records a vouched-for launch's outcome (first writer wins) and what it leaves on a device. */
+export async function recordOutcome(
+  store: Store,
+  workflowId: string,
+  outcome: LaunchOutcome,
+  runId: string | null,
+): Promise<LaunchOutcome> {
   // The calls waiting on the launch answer once all it leaves is written (the unknown below).
-  const record = await store.launches.finish(workflowId, outcome, {
-    announce: false,
-    runId: ownRun(workflowId),
-  });
+  const record = await store.launches.finish(workflowId, outcome, { announce: false, runId });
   if (!record || !isFinished(record.status)) return outcome;
   if (record.status === 'interrupted' && MUTATING_DEVICE_TOOLS.has(record.tool)) {
     // A device operation lost mid-way leaves the device in a state nobody knows: say so, on the device.

@@ -47,7 +47,10 @@ export function evidenceOf(f: EvidenceFacts): NewEvidence {
       investigation: f.investigation,
       launch: {
         workflow_id: f.workflowId,
-        run_id: Context.current().info.workflowExecution?.runId ?? 'unknown',
+        run_id:
+          Context.current().info.workflowExecution?.runId ??
+          Context.current().info.activityRunId ??
+          'unknown',
       },
       created_at: new Date().toISOString(),
       summary: f.summary,

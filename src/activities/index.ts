@@ -57,8 +57,8 @@ export function createActivities(deps: {
 
   const effectActivities: EffectActivities = { runEffect: (req) => runEffectReported(effectDeps, req) };
   const bookkeeping: BookkeepingActivities = {
-    readJournal: (workflowId) => readJournal(store, workflowId),
-    finishLaunch: (workflowId, outcome) => finishLaunch(store, workflowId, outcome),
+    readJournal: (workflowId) => readJournal(store, workflowId, config.launchDispatch),
+    finishLaunch: (workflowId, outcome) => finishLaunch(store, workflowId, outcome, config.launchDispatch),
   };
   return {
     maintain,

@@ -20,6 +20,7 @@ import {
   type LaunchRequest,
 } from '../launches/protocol.ts';
 import type { LaunchRecord } from '../domain/types.ts';
+import type { Config } from '../config.ts';
 import type { Store } from '../store/store.ts';
 import { capabilityQueue } from '../temporal/queues.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
@@ -31,9 +32,7 @@ export function refuse(message: string): never {
 }
 
 function running(): string {
-  const { info } = Context.current();
-  // A standalone activity (DOSSIER_LAUNCH_DISPATCH=standalone) is started under the launch's ID.
-  const id = info.workflowExecution?.workflowId ?? (info.inWorkflow ? undefined : info.activityId);
+  const id = Context.current().info.workflowExecution?.workflowId;
   if (!id) refuse('this activity runs for no workflow: refused');
   return id;
 }
@@ -50,10 +49,7 @@ export function ownWorkflow(named: string): void {
  * keeps another workflow's run.
  */
 export function ownRun(workflowId: string): string | null {
-  const { info } = Context.current();
-  const execution = info.workflowExecution;
-  if (!execution && !info.inWorkflow)
-    return info.activityId === workflowId ? (info.activityRunId ?? null) : null;
+  const execution = Context.current().info.workflowExecution;
   return execution?.workflowId === workflowId ? execution.runId : null;
 }
 
@@ -65,13 +61,49 @@ export function ownTeam(team: string): void {
 }
 
 /**
+ * A launch's effect runs for its launch: under its workflow, or, on a worker that runs launches as
+ * standalone activities (DOSSIER_LAUNCH_DISPATCH=standalone), as the `runEffect` activity started
+ * under the launch's ID, and only so. Activity IDs are apart from workflow IDs: a worker that took
+ * either for the other would let a second run hold a running launch's ID.
+ */
+function ownLaunch(req: LaunchRequest, dispatch: Config['launchDispatch']): void {
+  if (dispatch !== 'standalone') return ownWorkflow(req.workflowId);
+  const { info } = Context.current();
+  if (info.inWorkflow || info.activityType !== 'runEffect' || info.activityId !== req.workflowId)
+    refuse(
+      `this worker runs launches as standalone activities (DOSSIER_LAUNCH_DISPATCH=standalone), and this is not the one started under ${req.workflowId}: refused`,
+    );
+}
+
+/** The run a launch's effect works for (its workflow's, or its own as a standalone activity). */
+export function launchRun(req: LaunchRequest): string | null {
+  const { info } = Context.current();
+  return info.inWorkflow ? ownRun(req.workflowId) : (info.activityRunId ?? null);
+}
+
+/**
+ * Refuses the launch workflows' bookkeeping on a worker that runs launches as standalone
+ * activities: no launch there has a workflow, so one that asks is not the launch's.
+ */
+export function noLaunchWorkflows(dispatch: Config['launchDispatch'], workflowId: string): void {
+  if (dispatch === 'standalone')
+    refuse(
+      `this worker runs launches as standalone activities (DOSSIER_LAUNCH_DISPATCH=standalone): workflow ${workflowId} is not a launch's: refused`,
+    );
+}
+
+/**
  * Refuses a launch request that is not what the gateway claimed under its
  * workflow's ID: another workflow, team, principal, key or tool, or a body
  * whose digest is not the claimed one. Nothing of such a request runs.
  * Answers the claimed row, as read.
  */
-export async function vouchForLaunch(store: Store, req: LaunchRequest): Promise<LaunchRecord> {
-  ownWorkflow(req.workflowId);
+export async function vouchForLaunch(
+  store: Store,
+  req: LaunchRequest,
+  dispatch: Config['launchDispatch'],
+): Promise<LaunchRecord> {
+  ownLaunch(req, dispatch);
   const claimed = await store.launches.byWorkflowId(req.workflowId);
   if (!claimed) refuse(`no launch was claimed under ${req.workflowId}: nothing runs`);
   // What the gateway derives from the tool's contract: its capability's queue, its time bound.

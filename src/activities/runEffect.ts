@@ -16,11 +16,11 @@ import { effectSeconds } from '../metrics/metrics.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { Store } from '../store/store.ts';
 import type { PayloadKey } from '../temporal/codec.ts';
-import { finishLaunch } from './bookkeeping.ts';
+import { recordOutcome } from './bookkeeping.ts';
 import type { EffectContext, EffectResult } from './effect.ts';
 import type { EffectBinding } from './effects.ts';
 import { evidenceOf } from './evidenceRecord.ts';
-import { ownRun, vouchForLaunch } from './provenance.ts';
+import { launchRun, vouchForLaunch } from './provenance.ts';
 import { makeWorkspace } from './workspaces/workspaces.ts';
 
 export const PROVIDER = PRODUCT;
@@ -152,9 +152,7 @@ function effectContext(
     signal,
     stopping: () => workerStopping(deps, activity),
     begin: async () => {
-      if (
-        !(await store.launches.journalStarted(req.workflowId, { phase: 'started' }, ownRun(req.workflowId)))
-      )
+      if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }, launchRun(req))))
         throw alreadyStarted();
       began();
     },
@@ -236,7 +234,7 @@ function interruptedByShutdown(outcome: LaunchOutcome, begun: boolean, config: C
 async function runEffect(deps: EffectDeps, req: LaunchRequest): Promise<LaunchOutcome> {
   const { store, config } = deps;
   const activity = Context.current();
-  const claimed = await vouchForLaunch(store, req);
+  const claimed = await vouchForLaunch(store, req, config.launchDispatch);
   const effect = deps.effects.get(req.tool)?.run;
   if (!effect)
     throw ApplicationFailure.nonRetryable(`no effect implementation for tool ${req.tool}`, 'UnknownTool');
@@ -295,7 +293,7 @@ async function runEffect(deps: EffectDeps, req: LaunchRequest): Promise<LaunchOu
   ran({ status: outcome.status });
   // Before the launch is seen finished: its reply finds the team's disk already within its bound.
   await deps.retain(req, workspace);
-  const stored = await finishLaunch(store, req.workflowId, outcome);
+  const stored = await recordOutcome(store, req.workflowId, outcome, launchRun(req));
   if (outcome.status === 'cancelled') throw new CancelledFailure('the launch was cancelled', [stored]);
   return stored;
 }

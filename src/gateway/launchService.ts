@@ -38,8 +38,9 @@ const PENDING_POLL_MS = 1_000;
 const SETTLE_STANDALONE_EVERY_MS = 30_000;
 
 export class LaunchService {
-  /** When the background round last looked for standalone launches that ended without an outcome. */
+  /** When the background round last looked for ended standalone launches, and where the next goes on. */
   private settledAt = 0;
+  private readonly swept = { after: '' };
 
   constructor(
     private readonly deps: {
@@ -201,9 +202,12 @@ export class LaunchService {
    */
   async startUnstarted(olderThanMs = 3_000): Promise<number> {
     // Standalone launches have no workflow to record a lost or cancelled effect: this round does.
+    // Beside the starts, not before them: a slow Temporal delays neither for the other.
     if (this.deps.dispatch === 'standalone' && Date.now() - this.settledAt >= SETTLE_STANDALONE_EVERY_MS) {
-      this.settledAt = Date.now();
-      await this.settleStandalone().catch(() => undefined);
+      this.settledAt = Infinity; // until this round ends
+      void this.settleStandalone()
+        .catch((err: unknown) => console.error('dossier: recording ended standalone launches:', err))
+        .finally(() => (this.settledAt = Date.now()));
     }
     const waiting = await this.deps.launches.unstarted(new Date(Date.now() - olderThanMs).toISOString(), 50);
     let started = 0;
@@ -384,7 +388,8 @@ export class LaunchService {
 
   /** Records the standalone launches whose activity ended without an outcome while no call waited. */
   async settleStandalone(olderThanMs?: number): Promise<void> {
-    for (const [record, err] of await endedWithoutOutcome(this.deps.client, this.deps.launches, olderThanMs))
+    const { client, launches } = this.deps;
+    for (const [record, err] of await endedWithoutOutcome(client, launches, this.swept, olderThanMs))
       await this.settleAbnormalEnd(record, err);
   }
 

@@ -3,16 +3,25 @@
 // around it. The activity records its own outcome in the store, as under a workflow; what a workflow
 // would record when the effect ends without one (a lost worker, a cancel, no worker at all) the
 // gateway records here, from the activity's failure and the journal.
-import { ActivityExecutionFailedError, ActivityNotFoundError, type Client } from '@temporalio/client';
-import { CancelledFailure, TimeoutFailure } from '@temporalio/common';
+import {
+  ActivityExecutionAlreadyStartedError,
+  ActivityExecutionFailedError,
+  ActivityNotFoundError,
+  type Client,
+} from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure, TimeoutFailure } from '@temporalio/common';
 import type { LaunchOutcome, LaunchRecord, Principal } from '../domain/types.ts';
-import { cancelledOutcome, failureOutcome, noWorkerOutcome } from '../launches/outcomes.ts';
+import { cancelledOutcome, errorOutcome, failureOutcome, noWorkerOutcome } from '../launches/outcomes.ts';
+import { WORKER_SHUTDOWN } from '../launches/protocol.ts';
 import type { LaunchStore } from '../store/launches.ts';
 import { capabilityQueue } from '../temporal/queues.ts';
 import { auditAttributes, launchTargets } from '../temporal/searchAttributes.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import type { ToolContract } from '../tools/contract.ts';
 import { launchRequest, unavailable, type deviceAttributes } from './launchStart.ts';
+
+/** How long the background round gives Temporal to describe one launch's activity. */
+const LOOK_MS = 5_000;
 
 /** Starts the launch's activity, or attaches to the one its ID has; answers its run's id. */
 export async function startStandalone(
@@ -43,6 +52,8 @@ export async function startStandalone(
     );
     return handle.runId ?? '';
   } catch (err) {
+    // The key's one activity has ended (a start whose reply was lost): attach to it.
+    if (err instanceof ActivityExecutionAlreadyStartedError && err.runId) return err.runId;
     throw unavailable(err);
   }
 }
@@ -59,7 +70,24 @@ export function standaloneOutcome(record: LaunchRecord, cause: unknown): LaunchO
   ) {
     return noWorkerOutcome(capability, capabilityQueue(capability));
   }
-  return failureOutcome(cause, record.effect === 'started');
+  const stopped = cause instanceof ApplicationFailure && cause.type === WORKER_SHUTDOWN;
+  if (record.effect === 'not_started' && (stopped || cause instanceof TimeoutFailure)) {
+    // A workflow would dispatch it again; the key's one activity cannot be.
+    return errorOutcome(
+      'failed',
+      'provider_unavailable',
+      'The worker that took this launch was lost or stopped before the effect began: nothing ran, and a standalone launch is not dispatched again.',
+      'Launch again with a new idempotency_key.',
+    );
+  }
+  if (cause instanceof ApplicationFailure && cause.details?.[0]) return failureOutcome(cause, false);
+  if (record.effect === 'started') return failureOutcome(cause, true);
+  return errorOutcome(
+    'failed',
+    'internal',
+    `The launch failed: ${(cause as Error | undefined)?.message ?? String(cause)}`,
+    `Look at its activity in Temporal (temporal activity describe --activity-id '${record.workflowId}'); start a new launch with a new key once fixed.`,
+  );
 }
 
 /**
@@ -83,25 +111,35 @@ export async function cancelStandalone(
   }
 }
 
+/** How many running launches one background round looks at; the next round goes on after them. */
+const LOOKS_PER_ROUND = 50;
+
 /**
- * The launches running since before `olderThanMs` ago whose activity has ended with a failure, each
- * with it (a launch that is a workflow, or whose activity still runs, is left).
+ * Of the running launches claimed after `cursor.after` and more than `olderThanMs` ago (the next
+ * LOOKS_PER_ROUND, oldest first), those whose activity has ended with a failure, each with it (a
+ * launch that is a workflow, or whose activity still runs, is left). Moves the cursor past them, or
+ * back to the start after the last.
  */
 export async function endedWithoutOutcome(
   client: Client,
   launches: LaunchStore,
+  cursor: { after: string },
   olderThanMs = 15_000,
 ): Promise<[LaunchRecord, ActivityExecutionFailedError][]> {
-  const running = await launches.running(new Date(Date.now() - olderThanMs).toISOString(), 50);
+  const before = new Date(Date.now() - olderThanMs).toISOString();
+  const running = await launches.running(cursor.after, before, LOOKS_PER_ROUND);
+  cursor.after = running.length < LOOKS_PER_ROUND ? '' : running[running.length - 1]!.createdAt;
   const ended: [LaunchRecord, ActivityExecutionFailedError][] = [];
   for (const record of running) {
     const handle = client.activity.getHandle(record.workflowId, record.runId ?? undefined);
     try {
-      if ((await handle.describe()).status === 'RUNNING') continue;
-      await handle.result();
+      // Each look is bounded: a slow Temporal delays the round by seconds, not by its whole list.
+      const within = <T>(fn: () => Promise<T>) => client.connection.withDeadline(Date.now() + LOOK_MS, fn);
+      if ((await within(() => handle.describe())).status === 'RUNNING') continue;
+      await within(() => handle.result());
     } catch (err) {
       if (err instanceof ActivityExecutionFailedError) ended.push([record, err]);
-      else if (!(err instanceof ActivityNotFoundError)) throw err;
+      else if (!(err instanceof ActivityNotFoundError)) return ended; // Temporal did not answer: next round
     }
   }
   return ended;

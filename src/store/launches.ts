@@ -121,11 +121,12 @@ export class LaunchStore {
     return rows.map(toLaunchRecord);
   }
 
-  /** Launches started before `before` and not finished, oldest first. */
-  async running(before: string, limit: number): Promise<LaunchRecord[]> {
+  /** Launches claimed after `after` and before `before`, started and not finished, oldest first. */
+  async running(after: string, before: string, limit: number): Promise<LaunchRecord[]> {
     const rows = await this.db.all<Row>(
-      `SELECT * FROM launches WHERE status = 'running' AND run_id IS NOT NULL AND created_at < ? ORDER BY created_at LIMIT ?`,
-      [before, limit],
+      `SELECT * FROM launches WHERE status = 'running' AND run_id IS NOT NULL AND created_at > ? AND created_at < ?
+       ORDER BY created_at LIMIT ?`,
+      [after, before, limit],
     );
     return rows.map(toLaunchRecord);
   }

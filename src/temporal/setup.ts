@@ -96,6 +96,6 @@ export async function requireStandaloneActivities(
   const described = await connection.workflowService.describeNamespace({ namespace });
   if (described.namespaceInfo?.capabilities?.standaloneActivities) return;
   throw new Error(
-    `DOSSIER_LAUNCH_DISPATCH=standalone needs a Temporal server with standalone activities (1.31 or later), and namespace ${namespace} on ${address} has none (the embedded dev server is older). Point DOSSIER_TEMPORAL_ADDRESS at such a server (docs/operations.md, "Launch dispatch"), or unset DOSSIER_LAUNCH_DISPATCH.`,
+    `DOSSIER_LAUNCH_DISPATCH=standalone needs a Temporal server with standalone activities (1.31 or later), and namespace ${namespace} on ${address} has none (the embedded dev server that \`npm start\` runs is older). Point DOSSIER_TEMPORAL_ADDRESS at such a server (\`dossier provision-temporal --server\` builds one; docs/operations.md, "Standalone dispatch"), or unset DOSSIER_LAUNCH_DISPATCH.`,
   );
 }

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { startDevServer } from '../../src/dev/devServer.ts';
 import { startServerBinary, type SqliteServer } from '../../src/dev/sqliteServer.ts';
 import { signalGroup } from '../../src/sandbox/processes.ts';
+import { WORKFLOW_TASK_QUEUE } from '../../src/temporal/queues.ts';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { call, effectCounter, slowEffect } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -176,4 +177,60 @@ describe('DOSSIER_LAUNCH_DISPATCH=standalone on a Temporal 1.32 server', () => {
       await cli.stop();
     }
   });
+
+  it('an activity forged under a running launch’s ID is refused, with either dispatch: nothing is recorded over the launch', async () => {
+    // A second team's stack on the same server, launching with the default dispatch (workflows).
+    const byDefault = await startTestStack({
+      env: { DOSSIER_TEMPORAL_ADDRESS: server.address, DOSSIER_NAMESPACE: 'dossier-default' },
+    });
+    const connection = await Connection.connect({ address: server.address });
+    try {
+      const forged = { status: 'succeeded', evidenceId: null, summary: { forged: true }, error: null };
+      for (const [stack, namespace, key] of [
+        [gateway, 'dossier', 'forged-standalone'],
+        [byDefault, 'dossier-default', 'forged-default'],
+      ] as const) {
+        const client = await stack.connect();
+        const effect = effectCounter(stack.env.DOSSIER_HOME!);
+        const started = await call(client, 'capture_process_scenario', {
+          ...slowEffect(effect, 120),
+          idempotency_key: key,
+          wait_ms: 0,
+        });
+        const id = started.launch.workflow_id as string;
+        await eventually('the target to run', () => processesRunning(effect.marker).length > 0);
+        leftovers.push(...processesRunning(effect.marker));
+        const temporal = new Client({ connection, namespace });
+        const attempt = (activity: string, activityId: string, args: unknown[], taskQueue: string) =>
+          temporal.activity.execute(activity, {
+            id: activityId,
+            taskQueue,
+            args,
+            startToCloseTimeout: '20 seconds',
+            retry: { maximumAttempts: 1 },
+          });
+        // The launch workflows' bookkeeping, as a standalone activity under the launch's ID.
+        await expect(attempt('finishLaunch', id, [id, forged], WORKFLOW_TASK_QUEUE)).rejects.toThrow();
+        // The effect itself, under another ID, asking to be the launch's.
+        const request = (await stack.stack.store.launches.byWorkflowId(id))!.input;
+        await expect(
+          attempt(
+            'runEffect',
+            `${id}-forged`,
+            [{ workflowId: id, dispatch: 'standalone', input: request }],
+            'dossier-capture',
+          ),
+        ).rejects.toThrow();
+        const now = await call(client, 'get_launch', { idempotency_key: key });
+        expect(now.status).toBe('running');
+        expect(effect.count()).toBe(1);
+        await call(client, 'cancel_launch', { idempotency_key: key });
+        const ended = await call(client, 'await_launch', { idempotency_key: key, wait_ms: 30_000 });
+        expect(ended.status).toBe('cancelled');
+      }
+    } finally {
+      await connection.close();
+      await byDefault.stop(true);
+    }
+  }, 120_000);
 });
