@@ -122,6 +122,10 @@ export async function vouchForLaunch(
     req.maxRunMs === (contract.maxRunMs?.(req.input) ?? DEFAULT_MAX_RUN_MS);
   if (!same)
     refuse(`the request of workflow ${req.workflowId} is not the launch claimed under it: nothing runs`);
+  // A standalone launch's one run is the activity the gateway recorded (or the first, before it has).
+  const { info } = Context.current();
+  if (!info.inWorkflow && claimed.runId && claimed.runId !== info.activityRunId)
+    refuse(`launch ${req.workflowId} runs as activity run ${claimed.runId}, not this one: nothing runs`);
   return claimed;
 }
 

@@ -40,7 +40,7 @@ const SETTLE_STANDALONE_EVERY_MS = 30_000;
 export class LaunchService {
   /** When the background round last looked for ended standalone launches, and where the next goes on. */
   private settledAt = 0;
-  private readonly swept = { after: '' };
+  private readonly swept = { after: '', id: '' };
 
   constructor(
     private readonly deps: {

@@ -80,8 +80,8 @@ export function standaloneOutcome(record: LaunchRecord, cause: unknown): LaunchO
       'Launch again with a new idempotency_key.',
     );
   }
-  if (cause instanceof ApplicationFailure && cause.details?.[0]) return failureOutcome(cause, false);
   if (record.effect === 'started') return failureOutcome(cause, true);
+  if (cause instanceof ApplicationFailure && cause.details?.[0]) return failureOutcome(cause, false);
   return errorOutcome(
     'failed',
     'internal',
@@ -123,24 +123,25 @@ const LOOKS_PER_ROUND = 50;
 export async function endedWithoutOutcome(
   client: Client,
   launches: LaunchStore,
-  cursor: { after: string },
+  cursor: { after: string; id: string },
   olderThanMs = 15_000,
 ): Promise<[LaunchRecord, ActivityExecutionFailedError][]> {
   const before = new Date(Date.now() - olderThanMs).toISOString();
-  const running = await launches.running(cursor.after, before, LOOKS_PER_ROUND);
-  cursor.after = running.length < LOOKS_PER_ROUND ? '' : running[running.length - 1]!.createdAt;
+  const running = await launches.running(cursor, before, LOOKS_PER_ROUND);
   const ended: [LaunchRecord, ActivityExecutionFailedError][] = [];
   for (const record of running) {
     const handle = client.activity.getHandle(record.workflowId, record.runId ?? undefined);
     try {
       // Each look is bounded: a slow Temporal delays the round by seconds, not by its whole list.
       const within = <T>(fn: () => Promise<T>) => client.connection.withDeadline(Date.now() + LOOK_MS, fn);
-      if ((await within(() => handle.describe())).status === 'RUNNING') continue;
-      await within(() => handle.result());
+      if ((await within(() => handle.describe())).status !== 'RUNNING') await within(() => handle.result());
     } catch (err) {
       if (err instanceof ActivityExecutionFailedError) ended.push([record, err]);
-      else if (!(err instanceof ActivityNotFoundError)) return ended; // Temporal did not answer: next round
+      else if (!(err instanceof ActivityNotFoundError)) return ended; // Temporal did not answer: next round, here
     }
+    Object.assign(cursor, { after: record.createdAt, id: record.workflowId });
   }
+  // After the last of them, the next round starts over.
+  if (running.length < LOOKS_PER_ROUND) Object.assign(cursor, { after: '', id: '' });
   return ended;
 }

@@ -121,12 +121,16 @@ export class LaunchStore {
     return rows.map(toLaunchRecord);
   }
 
-  /** Launches claimed after `after` and before `before`, started and not finished, oldest first. */
-  async running(after: string, before: string, limit: number): Promise<LaunchRecord[]> {
+  /**
+   * Launches claimed before `before` and after `from` (its claim time, then its workflow ID: launches
+   * claimed in the same millisecond are told apart), started and not finished, oldest first.
+   */
+  async running(from: { after: string; id: string }, before: string, limit: number): Promise<LaunchRecord[]> {
     const rows = await this.db.all<Row>(
-      `SELECT * FROM launches WHERE status = 'running' AND run_id IS NOT NULL AND created_at > ? AND created_at < ?
-       ORDER BY created_at LIMIT ?`,
-      [after, before, limit],
+      `SELECT * FROM launches WHERE status = 'running' AND run_id IS NOT NULL AND created_at < ?
+         AND (created_at > ? OR (created_at = ? AND workflow_id > ?))
+       ORDER BY created_at, workflow_id LIMIT ?`,
+      [before, from.after, from.after, from.id, limit],
     );
     return rows.map(toLaunchRecord);
   }

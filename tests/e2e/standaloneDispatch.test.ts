@@ -11,7 +11,12 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { startDevServer } from '../../src/dev/devServer.ts';
 import { startServerBinary, type SqliteServer } from '../../src/dev/sqliteServer.ts';
 import { signalGroup } from '../../src/sandbox/processes.ts';
+import { launchRequest } from '../../src/gateway/launchStart.ts';
+import { payloadKeys } from '../../src/temporal/codec.ts';
+import { dataConverter } from '../../src/temporal/dataConverter.ts';
+import { UNVOUCHED } from '../../src/launches/protocol.ts';
 import { WORKFLOW_TASK_QUEUE } from '../../src/temporal/queues.ts';
+import { TOOLS_BY_NAME } from '../../src/tools/catalog.ts';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.ts';
 import { call, effectCounter, slowEffect } from '../helpers/mcp.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -178,14 +183,20 @@ describe('DOSSIER_LAUNCH_DISPATCH=standalone on a Temporal 1.32 server', () => {
     }
   });
 
-  it('an activity forged under a running launch’s ID is refused, with either dispatch: nothing is recorded over the launch', async () => {
-    // A second team's stack on the same server, launching with the default dispatch (workflows).
+  it('a run forged under a running launch’s ID is refused as unvouched, with either dispatch: nothing is recorded over the launch', async () => {
+    // A second stack on the same server, launching with the default dispatch (workflows).
     const byDefault = await startTestStack({
       env: { DOSSIER_TEMPORAL_ADDRESS: server.address, DOSSIER_NAMESPACE: 'dossier-default' },
     });
     const connection = await Connection.connect({ address: server.address });
+    const unvouched = async (run: Promise<unknown>) => {
+      const err = (await run.then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as { cause?: { type?: string } } | undefined;
+      expect(err?.cause?.type, String(err)).toBe(UNVOUCHED);
+    };
     try {
-      const forged = { status: 'succeeded', evidenceId: null, summary: { forged: true }, error: null };
       for (const [stack, namespace, key] of [
         [gateway, 'dossier', 'forged-standalone'],
         [byDefault, 'dossier-default', 'forged-default'],
@@ -200,27 +211,44 @@ describe('DOSSIER_LAUNCH_DISPATCH=standalone on a Temporal 1.32 server', () => {
         const id = started.launch.workflow_id as string;
         await eventually('the target to run', () => processesRunning(effect.marker).length > 0);
         leftovers.push(...processesRunning(effect.marker));
-        const temporal = new Client({ connection, namespace });
-        const attempt = (activity: string, activityId: string, args: unknown[], taskQueue: string) =>
-          temporal.activity.execute(activity, {
-            id: activityId,
+        // Whoever forges it holds the cluster's payload key, or could not read the refusal.
+        const temporal = new Client({
+          connection,
+          namespace,
+          dataConverter: dataConverter(payloadKeys([], stack.env.DOSSIER_HOME!)),
+        });
+        // The exact request the gateway made: only who runs it is forged.
+        const record = (await stack.stack.store.launches.byWorkflowId(id))!;
+        const contract = TOOLS_BY_NAME.get('capture_process_scenario')!;
+        const forgedOutcome = {
+          status: 'succeeded',
+          evidenceId: null,
+          summary: { forged: true },
+          error: null,
+        };
+        const activity = (type: string, args: unknown[], taskQueue: string) =>
+          temporal.activity.execute(type, {
+            id, // the launch's own ID: free among activity IDs while a workflow holds it
             taskQueue,
             args,
             startToCloseTimeout: '20 seconds',
             retry: { maximumAttempts: 1 },
           });
-        // The launch workflows' bookkeeping, as a standalone activity under the launch's ID.
-        await expect(attempt('finishLaunch', id, [id, forged], WORKFLOW_TASK_QUEUE)).rejects.toThrow();
-        // The effect itself, under another ID, asking to be the launch's.
-        const request = (await stack.stack.store.launches.byWorkflowId(id))!.input;
-        await expect(
-          attempt(
-            'runEffect',
-            `${id}-forged`,
-            [{ workflowId: id, dispatch: 'standalone', input: request }],
-            'dossier-capture',
-          ),
-        ).rejects.toThrow();
+        if (stack === byDefault) {
+          await unvouched(activity('finishLaunch', [id, forgedOutcome], WORKFLOW_TASK_QUEUE));
+          await unvouched(
+            activity('runEffect', [launchRequest(record, contract, 'standalone')], 'dossier-capture'),
+          );
+        } else {
+          // Under standalone dispatch the workflow ID is the free one: a launch workflow forged there.
+          await unvouched(
+            temporal.workflow.execute('launchWorkflow', {
+              workflowId: id,
+              taskQueue: 'dossier-capture',
+              args: [launchRequest(record, contract, undefined)],
+            }),
+          );
+        }
         const now = await call(client, 'get_launch', { idempotency_key: key });
         expect(now.status).toBe('running');
         expect(effect.count()).toBe(1);
