@@ -32,6 +32,16 @@ let env: Record<string, string>;
 const leftovers: number[] = [];
 const startWorker = () => spawnDossier('worker', env, 'worker ready');
 
+/** A Temporal client of the server, in the gateway's namespace, for as long as `use` runs. */
+async function inTemporal(use: (temporal: Client) => Promise<void>) {
+  const connection = await Connection.connect({ address: server.address });
+  try {
+    await use(new Client({ connection, namespace: 'dossier' }));
+  } finally {
+    await connection.close();
+  }
+}
+
 beforeAll(async () => {
   server = await startServerBinary(inject('standaloneServer'), path.join(dir, 'temporal'));
   env = {
@@ -73,17 +83,13 @@ describe('DOSSIER_LAUNCH_DISPATCH=standalone on a Temporal 1.32 server', () => {
     expect(effect.count()).toBe(1);
 
     // No workflow: the launch is one activity under the launch's ID, with the audit's search attributes.
-    const connection = await Connection.connect({ address: server.address });
-    try {
-      const temporal = new Client({ connection, namespace: 'dossier' });
+    await inTemporal(async (temporal) => {
       const described = await temporal.activity.getHandle(retry.launch.workflow_id).describe();
       expect(described.status).toBe('COMPLETED');
       expect(described.typedSearchAttributes.get(SEARCH_ATTRIBUTES.key)).toBe('standalone-20');
       expect(described.typedSearchAttributes.get(SEARCH_ATTRIBUTES.team)).toBe('local');
       await expect(temporal.workflow.getHandle(retry.launch.workflow_id).describe()).rejects.toThrow();
-    } finally {
-      await connection.close();
-    }
+    });
   });
 
   it('cancel_launch ends a running effect and records it cancelled; the retry attaches to that', async () => {
@@ -103,15 +109,11 @@ describe('DOSSIER_LAUNCH_DISPATCH=standalone on a Temporal 1.32 server', () => {
     expect(retry).toMatchObject({ status: 'cancelled', launch: { attached: true } });
     expect(effect.count()).toBe(1);
     // The audit names who cancelled: the activity's cancel reason.
-    const connection = await Connection.connect({ address: server.address });
-    try {
-      const temporal = new Client({ connection, namespace: 'dossier' });
+    await inTemporal(async (temporal) => {
       const described = await temporal.activity.getHandle(retry.launch.workflow_id).describe();
       expect(described.status).toBe('CANCELED');
       expect(described.canceledReason).toBe('cancel_launch by local of team local');
-    } finally {
-      await connection.close();
-    }
+    });
   });
 
   it('a worker killed with SIGKILL mid-effect: recorded interrupted by a waiting call, or by the gateway alone; never run again', async () => {
