@@ -2,9 +2,9 @@
 // (runEffect.ts), an analysis's answer and a failed database build
 // (analysis/runAnalysis.ts, analysis/buildDatabase.ts) fill in the same record
 // the same way.
-import { Context } from '@temporalio/activity';
 import type { NewEvidence, NewUnknown } from '../domain/types.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
+import { currentRun } from './provenance.ts';
 
 export interface EvidenceFacts {
   tool: string;
@@ -47,10 +47,7 @@ export function evidenceOf(f: EvidenceFacts): NewEvidence {
       investigation: f.investigation,
       launch: {
         workflow_id: f.workflowId,
-        run_id:
-          Context.current().info.workflowExecution?.runId ??
-          Context.current().info.activityRunId ??
-          'unknown',
+        run_id: currentRun() ?? 'unknown',
       },
       created_at: new Date().toISOString(),
       summary: f.summary,

@@ -75,10 +75,13 @@ function ownLaunch(req: LaunchRequest, dispatch: Config['launchDispatch']): void
     );
 }
 
-/** The run a launch's effect works for (its workflow's, or its own as a standalone activity). */
-export function launchRun(req: LaunchRequest): string | null {
+/**
+ * The run this activity works for: its workflow's, or its own as a standalone activity. For a launch's
+ * effect, once vouched for, that is the launch's run.
+ */
+export function currentRun(): string | null {
   const { info } = Context.current();
-  return info.inWorkflow ? ownRun(req.workflowId) : (info.activityRunId ?? null);
+  return info.workflowExecution?.runId ?? info.activityRunId ?? null;
 }
 
 /**

@@ -20,7 +20,7 @@ import { recordOutcome } from './bookkeeping.ts';
 import type { EffectContext, EffectResult } from './effect.ts';
 import type { EffectBinding } from './effects.ts';
 import { evidenceOf } from './evidenceRecord.ts';
-import { launchRun, vouchForLaunch } from './provenance.ts';
+import { currentRun, vouchForLaunch } from './provenance.ts';
 import { makeWorkspace } from './workspaces/workspaces.ts';
 
 export const PROVIDER = PRODUCT;
@@ -88,7 +88,7 @@ function workerStopping(deps: EffectDeps, activity: Activity): boolean {
  * and attempt as the lost one: a nonce tells them apart (its workspace, its device turn).
  */
 function workspaceOf(config: Config, req: LaunchRequest, activity: Activity): string {
-  const runId = activity.info.workflowExecution?.runId ?? activity.info.activityRunId ?? 'unknown';
+  const runId = currentRun() ?? 'unknown';
   const nonce = activity.info.isLocal ? `-${randomUUID().slice(0, 8)}` : '';
   return path.join(
     config.home,
@@ -152,7 +152,7 @@ function effectContext(
     signal,
     stopping: () => workerStopping(deps, activity),
     begin: async () => {
-      if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }, launchRun(req))))
+      if (!(await store.launches.journalStarted(req.workflowId, { phase: 'started' }, currentRun())))
         throw alreadyStarted();
       began();
     },
@@ -293,7 +293,7 @@ async function runEffect(deps: EffectDeps, req: LaunchRequest): Promise<LaunchOu
   ran({ status: outcome.status });
   // Before the launch is seen finished: its reply finds the team's disk already within its bound.
   await deps.retain(req, workspace);
-  const stored = await recordOutcome(store, req.workflowId, outcome, launchRun(req));
+  const stored = await recordOutcome(store, req.workflowId, outcome, currentRun());
   if (outcome.status === 'cancelled') throw new CancelledFailure('the launch was cancelled', [stored]);
   return stored;
 }
