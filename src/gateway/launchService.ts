@@ -3,6 +3,7 @@
 // and a finished launch is answered from it without a Temporal round trip.
 import { ActivityExecutionFailedError, Client, WorkflowFailedError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
+import type { Config } from '../config.ts';
 import { TOOLS_BY_NAME } from '../tools/catalog.ts';
 import { DossierError } from '../domain/errors.ts';
 import type { DeviceStore } from '../store/devices.ts';
@@ -11,7 +12,6 @@ import { isFinished, type LaunchRecord, type Page, type Principal } from '../dom
 import type { ToolContract } from '../tools/contract.ts';
 import { capabilityQueue, WORKFLOW_TASK_QUEUE } from '../temporal/queues.ts';
 import { bodyDigest, launchWorkflowId } from '../launches/keys.ts';
-import type { LaunchRequest } from '../launches/protocol.ts';
 import { errorOutcome } from '../launches/outcomes.ts';
 import { cancelStandalone, endedWithoutOutcome, standaloneOutcome, startStandalone } from './standalone.ts';
 import { launchCalls, launchWaitSeconds, type Backlog } from '../metrics/metrics.ts';
@@ -56,7 +56,7 @@ export class LaunchService {
        */
       eagerStart?: boolean;
       /** How the effect is dispatched (DOSSIER_LAUNCH_DISPATCH); by default as an activity. */
-      dispatch?: LaunchRequest['dispatch'];
+      dispatch?: Config['launchDispatch'];
     },
   ) {}
 

@@ -3,6 +3,7 @@
 // start means (Temporal unreachable: pending, or refused).
 import type { Client } from '@temporalio/client';
 import { DossierError } from '../domain/errors.ts';
+import type { Config } from '../config.ts';
 import type { LaunchRecord } from '../domain/types.ts';
 import type { LaunchRequest } from '../launches/protocol.ts';
 import type { DeviceStore } from '../store/devices.ts';
@@ -15,11 +16,14 @@ import { grpcCode } from './waiting.ts';
 /** gRPC statuses that mean Temporal could not be reached (try again later). */
 const GRPC_UNREACHABLE = new Set([4, 14]); // DEADLINE_EXCEEDED, UNAVAILABLE
 
-/** What the launch workflow runs with, from its claimed record. */
+/**
+ * What the launch's effect runs with, from its claimed record. Only a local dispatch is the
+ * workflow's to know; a standalone one has no workflow, and its worker knows it from its own setting.
+ */
 export function launchRequest(
   record: LaunchRecord,
   contract: ToolContract,
-  dispatch: LaunchRequest['dispatch'],
+  dispatch: Config['launchDispatch'] | undefined,
 ): LaunchRequest {
   const input = record.input as Record<string, unknown>;
   return {
@@ -33,7 +37,7 @@ export function launchRequest(
     bodyDigest: record.bodyDigest,
     investigation: record.investigation,
     maxRunMs: contract.maxRunMs?.(input) ?? DEFAULT_MAX_RUN_MS,
-    ...(dispatch === 'local' || dispatch === 'standalone' ? { dispatch } : {}),
+    ...(dispatch === 'local' ? { dispatch } : {}),
   };
 }
 
@@ -50,7 +54,7 @@ export async function startLaunchWorkflow(
     deadline: number;
     device: Awaited<ReturnType<typeof deviceAttributes>>;
     eagerStart?: boolean;
-    dispatch?: LaunchRequest['dispatch'];
+    dispatch?: Config['launchDispatch'];
   },
 ): Promise<string> {
   const request = launchRequest(record, contract, how.dispatch);

@@ -23,7 +23,7 @@ export interface LaunchRequest {
    * worker serves the capability; elsewhere, and on any later dispatch, it is an activity on the
    * capability's queue. Absent: always the activity.
    */
-  dispatch?: 'activity' | 'local' | 'standalone';
+  dispatch?: 'activity' | 'local';
 }
 
 /** A worker that does not serve the launch's capability refuses a local dispatch with this type. */
