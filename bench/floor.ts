@@ -13,11 +13,9 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildWithGo, cachedTool } from '../src/dev/goTools.ts';
-import { TEMPORAL_SERVER } from '../src/dev/temporalServer.ts';
 import { freshLaunches, startProduct, sustained } from './breakdown.ts';
 import { benchDir, median, ms, spawnTrue } from './lib.ts';
-import { startServerBinary } from '../src/dev/sqliteServer.ts';
+import { resolveServerVersion, startServerBinary } from '../src/dev/sqliteServer.ts';
 
 const CALLER_COUNTS = (process.env.DOSSIER_BENCH_FLOOR_CALLERS ?? '1,8,32')
   .split(',')
@@ -42,7 +40,7 @@ type Variant = 'bare' | 'audited' | 'local' | 'standalone';
 async function resolveServer(): Promise<string | undefined> {
   const wanted = process.env.DOSSIER_BENCH_FLOOR_SERVER;
   if (!wanted || !/^v\d+\.\d+\.\d+$/.test(wanted)) return wanted;
-  return cachedTool(TEMPORAL_SERVER, [wanted]) ?? (await buildWithGo(TEMPORAL_SERVER, wanted));
+  return resolveServerVersion(wanted);
 }
 
 /** One floor process, on the CLI's dev server or, given one, a server binary. */
@@ -123,8 +121,8 @@ export async function benchFloor(): Promise<string[]> {
       const ours = await dossier(callers, 'activity');
       const oursLocal = await dossier(callers, 'local');
       const at = `${callers} callers, round ${round}`;
-      const ratio = (name: string, l: Load) =>
-        `| **ratio ${name} / bare Temporal, ${at}** | ${(l.rate / bare.rate).toFixed(2)} | ${(l.p50 / bare.p50).toFixed(2)} | | | |`;
+      const ratio = (name: string, l: Load, floor = bare, what = 'bare Temporal') =>
+        `| **ratio ${name} / ${what}, ${at}** | ${(l.rate / floor.rate).toFixed(2)} | ${(l.p50 / floor.p50).toFixed(2)} | | | |`;
       rows.push(
         row(`bare Temporal, ${at} (process / programs / Temporal server)`, bare),
         row(`bare Temporal with dossier's memo and search attributes, ${at}`, audited),
@@ -139,19 +137,16 @@ export async function benchFloor(): Promise<string[]> {
         const standalone = await floor(callers, 'standalone', serverBinary);
         const oursThere = await dossier(callers, 'activity', serverBinary);
         const oursStandalone = await dossier(callers, 'standalone', serverBinary);
-        const over = (name: string, l: Load, floor: Load, what: string) =>
-          `| **ratio ${name} / ${what}, ${at}** | ${(l.rate / floor.rate).toFixed(2)} | ${(l.p50 / floor.p50).toFixed(2)} | | | |`;
+        const sameServer = 'bare Temporal on the same server';
         rows.push(
           row(`dossier on the same server, ${at}`, oursThere),
           row(`dossier on the same server, DOSSIER_LAUNCH_DISPATCH=standalone, ${at}`, oursStandalone),
-          over('dossier', oursThere, newer, 'bare Temporal on the same server'),
-          over('dossier standalone', oursStandalone, newer, 'bare Temporal on the same server'),
-          over('dossier standalone', oursStandalone, bare, 'bare Temporal (dev server)'),
-        );
-        rows.push(
+          ratio('dossier', oursThere, newer, sameServer),
+          ratio('dossier standalone', oursStandalone, newer, sameServer),
+          ratio('dossier standalone', oursStandalone, bare, 'bare Temporal (dev server)'),
           row(`bare Temporal on ${path.basename(serverBinary)} (DOSSIER_BENCH_FLOOR_SERVER), ${at}`, newer),
           row(`a standalone activity on the same server, ${at}`, standalone),
-          `| **ratio standalone / bare Temporal on the same server, ${at}** | ${(standalone.rate / newer.rate).toFixed(2)} | ${(standalone.p50 / newer.p50).toFixed(2)} | | | |`,
+          ratio('standalone', standalone, newer, sameServer),
         );
       }
       if (callers === 1) {

@@ -10,7 +10,7 @@ import { startDevServer, type DevServer } from '../src/dev/devServer.ts';
 import { resolveTemporalCli } from '../src/dev/temporalCli.ts';
 import { resolveUiServer } from '../src/dev/uiServer.ts';
 import { resolveTemporalServer } from '../src/dev/temporalServer.ts';
-import { resolveStandaloneServer, startServerBinary, type SqliteServer } from '../src/dev/sqliteServer.ts';
+import { resolveServerVersion, startServerBinary, type SqliteServer } from '../src/dev/sqliteServer.ts';
 import { provisionProvider } from '../src/analysis/venv.ts';
 import { flashUnpackers } from '../src/python/flash.ts';
 import { rulesEnv } from '../src/python/rules.ts';
@@ -62,13 +62,13 @@ export async function setup(project: TestProject) {
   postgres = pgStarted;
   project.provide('postgresUrl', postgres.url);
   project.provide('temporalAddress', server.address);
+  // The server the standalone dispatch needs (1.31+; built with Go, about 5 minutes, once, then cached).
+  const standaloneServer = await resolveServerVersion(undefined, (line) => console.error(line));
+  project.provide('standaloneServer', standaloneServer);
   // The launch suite under standalone dispatch (DOSSIER_LAUNCH_DISPATCH=standalone npm test -- …)
   // needs a server that has standalone activities: the shared stacks' Temporal is that one then.
   if (process.env.DOSSIER_LAUNCH_DISPATCH === 'standalone') {
-    standalone = await startServerBinary(
-      await resolveStandaloneServer((line) => console.error(line)),
-      path.join(dir, 'standalone'),
-    );
+    standalone = await startServerBinary(standaloneServer, path.join(dir, 'standalone'));
     project.provide('temporalAddress', standalone.address);
   }
   project.provide('uiUrl', server.uiUrl);
@@ -83,8 +83,6 @@ export async function setup(project: TestProject) {
   await rulesEnv(process.env.DOSSIER_ANALYSIS_PYTHON ?? '/usr/bin/python3');
   // Built once with Go (about 10 minutes on a fresh machine), then cached.
   await resolveTemporalServer(process.env.DOSSIER_TEMPORAL_SERVER_BIN);
-  // And the server the standalone dispatch needs (1.31+; about 5 minutes, once, then cached).
-  project.provide('standaloneServer', await resolveStandaloneServer((line) => console.error(line)));
   project.provide('bundleCacheDir', bundleCacheDir);
 }
 

@@ -103,8 +103,8 @@ async function main(argv: string[]) {
         console.log(server.server);
         console.log(server.sqlTool);
         // The server standalone activities need (DOSSIER_LAUNCH_DISPATCH=standalone): its tests run it.
-        const { resolveStandaloneServer } = await import('../dev/sqliteServer.ts');
-        console.log(await resolveStandaloneServer());
+        const { resolveServerVersion } = await import('../dev/sqliteServer.ts');
+        console.log(await resolveServerVersion());
       }
       return;
     }

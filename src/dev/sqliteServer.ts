@@ -17,17 +17,20 @@ import {
   serverPorts,
   TEMPORAL_SERVER,
 } from './temporalServer.ts';
-import { startOwned, waitForPort } from './owned.ts';
+import { startOwned } from './owned.ts';
 import { connectWhenReady } from '../temporal/setup.ts';
 
 /** The first server version with standalone activities that builds with this machine's Go. */
 export const STANDALONE_SERVER_VERSION = 'v1.32.1';
 
-/** The standalone-capable server: cached, or built with Go once (about 5 minutes). */
-export async function resolveStandaloneServer(log?: (line: string) => void): Promise<string> {
+/** A Temporal server of `version` (by default the standalone-capable one): cached, or built with Go once (about 5 minutes). */
+export async function resolveServerVersion(
+  version: string = STANDALONE_SERVER_VERSION,
+  log?: (line: string) => void,
+): Promise<string> {
   return (
-    cachedTool(TEMPORAL_SERVER, [STANDALONE_SERVER_VERSION]) ??
-    (await buildWithGo(TEMPORAL_SERVER, STANDALONE_SERVER_VERSION, log ? { log } : {}))
+    cachedTool(TEMPORAL_SERVER, [version]) ??
+    (await buildWithGo(TEMPORAL_SERVER, version, log ? { log } : {}))
   );
 }
 
@@ -90,10 +93,7 @@ export async function startServerBinary(
     logFile: path.join(dir, 'server.log'),
     hint: `see ${path.join(dir, 'server.log')}`,
     // The frontend's port opens before it answers ("Frontend is not healthy yet"): ready once it does.
-    ready: async () => {
-      await waitForPort(host, ports.frontend, 60_000);
-      await (await connectWhenReady(`${host}:${ports.frontend}`, 60_000)).close();
-    },
+    ready: async () => (await connectWhenReady(`${host}:${ports.frontend}`, 60_000)).close(),
   });
   return { address: `${host}:${ports.frontend}`, pid: proc.pid, stop: () => proc.stop() };
 }
