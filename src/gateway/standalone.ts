@@ -129,11 +129,11 @@ export async function endedWithoutOutcome(
   const before = new Date(Date.now() - olderThanMs).toISOString();
   const running = await launches.running(cursor, before, LOOKS_PER_ROUND);
   const ended: [LaunchRecord, ActivityExecutionFailedError][] = [];
+  // Each look is bounded: a slow Temporal delays the round by seconds, not by its whole list.
+  const within = <T>(fn: () => Promise<T>) => client.connection.withDeadline(Date.now() + LOOK_MS, fn);
   for (const record of running) {
     const handle = client.activity.getHandle(record.workflowId, record.runId ?? undefined);
     try {
-      // Each look is bounded: a slow Temporal delays the round by seconds, not by its whole list.
-      const within = <T>(fn: () => Promise<T>) => client.connection.withDeadline(Date.now() + LOOK_MS, fn);
       if ((await within(() => handle.describe())).status !== 'RUNNING') await within(() => handle.result());
     } catch (err) {
       if (err instanceof ActivityExecutionFailedError) ended.push([record, err]);
